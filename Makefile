@@ -1,0 +1,75 @@
+# tollfree: top-level entry points. The real build is CMake (build/ release, build-asan/ sanitizers).
+PY       ?= /usr/bin/python3
+BUILD    ?= build
+ASAN     ?= build-asan
+FUZZ     ?= build-fuzz
+JOBS     ?= $(shell nproc)
+export PYTHONPATH := $(CURDIR)/python
+export TOLLFREE_LIB := $(CURDIR)/$(BUILD)/libtollfree.so
+export TOLLFREE_BIN := $(CURDIR)/$(BUILD)/tollfree
+
+C_SOURCES = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
+
+.PHONY: all setup build test test-c test-asan test-py format format-check demo \
+        bench bench-kernel bench-orderflow fuzz clean help
+
+all: build
+
+help:
+	@echo "make            build build/tollfree and build/libtollfree.so"
+	@echo "make demo       the default sweep, in-process from Python, against numba"
+	@echo "make test       format check, C tests (release + ASan/UBSan), fuzz corpora, pytest"
+	@echo "make bench      the boundary benchmark (build/report/)"
+	@echo "make bench-kernel / bench-orderflow   the kernel and order-flow benchmarks"
+	@echo "make fuzz       build libFuzzer targets with clang (build-fuzz/fuzz/)"
+	@echo "make format     clang-format every C file in place"
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(ASAN)/CMakeCache.txt:
+	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DTF_SANITIZE=ON >/dev/null
+
+test: setup build format-check test-c test-asan test-py
+
+test-c: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: $(ASAN)/CMakeCache.txt
+	cmake --build $(ASAN) -j $(JOBS)
+	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ctest --output-on-failure -j $(JOBS)
+
+test-py: build
+	$(PY) -m pytest -q -p no:cacheprovider python/tests
+
+format-check:
+	@clang-format --dry-run --Werror $(C_SOURCES) && echo "format: ok"
+
+format:
+	clang-format -i $(C_SOURCES)
+
+demo: setup build
+	$(PY) -m tollfree.demo
+
+bench-kernel: setup build
+	$(PY) -m tollfree.bench_kernel
+
+bench-orderflow: setup build
+	$(BUILD)/bench/bench_orderflow
+
+bench: setup build
+	$(PY) -m tollfree.bench
+
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=Debug -DTF_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ) -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN) $(FUZZ)

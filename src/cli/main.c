@@ -1,0 +1,46 @@
+/* tollfree: the command-line front door. Dispatches to one subcommand per file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+static const char usage[] =
+    "usage: tollfree <command> [options]\n"
+    "\n"
+    "The tollfree engine: an exact HMA/HMA3 stop-and-reverse sweep kernel, served over any\n"
+    "boundary, and the OFL1 order-flow path.\n"
+    "\n"
+    "commands:\n"
+    "  sweep     run the parameter sweep on a close series (default: the embedded data)\n"
+    "  serve     run the engine service (unix, tcp, stdio, shared memory)\n"
+    "  journal   generate, verify and dump OFL1 journals\n"
+    "\n"
+    "Run 'tollfree <command> --help' for a command's options.\n"
+    "Examples:\n"
+    "  tollfree sweep --top 5\n"
+    "  tollfree sweep --input prices.csv --column close --grid 10:300:50 --out results.csv\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        puts("tollfree 0.1.0");
+        return 0;
+    }
+    if (!strcmp(cmd, "sweep"))
+        return tf_cmd_sweep(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve"))
+        return tf_cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "journal"))
+        return tf_cmd_journal(argc - 1, argv + 1);
+    fprintf(stderr, "tollfree: unknown command '%s' (try 'tollfree --help')\n", cmd);
+    return 2;
+}

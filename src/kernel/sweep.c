@@ -1,0 +1,333 @@
+/* The fast sweep: bit-identical to tf_sweep_reference, much faster.
+ *
+ * - First-stage WMAs of the close (lengths L, half, p, p3, p2) depend only on the length, so each
+ *   distinct length is computed once per call and shared by every combo that needs it.
+ * - Time is cut into blocks of TF_BLOCK bars so the working set stays in cache. For block
+ *   [t0, t1) the first stage is computed over [t0 - (M2-1), t1), where M2 is the longest
+ *   second-stage window (sq or p): enough history for WMA(raw, sq) and WMA(inner, p) at t0. Every
+ *   value is computed by the same function from the same inputs as an unblocked pass, so the bits
+ *   do not depend on the blocking; the overlap costs (M2-1)/TF_BLOCK extra first-stage work.
+ * - Within a block, threads first share out the distinct first-stage lengths, then (after a
+ *   barrier) whole combos; each combo's stop-and-reverse state lives in its own slot, carried from
+ *   block to block. Who computes what never changes a result, so any thread count gives the same
+ *   bits.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel_internal.h"
+
+#define TF_BLOCK 8192
+#define N_FIRST 5 /* first-stage WMAs per combo: half, L, p3, p2, p */
+
+static const int first_param[N_FIRST] = {TF_P_HALF, TF_P_L, TF_P_P3, TF_P_P2, TF_P_P};
+
+typedef struct plan {
+    const double *close;
+    int64_t n_bars;
+    const int64_t *params;
+    int64_t n_combos;
+    tf_wma_fn wma;
+
+    int64_t n_len;     /* distinct first-stage lengths, longest first */
+    int64_t *len;      /* [n_len] */
+    int32_t *slot;     /* [n_combos][N_FIRST]: index into len */
+    int64_t m2;        /* longest second-stage window */
+    int64_t stride;    /* doubles per first-stage row: TF_BLOCK + m2 - 1 */
+    double *first;     /* [n_len][stride] */
+    tf_sar *sar;       /* [n_combos] */
+
+    /* Work counters, two per block (first-stage rows, combos), so nobody ever resets one. */
+    atomic_llong *next;
+    int n_threads;
+    pthread_barrier_t barrier;
+} plan;
+
+/* Outputs [t0, t1) of one block; first-stage rows cover [a, t1). */
+typedef struct block {
+    int64_t t0, t1, a;
+} block;
+
+struct gate;
+
+typedef struct worker {
+    plan *pl;
+    struct gate *gate;
+    double *scratch; /* raw, inner: stride each; hma, hma3: TF_BLOCK each */
+    pthread_t tid;
+} worker;
+
+static void fill_nan(double *p, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        p[i] = NAN;
+}
+
+/* One first-stage row for the current block: WMA(close, len)[t] at row[t - a], t in [a, t1). */
+static void first_row(const plan *pl, const block *b, int64_t u)
+{
+    int64_t L = pl->len[u];
+    double *row = pl->first + u * pl->stride;
+    int64_t lo = L - 1 > b->a ? L - 1 : b->a;
+    if (lo >= b->t1) {
+        fill_nan(row, b->t1 - b->a);
+        return;
+    }
+    fill_nan(row, lo - b->a);
+    pl->wma(pl->close, L, lo, b->t1, row + (lo - b->a));
+}
+
+/* WMA of a per-combo series (raw or inner, stored at x[t - a]) for outputs [t0, t1). */
+static void second(const plan *pl, const block *b, const double *x, int64_t W, double *out)
+{
+    int64_t lo = W - 1 > b->t0 ? W - 1 : b->t0;
+    if (lo >= b->t1) {
+        fill_nan(out, b->t1 - b->t0);
+        return;
+    }
+    fill_nan(out, lo - b->t0);
+    /* x is indexed from a; lo - a >= W - 1, so the window never reaches before x. */
+    pl->wma(x, W, lo - b->a, b->t1 - b->a, out + (lo - b->t0));
+}
+
+static void combo_block(const plan *pl, const block *b, int64_t j, double *scratch)
+{
+    const int64_t *p = pl->params + j * TF_PARAMS_PER_COMBO;
+    const int32_t *sl = pl->slot + j * N_FIRST;
+    const double *half = pl->first + sl[0] * pl->stride, *full = pl->first + sl[1] * pl->stride;
+    const double *w3 = pl->first + sl[2] * pl->stride, *w2 = pl->first + sl[3] * pl->stride;
+    const double *wp = pl->first + sl[4] * pl->stride;
+    double *raw = scratch, *inner = raw + pl->stride;
+    double *hma = inner + pl->stride, *hma3 = hma + TF_BLOCK;
+    int64_t span = b->t1 - b->a;
+
+    /* Only the tail that the second stage reads is needed, but the whole row is cheap next to the
+     * WMAs and keeps the indexing plain. */
+    for (int64_t i = 0; i < span; i++)
+        raw[i] = 2.0 * half[i] - full[i];
+    for (int64_t i = 0; i < span; i++)
+        inner[i] = 3.0 * w3[i] - w2[i] - wp[i];
+    second(pl, b, raw, p[TF_P_SQ], hma);
+    second(pl, b, inner, p[TF_P_P], hma3);
+
+    tf_sar st = pl->sar[j];
+    const double *c = pl->close + b->t0;
+    for (int64_t i = 0; i < b->t1 - b->t0; i++)
+        tf_sar_step(&st, hma3[i], hma[i], c[i]);
+    pl->sar[j] = st;
+}
+
+static void run_blocks(worker *w)
+{
+    plan *pl = w->pl;
+    int64_t nb = 0;
+    for (int64_t t0 = 0; t0 < pl->n_bars; t0 += TF_BLOCK, nb++) {
+        block b = {t0, t0 + TF_BLOCK < pl->n_bars ? t0 + TF_BLOCK : pl->n_bars,
+                   t0 - (pl->m2 - 1) > 0 ? t0 - (pl->m2 - 1) : 0};
+        atomic_llong *next_len = &pl->next[2 * nb], *next_combo = &pl->next[2 * nb + 1];
+        for (long long u; (u = atomic_fetch_add(next_len, 1)) < pl->n_len;)
+            first_row(pl, &b, u);
+        if (pl->n_threads > 1)
+            pthread_barrier_wait(&pl->barrier);
+        for (long long j; (j = atomic_fetch_add(next_combo, 1)) < pl->n_combos;)
+            combo_block(pl, &b, j, w->scratch);
+        /* The next block's first stage overwrites the rows this block's combos read. */
+        if (pl->n_threads > 1)
+            pthread_barrier_wait(&pl->barrier);
+    }
+}
+
+/* Workers wait at a gate until every thread that could be started is known, so the barrier
+ * counts exactly the threads that run; a failed pthread_create only means fewer threads. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
+} gate;
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    gate *g = w->gate;
+    pthread_mutex_lock(&g->mu);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    if (g->open > 0)
+        run_blocks(w);
+    return NULL;
+}
+
+static void run_threads(plan *pl, worker *ws, int nt)
+{
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int started = 1;
+    for (; started < nt; started++) {
+        ws[started].gate = &g;
+        if (pthread_create(&ws[started].tid, NULL, worker_main, &ws[started]) != 0)
+            break;
+    }
+    pl->n_threads = started;
+    int barrier_ok = started == 1 || pthread_barrier_init(&pl->barrier, NULL, (unsigned)started) == 0;
+    pthread_mutex_lock(&g.mu);
+    g.open = barrier_ok ? 1 : -1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    if (!barrier_ok)
+        pl->n_threads = 1; /* the workers leave at once; run alone */
+    run_blocks(&ws[0]);
+    for (int t = 1; t < started; t++)
+        pthread_join(ws[t].tid, NULL);
+    if (started > 1 && barrier_ok)
+        pthread_barrier_destroy(&pl->barrier);
+}
+
+static int cmp_desc(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a < b) - (a > b);
+}
+
+/* Distinct first-stage lengths (longest first, so dynamic scheduling balances), each combo's
+ * five row indices, and the longest second-stage window. */
+static int make_plan(plan *pl)
+{
+    int64_t m = pl->n_combos, cand = m * N_FIRST;
+    pl->len = malloc(sizeof(int64_t) * (size_t)cand);
+    pl->slot = malloc(sizeof(int32_t) * (size_t)cand);
+    if (!pl->len || !pl->slot)
+        return TF_E_NOMEM;
+    pl->m2 = 1;
+    for (int64_t j = 0; j < m; j++) {
+        const int64_t *p = pl->params + j * TF_PARAMS_PER_COMBO;
+        for (int f = 0; f < N_FIRST; f++)
+            pl->len[j * N_FIRST + f] = p[first_param[f]];
+        if (p[TF_P_SQ] > pl->m2)
+            pl->m2 = p[TF_P_SQ];
+        if (p[TF_P_P] > pl->m2)
+            pl->m2 = p[TF_P_P];
+    }
+    qsort(pl->len, (size_t)cand, sizeof(int64_t), cmp_desc);
+    int64_t n = 0;
+    for (int64_t i = 0; i < cand; i++)
+        if (n == 0 || pl->len[n - 1] != pl->len[i])
+            pl->len[n++] = pl->len[i];
+    pl->n_len = n;
+    for (int64_t j = 0; j < m; j++) {
+        const int64_t *p = pl->params + j * TF_PARAMS_PER_COMBO;
+        for (int f = 0; f < N_FIRST; f++) {
+            int64_t want = p[first_param[f]], lo = 0, hi = n - 1;
+            while (lo < hi) { /* descending order */
+                int64_t mid = (lo + hi) / 2;
+                if (pl->len[mid] > want)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            pl->slot[j * N_FIRST + f] = (int32_t)lo;
+        }
+    }
+    /* Windows longer than the series never produce a value; cap the history kept per block
+     * at the series length so absurd windows cost no memory. */
+    if (pl->m2 > pl->n_bars)
+        pl->m2 = pl->n_bars;
+    pl->stride = TF_BLOCK + pl->m2 - 1;
+    return 0;
+}
+
+static int resolve_threads(const tf_sweep_opts *opts, const plan *pl)
+{
+    long t = opts ? opts->threads : 0;
+    if (t == 0) {
+        t = sysconf(_SC_NPROCESSORS_ONLN);
+        if (t < 1)
+            t = 1;
+    }
+    /* Tiny jobs are not worth a thread start (~20 us); results never depend on this. */
+    double work = (double)pl->n_bars * (double)pl->n_combos;
+    if (work < 2.0e5)
+        t = 1;
+    if (t > pl->n_combos && t > pl->n_len)
+        t = pl->n_combos > pl->n_len ? pl->n_combos : pl->n_len;
+    return (int)(t > TF_MAX_THREADS ? TF_MAX_THREADS : t);
+}
+
+static void free_plan(plan *pl)
+{
+    free(pl->len);
+    free(pl->slot);
+    free(pl->first);
+    free(pl->sar);
+    free(pl->next);
+}
+
+int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+             double *pnl, int64_t *trades, const tf_sweep_opts *opts)
+{
+    if (n_bars < 0 || n_bars > TF_MAX_BARS)
+        return TF_E_TOO_MANY_BARS;
+    int rc = tf_params_check(params, n_combos);
+    if (rc)
+        return rc;
+    if (opts && (opts->threads < 0 || opts->threads > TF_MAX_THREADS))
+        return TF_E_THREADS;
+    tf_isa isa = opts ? opts->isa : TF_ISA_AUTO;
+    if ((unsigned)isa > TF_ISA_AVX512)
+        return TF_E_INVALID_ARG;
+    tf_wma_fn wma = tf_wma_for(isa);
+    if (!wma)
+        return TF_E_ISA_UNAVAILABLE;
+    if (n_combos == 0)
+        return 0;
+    if ((n_bars > 0 && !close) || !pnl || !trades)
+        return TF_E_NULL_ARG;
+    if (n_bars == 0) {
+        for (int64_t j = 0; j < n_combos; j++) {
+            pnl[j] = 0.0;
+            trades[j] = 0;
+        }
+        return 0;
+    }
+
+    plan pl = {.close = close, .n_bars = n_bars, .params = params, .n_combos = n_combos,
+               .wma = wma};
+    worker *ws = NULL;
+    rc = make_plan(&pl);
+    int64_t n_blocks = (n_bars + TF_BLOCK - 1) / TF_BLOCK;
+    if (!rc) {
+        pl.first = malloc(sizeof(double) * (size_t)(pl.n_len * pl.stride));
+        pl.sar = calloc((size_t)n_combos, sizeof(tf_sar));
+        pl.next = calloc((size_t)(2 * n_blocks), sizeof(atomic_llong));
+        if (!pl.first || !pl.sar || !pl.next)
+            rc = TF_E_NOMEM;
+    }
+    int nt = rc ? 0 : resolve_threads(opts, &pl);
+    if (!rc && !(ws = calloc((size_t)nt, sizeof(worker))))
+        rc = TF_E_NOMEM;
+    for (int t = 0; !rc && t < nt; t++) {
+        ws[t].pl = &pl;
+        ws[t].scratch = malloc(sizeof(double) * (size_t)(2 * pl.stride + 2 * TF_BLOCK));
+        if (!ws[t].scratch)
+            rc = TF_E_NOMEM;
+    }
+    if (!rc) {
+        for (int64_t i = 0; i < 2 * n_blocks; i++)
+            atomic_init(&pl.next[i], 0);
+        run_threads(&pl, ws, nt);
+    }
+    if (!rc) {
+        for (int64_t j = 0; j < n_combos; j++) {
+            pnl[j] = pl.sar[j].pnl;
+            trades[j] = pl.sar[j].trades;
+        }
+    }
+    for (int t = 0; ws && t < nt; t++)
+        free(ws[t].scratch);
+    free(ws);
+    free_plan(&pl);
+    return rc;
+}
