@@ -16,11 +16,11 @@ typedef enum tf_error {
 
     /* -1000..-1099: general */
     TF_E_BASE = -1000,
-    TF_E_NULL_ARG = -1001,        /* NULL pointer with a non-zero count */
-    TF_E_INVALID_ARG = -1002,     /* an argument outside its documented domain */
-    TF_E_NOMEM = -1003,           /* allocation failed */
-    TF_E_UNSUPPORTED = -1004,     /* not available on this build or CPU */
-    TF_E_LIMIT = -1005,           /* a configured limit would be exceeded */
+    TF_E_NULL_ARG = -1001,    /* NULL pointer with a non-zero count */
+    TF_E_INVALID_ARG = -1002, /* an argument outside its documented domain */
+    TF_E_NOMEM = -1003,       /* allocation failed */
+    TF_E_UNSUPPORTED = -1004, /* not available on this build or CPU */
+    TF_E_LIMIT = -1005,       /* a configured limit would be exceeded */
 
     /* -1100..-1199: kernel */
     TF_E_WINDOW_TOO_SHORT = -1100, /* a window length < 1 */
@@ -51,6 +51,26 @@ typedef enum tf_error {
 
     /* -1400..-1499: OFL1 order-flow codec, journal, datagrams */
     TF_E_OFL_BASE = -1400,
+    TF_E_OFL_HEADER_TOO_SHORT = -1401,           /* fewer bytes than the envelope header */
+    TF_E_OFL_FRAME_LENGTH_TOO_SMALL = -1402,     /* stream frame_len < 9 */
+    TF_E_OFL_PAYLOAD_TOO_SHORT = -1403,          /* fewer bytes than frame_len says (need more) */
+    TF_E_OFL_UNKNOWN_KIND = -1404,               /* kind byte outside the closed set */
+    TF_E_OFL_RESERVED_KIND = -1405,              /* kind 0x06, 0x40 or 0xA0 */
+    TF_E_OFL_PAYLOAD_LENGTH = -1406,             /* payload length differs from the kind's size */
+    TF_E_OFL_INVALID_SIDE = -1407,               /* side byte not 0 (Buy) or 1 (Sell) */
+    TF_E_OFL_INVALID_REASON = -1408,             /* Rejected.reason outside the closed set */
+    TF_E_OFL_PAYLOAD_TOO_LARGE = -1409,          /* encode: 9 + payload > 65535 */
+    TF_E_OFL_BUFFER_TOO_SHORT = -1410,           /* caller's buffer smaller than needed */
+    TF_E_OFL_FRAME_TOO_LARGE = -1411,            /* stream frame over the 128-byte v1 cap */
+    TF_E_OFL_DATAGRAM_TOO_LARGE = -1412,         /* datagram over the 512-byte v1 cap */
+    TF_E_OFL_WRONG_MAGIC = -1413,                /* journal header magic is not "OFL1" */
+    TF_E_OFL_UNSUPPORTED_SCHEMA_VERSION = -1414, /* journal header schema_version != 1 */
+    TF_E_OFL_UNSUPPORTED_CLOCK_KIND = -1415,     /* journal header clock_kind not 0 or 1 */
+    TF_E_OFL_TORN_RECORD = -1420,                /* journal ends inside a record (torn tail) */
+    TF_E_OFL_CRC_MISMATCH = -1421,               /* journal record CRC32C does not match */
+    TF_E_OFL_SEQ_GAP = -1422,                    /* journal_seq not the next contiguous value */
+    TF_E_OFL_SESSION_MISMATCH = -1423,           /* reopened journal has another session id */
+    TF_E_OFL_JOURNAL_FAILED = -1424,             /* an earlier write/fdatasync failed: closed */
 } tf_error;
 
 /* A static, never NULL, human description of any code returned by this library (library codes

@@ -54,6 +54,11 @@ TF_API int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t
 /* Checks n_combos x 6 window lengths: 0, or the first error (TF_E_WINDOW_TOO_SHORT/LONG). */
 TF_API int tf_params_check(const int64_t *params, int64_t n_combos);
 
+/* The six lengths derived from one Hull length L (spec/kernel.md section 2: half = round(L/2),
+ * sq = round(sqrt(L)), p = round(L/2), p3 = round(p/3), p2 = round(p/2), half to even, each
+ * at least 1). TF_E_WINDOW_TOO_SHORT / TOO_LONG for L outside 1 .. TF_MAX_WINDOW. */
+TF_API int tf_combo_from_length(int64_t L, int64_t out[TF_PARAMS_PER_COMBO]);
+
 /* 1 if this CPU (and build) can run the path, else 0. TF_ISA_AUTO is always 1. */
 TF_API int tf_isa_supported(tf_isa isa);
 /* The path AUTO resolves to on this CPU. */

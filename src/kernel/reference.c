@@ -45,8 +45,8 @@ static void run_combo(const double *close, int64_t n, const int64_t *p, double *
     *trades = st.trades;
 }
 
-int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t *params,
-                       int64_t n_combos, double *pnl, int64_t *trades)
+int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                       double *pnl, int64_t *trades)
 {
     if (n_bars < 0 || n_bars > TF_MAX_BARS)
         return TF_E_TOO_MANY_BARS;

@@ -33,13 +33,13 @@ typedef struct plan {
     int64_t n_combos;
     tf_wma_fn wma;
 
-    int64_t n_len;     /* distinct first-stage lengths, longest first */
-    int64_t *len;      /* [n_len] */
-    int32_t *slot;     /* [n_combos][N_FIRST]: index into len */
-    int64_t m2;        /* longest second-stage window */
-    int64_t stride;    /* doubles per first-stage row: TF_BLOCK + m2 - 1 */
-    double *first;     /* [n_len][stride] */
-    tf_sar *sar;       /* [n_combos] */
+    int64_t n_len;  /* distinct first-stage lengths, longest first */
+    int64_t *len;   /* [n_len] */
+    int32_t *slot;  /* [n_combos][N_FIRST]: index into len */
+    int64_t m2;     /* longest second-stage window */
+    int64_t stride; /* doubles per first-stage row: TF_BLOCK + m2 - 1 */
+    double *first;  /* [n_len][stride] */
+    tf_sar *sar;    /* [n_combos] */
 
     /* Work counters, two per block (first-stage rows, combos), so nobody ever resets one. */
     atomic_llong *next;
@@ -172,7 +172,8 @@ static void run_threads(plan *pl, worker *ws, int nt)
             break;
     }
     pl->n_threads = started;
-    int barrier_ok = started == 1 || pthread_barrier_init(&pl->barrier, NULL, (unsigned)started) == 0;
+    int barrier_ok =
+        started == 1 || pthread_barrier_init(&pl->barrier, NULL, (unsigned)started) == 0;
     pthread_mutex_lock(&g.mu);
     g.open = barrier_ok ? 1 : -1;
     pthread_cond_broadcast(&g.cv);
@@ -293,8 +294,8 @@ int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t
         return 0;
     }
 
-    plan pl = {.close = close, .n_bars = n_bars, .params = params, .n_combos = n_combos,
-               .wma = wma};
+    plan pl = {
+        .close = close, .n_bars = n_bars, .params = params, .n_combos = n_combos, .wma = wma};
     worker *ws = NULL;
     rc = make_plan(&pl);
     int64_t n_blocks = (n_bars + TF_BLOCK - 1) / TF_BLOCK;

@@ -26,7 +26,7 @@ static int tf_test_passed, tf_test_failed;
             tf_test_passed++;                                                                      \
         } else {                                                                                   \
             tf_test_failed++;                                                                      \
-            fprintf(stderr, "%s:%d: CHECK_EQ(%s, %s) failed: %lld != %lld\n", __FILE__, __LINE__, \
+            fprintf(stderr, "%s:%d: CHECK_EQ(%s, %s) failed: %lld != %lld\n", __FILE__, __LINE__,  \
                     #a, #b, tf_a_, tf_b_);                                                         \
         }                                                                                          \
     } while (0)
@@ -39,7 +39,7 @@ static int tf_test_passed, tf_test_failed;
             tf_test_passed++;                                                                      \
         } else {                                                                                   \
             tf_test_failed++;                                                                      \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %d (%s)\n", __FILE__, __LINE__,   \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %d (%s)\n", __FILE__, __LINE__,    \
                     #expr, tf_rc_, tf_strerror(tf_rc_), tf_want_, tf_strerror(tf_want_));          \
         }                                                                                          \
     } while (0)

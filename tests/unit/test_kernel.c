@@ -1,0 +1,286 @@
+/* The kernel gate in C: every fast path (each ISA this CPU runs, 1..4 threads) and the streaming
+ * API give exactly the bits of tf_sweep_reference; the default sweep reproduces the published
+ * fingerprint; every error return of the kernel API is triggered. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tollfree/kernel.h"
+
+#define N_DEFAULT 150000
+
+static double *load_default(void)
+{
+    const char *src = getenv("TF_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/data/default_close.f64", src ? src : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return NULL;
+    }
+    double *c = malloc(sizeof(double) * N_DEFAULT);
+    size_t got = c ? fread(c, sizeof(double), N_DEFAULT, f) : 0;
+    fclose(f);
+    if (got != N_DEFAULT) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void default_grid(int64_t *params)
+{
+    for (int64_t j = 0; j < 80; j++)
+        CHECK_RC(tf_combo_from_length(6 + (j * 194) / 79, params + 6 * j), 0);
+}
+
+/* Known derivations (half to even: L=5 -> round(2.5) = 2, L=7 -> round(3.5) = 4) and errors.
+ * python/tests checks the whole range 1..100000 against Python's round(). */
+static void test_combo_from_length(void)
+{
+    static const int64_t want[][6] = {{6, 3, 2, 3, 1, 2},
+                                      {5, 2, 2, 2, 1, 1},
+                                      {7, 4, 3, 4, 1, 2},
+                                      {200, 100, 14, 100, 33, 50},
+                                      {30, 15, 5, 15, 5, 8}};
+    int64_t c[6];
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        CHECK_RC(tf_combo_from_length(want[k][0], c), 0);
+        CHECK(memcmp(c, want[k], sizeof c) == 0);
+    }
+    CHECK_RC(tf_combo_from_length(1, c), 0);
+    CHECK(c[0] == 1 && c[1] == 1 && c[2] == 1 && c[3] == 1 && c[4] == 1 && c[5] == 1);
+    CHECK_RC(tf_combo_from_length(0, c), TF_E_WINDOW_TOO_SHORT);
+    CHECK_RC(tf_combo_from_length(TF_MAX_WINDOW + 1, c), TF_E_WINDOW_TOO_LONG);
+    CHECK_RC(tf_combo_from_length(5, NULL), TF_E_NULL_ARG);
+}
+
+static void check_paths(const double *close, int64_t n, const int64_t *params, int64_t m,
+                        const char *what)
+{
+    double *pr = malloc(sizeof(double) * (size_t)(m + 1));
+    double *pf = malloc(sizeof(double) * (size_t)(m + 1));
+    int64_t *tr = malloc(sizeof(int64_t) * (size_t)(m + 1));
+    int64_t *tf = malloc(sizeof(int64_t) * (size_t)(m + 1));
+    CHECK_RC(tf_sweep_reference(close, n, params, m, pr, tr), 0);
+    int bad = 0;
+    for (int isa = TF_ISA_AUTO; isa <= TF_ISA_AVX512; isa++) {
+        if (!tf_isa_supported((tf_isa)isa))
+            continue;
+        for (int threads = 1; threads <= 4; threads++) {
+            tf_sweep_opts o = {threads, (tf_isa)isa};
+            memset(pf, 0xA5, sizeof(double) * (size_t)m);
+            memset(tf, 0xA5, sizeof(int64_t) * (size_t)m);
+            CHECK_RC(tf_sweep(close, n, params, m, pf, tf, &o), 0);
+            if (memcmp(pr, pf, sizeof(double) * (size_t)m) ||
+                memcmp(tr, tf, sizeof(int64_t) * (size_t)m)) {
+                bad++;
+                fprintf(stderr, "%s: %s x %d threads differs from the reference\n", what,
+                        tf_isa_name((tf_isa)isa), threads);
+            }
+        }
+    }
+    CHECK_EQ(bad, 0);
+    /* Streaming, combo by combo. */
+    for (int64_t j = 0; j < m; j++) {
+        tf_strategy *s = NULL;
+        int rc = tf_strategy_open(&s, params + 6 * j);
+        if (rc == TF_E_WINDOW_TOO_LONG)
+            continue; /* the streaming limit is lower; checked separately */
+        CHECK_RC(rc, 0);
+        if (!s)
+            continue;
+        for (int64_t i = 0; i < n; i++)
+            tf_strategy_step(s, close[i]);
+        double p = tf_strategy_pnl(s);
+        int64_t t = tf_strategy_trades(s);
+        if (memcmp(&p, &pr[j], sizeof p) || t != tr[j]) {
+            bad++;
+            fprintf(stderr, "%s: streaming combo %lld differs (%.17g/%lld vs %.17g/%lld)\n", what,
+                    (long long)j, p, (long long)t, pr[j], (long long)tr[j]);
+        }
+        /* reset replays to the same bits */
+        tf_strategy_reset(s);
+        for (int64_t i = 0; i < n; i++)
+            tf_strategy_step(s, close[i]);
+        double p2 = tf_strategy_pnl(s);
+        CHECK(memcmp(&p, &p2, sizeof p) == 0 && tf_strategy_trades(s) == t);
+        tf_strategy_close(s);
+    }
+    CHECK_EQ(bad, 0);
+    free(pr);
+    free(pf);
+    free(tr);
+    free(tf);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static double rnd_unit(void)
+{
+    return (double)(rnd() >> 11) / 9007199254740992.0;
+}
+
+static void test_default(const double *close)
+{
+    int64_t params[80 * 6];
+    default_grid(params);
+    /* The grid's first and last combos as spec/kernel.md gives them. */
+    const int64_t first[6] = {6, 3, 2, 3, 1, 2}, last[6] = {200, 100, 14, 100, 33, 50};
+    CHECK(memcmp(params, first, sizeof first) == 0);
+    CHECK(memcmp(params + 79 * 6, last, sizeof last) == 0);
+
+    double pnl;
+    int64_t trades;
+    CHECK_RC(tf_sweep(close, N_DEFAULT, params, 1, &pnl, &trades, NULL), 0);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.2f", pnl);
+    CHECK(strcmp(buf, "-5165.58") == 0);
+    snprintf(buf, sizeof buf, "%.4f", pnl);
+    CHECK(strcmp(buf, "-5165.5844") == 0);
+    CHECK_EQ(trades, 57029);
+
+#if defined(__SANITIZE_ADDRESS__)
+    /* Unoptimized sanitizer build: a slice of the grid keeps the run short; the release build
+     * checks all 80 combos. */
+    int64_t m = 6;
+#else
+    int64_t m = 80;
+#endif
+    check_paths(close, N_DEFAULT, params, m, "default sweep");
+}
+
+static void test_random(void)
+{
+    static const int64_t counts[] = {0, 1, 7, 257};
+    for (int round = 0; round < 12; round++) {
+        int64_t n = (int64_t)(rnd() % 3000);
+        if (round == 0)
+            n = 0;
+        if (round == 1)
+            n = 5; /* shorter than most windows */
+        double *c = malloc(sizeof(double) * (size_t)(n + 1));
+        double x = 100.0;
+        for (int64_t i = 0; i < n; i++) {
+            x *= exp((rnd_unit() - 0.5) * 0.01);
+            c[i] = x;
+        }
+        if (n > 50 && round % 3 == 2) {
+            c[n / 3] = NAN;
+            c[n / 2] = INFINITY;
+            c[n / 2 + 7] = -INFINITY;
+        }
+        int64_t m = counts[round % 4];
+        if (m == 257 && n > 1000)
+            n = 1000; /* keep the reference quick */
+        int64_t *p = malloc(sizeof(int64_t) * 6 * (size_t)(m + 1));
+        for (int64_t k = 0; k < 6 * m; k++) {
+            uint64_t r = rnd() % 100;
+            p[k] = r < 10 ? 1 : r < 20 ? (int64_t)(rnd() % 1000) + 1 : (int64_t)(rnd() % 60) + 1;
+        }
+        if (m >= 1 && round == 4)
+            p[0] = n + 10; /* longer than the series */
+        char what[64];
+        snprintf(what, sizeof what, "random round %d (n=%lld m=%lld)", round, (long long)n,
+                 (long long)m);
+        check_paths(c, n, p, m, what);
+        free(c);
+        free(p);
+    }
+}
+
+static void test_errors(void)
+{
+    double close[4] = {1, 2, 3, 4}, pnl[2] = {7.0, 7.0};
+    int64_t trades[2] = {9, 9};
+    int64_t good[6] = {2, 1, 1, 1, 1, 1}, zero[6] = {2, 1, 0, 1, 1, 1};
+    int64_t huge[6] = {2, 1, 1, TF_MAX_WINDOW + 1, 1, 1}, neg[6] = {-5, 1, 1, 1, 1, 1};
+
+    CHECK_RC(tf_sweep(close, 4, zero, 1, pnl, trades, NULL), TF_E_WINDOW_TOO_SHORT);
+    CHECK_RC(tf_sweep(close, 4, neg, 1, pnl, trades, NULL), TF_E_WINDOW_TOO_SHORT);
+    CHECK_RC(tf_sweep(close, 4, huge, 1, pnl, trades, NULL), TF_E_WINDOW_TOO_LONG);
+    CHECK_RC(tf_sweep_reference(close, 4, huge, 1, pnl, trades), TF_E_WINDOW_TOO_LONG);
+    CHECK_RC(tf_sweep(close, -1, good, 1, pnl, trades, NULL), TF_E_TOO_MANY_BARS);
+    CHECK_RC(tf_sweep(close, TF_MAX_BARS + 1, good, 1, pnl, trades, NULL), TF_E_TOO_MANY_BARS);
+    CHECK_RC(tf_sweep(close, 4, good, -1, pnl, trades, NULL), TF_E_TOO_MANY_COMBOS);
+    CHECK_RC(tf_sweep(NULL, 4, good, 1, pnl, trades, NULL), TF_E_NULL_ARG);
+    CHECK_RC(tf_sweep(close, 4, NULL, 1, pnl, trades, NULL), TF_E_NULL_ARG);
+    CHECK_RC(tf_sweep(close, 4, good, 1, NULL, trades, NULL), TF_E_NULL_ARG);
+    CHECK_RC(tf_sweep(close, 4, good, 1, pnl, NULL, NULL), TF_E_NULL_ARG);
+    CHECK_RC(tf_sweep_reference(NULL, 4, good, 1, pnl, trades), TF_E_NULL_ARG);
+    tf_sweep_opts bad_threads = {-1, TF_ISA_AUTO}, bad_isa = {1, (tf_isa)99};
+    CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &bad_threads), TF_E_THREADS);
+    bad_threads.threads = TF_MAX_THREADS + 1;
+    CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &bad_threads), TF_E_THREADS);
+    CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &bad_isa), TF_E_INVALID_ARG);
+    for (int isa = TF_ISA_SCALAR; isa <= TF_ISA_AVX512; isa++) {
+        tf_sweep_opts o = {1, (tf_isa)isa};
+        int want = tf_isa_supported((tf_isa)isa) ? 0 : TF_E_ISA_UNAVAILABLE;
+        CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &o), want);
+    }
+    /* outputs untouched by every failed call above */
+    CHECK(pnl[1] == 7.0 && trades[1] == 9);
+    /* zero counts are not errors; NULL is fine with a zero count */
+    CHECK_RC(tf_sweep(NULL, 0, NULL, 0, NULL, NULL, NULL), 0);
+    CHECK_RC(tf_sweep(close, 4, NULL, 0, NULL, NULL, NULL), 0);
+    CHECK_RC(tf_sweep(NULL, 0, good, 1, pnl, trades, NULL), 0);
+    CHECK(pnl[0] == 0.0 && trades[0] == 0);
+    CHECK_RC(tf_params_check(good, 1), 0);
+    CHECK_RC(tf_params_check(NULL, 1), TF_E_NULL_ARG);
+
+    tf_strategy *s = (tf_strategy *)1;
+    int64_t slong[6] = {TF_STREAM_MAX_WINDOW + 1, 1, 1, 1, 1, 1};
+    CHECK_RC(tf_strategy_open(&s, zero), TF_E_WINDOW_TOO_SHORT);
+    CHECK_RC(tf_strategy_open(&s, slong), TF_E_WINDOW_TOO_LONG);
+    CHECK_RC(tf_strategy_open(&s, NULL), TF_E_NULL_ARG);
+    CHECK_RC(tf_strategy_open(NULL, good), TF_E_NULL_ARG);
+    CHECK(s == (tf_strategy *)1);
+    CHECK(tf_strategy_footprint(zero) == 0);
+    CHECK(tf_strategy_footprint(good) > 0);
+    tf_strategy_close(NULL);
+
+    tf_isa isa;
+    CHECK_RC(tf_isa_parse("avx2", &isa), 0);
+    CHECK_EQ(isa, TF_ISA_AVX2);
+    CHECK_RC(tf_isa_parse("mmx", &isa), TF_E_INVALID_ARG);
+    CHECK_RC(tf_isa_parse(NULL, &isa), TF_E_NULL_ARG);
+    CHECK(strcmp(tf_isa_name((tf_isa)42), "unknown") == 0);
+    CHECK(strcmp(tf_strerror(TF_E_WINDOW_TOO_SHORT), "window length must be >= 1") == 0);
+    CHECK(strcmp(tf_strerror(-2), "No such file or directory") == 0);
+    CHECK(strcmp(tf_strerror(-999999), "unknown error code") == 0);
+}
+
+/* Length 1 everywhere (WMA is the identity) and a grid with repeated combos. */
+static void test_small_windows(void)
+{
+    double c[300];
+    for (int i = 0; i < 300; i++)
+        c[i] = 100.0 + sin(i * 0.3) + 0.01 * i;
+    int64_t p[4 * 6] = {1, 1, 1, 1, 1, 1, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 6, 3, 2, 3, 1, 2};
+    check_paths(c, 300, p, 4, "small windows");
+}
+
+int main(void)
+{
+    double *close = load_default();
+    CHECK(close != NULL);
+    if (close)
+        test_default(close);
+    free(close);
+    test_combo_from_length();
+    test_random();
+    test_errors();
+    test_small_windows();
+    return tf_test_report();
+}
