@@ -55,22 +55,26 @@ int tf_isa_parse(const char *name, tf_isa *out)
     return TF_E_INVALID_ARG;
 }
 
-tf_wma_fn tf_wma_for(tf_isa isa)
+int tf_isa_ops_for(tf_isa isa, tf_isa_ops *ops)
 {
     if (isa == TF_ISA_AUTO)
         isa = tf_isa_best();
     if (!tf_isa_supported(isa))
-        return NULL;
+        return TF_E_ISA_UNAVAILABLE;
     switch (isa) {
     case TF_ISA_SCALAR:
-        return tf_wma_scalar;
+        *ops = (tf_isa_ops){tf_wma_scalar, tf_raw_scalar, tf_inner_scalar};
+        return 0;
     case TF_ISA_SSE2:
-        return tf_wma_sse2;
+        *ops = (tf_isa_ops){tf_wma_sse2, tf_raw_sse2, tf_inner_sse2};
+        return 0;
     case TF_ISA_AVX2:
-        return tf_wma_avx2;
+        *ops = (tf_isa_ops){tf_wma_avx2, tf_raw_avx2, tf_inner_avx2};
+        return 0;
     case TF_ISA_AVX512:
-        return tf_wma_avx512;
+        *ops = (tf_isa_ops){tf_wma_avx512, tf_raw_avx512, tf_inner_avx512};
+        return 0;
     default:
-        return NULL;
+        return TF_E_ISA_UNAVAILABLE;
     }
 }

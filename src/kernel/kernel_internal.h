@@ -17,8 +17,32 @@ void tf_wma_sse2(const double *x, int64_t L, int64_t lo, int64_t hi, double *out
 void tf_wma_avx2(const double *x, int64_t L, int64_t lo, int64_t hi, double *out);
 void tf_wma_avx512(const double *x, int64_t L, int64_t lo, int64_t hi, double *out);
 
-/* The resolved WMA routine for an ISA (never AUTO); NULL if unsupported. */
-tf_wma_fn tf_wma_for(tf_isa isa);
+/* Element-wise first-stage combinations (spec section 4), per ISA:
+ * raw[i] = 2.0*half[i] - full[i];  inner[i] = 3.0*w3[i] - w2[i] - wp[i]. */
+typedef void (*tf_raw_fn)(const double *half, const double *full, int64_t n, double *raw);
+typedef void (*tf_inner_fn)(const double *w3, const double *w2, const double *wp, int64_t n,
+                            double *inner);
+
+void tf_raw_scalar(const double *half, const double *full, int64_t n, double *raw);
+void tf_raw_sse2(const double *half, const double *full, int64_t n, double *raw);
+void tf_raw_avx2(const double *half, const double *full, int64_t n, double *raw);
+void tf_raw_avx512(const double *half, const double *full, int64_t n, double *raw);
+void tf_inner_scalar(const double *w3, const double *w2, const double *wp, int64_t n,
+                     double *inner);
+void tf_inner_sse2(const double *w3, const double *w2, const double *wp, int64_t n, double *inner);
+void tf_inner_avx2(const double *w3, const double *w2, const double *wp, int64_t n, double *inner);
+void tf_inner_avx512(const double *w3, const double *w2, const double *wp, int64_t n,
+                     double *inner);
+
+/* The routines of one ISA path. */
+typedef struct tf_isa_ops {
+    tf_wma_fn wma;
+    tf_raw_fn raw;
+    tf_inner_fn inner;
+} tf_isa_ops;
+
+/* The routines for an ISA (AUTO resolves to the best); 0, or TF_E_ISA_UNAVAILABLE. */
+int tf_isa_ops_for(tf_isa isa, tf_isa_ops *ops);
 
 /* The spec's denominator, (double)(L*(L+1)) / 2.0. */
 static inline double tf_wma_denom(int64_t L)
@@ -36,7 +60,7 @@ typedef struct tf_sar {
 
 #define TF_FEE 0.09
 
-/* One bar of the SAR loop, exactly as the spec writes it. */
+/* One bar of the SAR loop, exactly as the spec writes it. Used by the reference and streaming. */
 static inline void tf_sar_step(tf_sar *st, double f, double s, double c)
 {
     int64_t want;
@@ -56,6 +80,21 @@ static inline void tf_sar_step(tf_sar *st, double f, double s, double c)
         st->pos = want;
         st->entry = c;
     }
+}
+
+/* The same bar without branches on the data (the signal flips every few bars, so branches
+ * mispredict): every candidate value is computed with the same IEEE operations as above and
+ * then selected, so the bits are the same. NaN lines give gt = lt = 0, hence want = 0. */
+static inline void tf_sar_step_select(tf_sar *st, double f, double s, double c)
+{
+    int64_t want = (int64_t)(f > s) - (int64_t)(f < s);
+    int64_t flip = (want != 0) & (want != st->pos);
+    int64_t book = flip & (st->pos != 0);
+    double booked = st->pnl + ((double)st->pos * (c - st->entry) / st->entry * 100.0 - TF_FEE);
+    st->pnl = book ? booked : st->pnl;
+    st->trades += book;
+    st->entry = flip ? c : st->entry;
+    st->pos = flip ? want : st->pos;
 }
 
 #endif

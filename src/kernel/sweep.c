@@ -31,7 +31,7 @@ typedef struct plan {
     int64_t n_bars;
     const int64_t *params;
     int64_t n_combos;
-    tf_wma_fn wma;
+    tf_isa_ops ops;
 
     int64_t n_len;  /* distinct first-stage lengths, longest first */
     int64_t *len;   /* [n_len] */
@@ -78,7 +78,7 @@ static void first_row(const plan *pl, const block *b, int64_t u)
         return;
     }
     fill_nan(row, lo - b->a);
-    pl->wma(pl->close, L, lo, b->t1, row + (lo - b->a));
+    pl->ops.wma(pl->close, L, lo, b->t1, row + (lo - b->a));
 }
 
 /* WMA of a per-combo series (raw or inner, stored at x[t - a]) for outputs [t0, t1). */
@@ -91,7 +91,7 @@ static void second(const plan *pl, const block *b, const double *x, int64_t W, d
     }
     fill_nan(out, lo - b->t0);
     /* x is indexed from a; lo - a >= W - 1, so the window never reaches before x. */
-    pl->wma(x, W, lo - b->a, b->t1 - b->a, out + (lo - b->t0));
+    pl->ops.wma(x, W, lo - b->a, b->t1 - b->a, out + (lo - b->t0));
 }
 
 static void combo_block(const plan *pl, const block *b, int64_t j, double *scratch)
@@ -107,17 +107,15 @@ static void combo_block(const plan *pl, const block *b, int64_t j, double *scrat
 
     /* Only the tail that the second stage reads is needed, but the whole row is cheap next to the
      * WMAs and keeps the indexing plain. */
-    for (int64_t i = 0; i < span; i++)
-        raw[i] = 2.0 * half[i] - full[i];
-    for (int64_t i = 0; i < span; i++)
-        inner[i] = 3.0 * w3[i] - w2[i] - wp[i];
+    pl->ops.raw(half, full, span, raw);
+    pl->ops.inner(w3, w2, wp, span, inner);
     second(pl, b, raw, p[TF_P_SQ], hma);
     second(pl, b, inner, p[TF_P_P], hma3);
 
     tf_sar st = pl->sar[j];
     const double *c = pl->close + b->t0;
     for (int64_t i = 0; i < b->t1 - b->t0; i++)
-        tf_sar_step(&st, hma3[i], hma[i], c[i]);
+        tf_sar_step_select(&st, hma3[i], hma[i], c[i]);
     pl->sar[j] = st;
 }
 
@@ -279,8 +277,8 @@ int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t
     tf_isa isa = opts ? opts->isa : TF_ISA_AUTO;
     if ((unsigned)isa > TF_ISA_AVX512)
         return TF_E_INVALID_ARG;
-    tf_wma_fn wma = tf_wma_for(isa);
-    if (!wma)
+    tf_isa_ops ops;
+    if (tf_isa_ops_for(isa, &ops))
         return TF_E_ISA_UNAVAILABLE;
     if (n_combos == 0)
         return 0;
@@ -295,7 +293,7 @@ int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t
     }
 
     plan pl = {
-        .close = close, .n_bars = n_bars, .params = params, .n_combos = n_combos, .wma = wma};
+        .close = close, .n_bars = n_bars, .params = params, .n_combos = n_combos, .ops = ops};
     worker *ws = NULL;
     rc = make_plan(&pl);
     int64_t n_blocks = (n_bars + TF_BLOCK - 1) / TF_BLOCK;

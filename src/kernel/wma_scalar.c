@@ -11,3 +11,15 @@ void tf_wma_scalar(const double *x, int64_t L, int64_t lo, int64_t hi, double *o
         out[i - lo] = s / denom;
     }
 }
+
+void tf_raw_scalar(const double *half, const double *full, int64_t n, double *raw)
+{
+    for (int64_t i = 0; i < n; i++)
+        raw[i] = 2.0 * half[i] - full[i];
+}
+
+void tf_inner_scalar(const double *w3, const double *w2, const double *wp, int64_t n, double *inner)
+{
+    for (int64_t i = 0; i < n; i++)
+        inner[i] = 3.0 * w3[i] - w2[i] - wp[i];
+}
