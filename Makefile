@@ -4,6 +4,7 @@ BUILD    ?= build
 ASAN     ?= build-asan
 FUZZ     ?= build-fuzz
 JOBS     ?= $(shell nproc)
+MAKEFLAGS += --no-print-directory
 export PYTHONPATH := $(CURDIR)/python
 export TOLLFREE_LIB := $(CURDIR)/$(BUILD)/libtollfree.so
 export TOLLFREE_BIN := $(CURDIR)/$(BUILD)/tollfree
