@@ -159,3 +159,34 @@ def test_wrong_inputs_raise_clear_errors():
         tollfree.Strategy([6, 3, 2])
     with pytest.raises(ValueError, match=">= 1"):
         tollfree.Strategy([6, 3, 0, 3, 1, 2])
+
+
+def test_gil_is_released_during_the_sweep():
+    """While one thread is inside a ~0.1 s sweep, another thread keeps running Python. Were the
+    GIL held, the spinning thread could run only in the few bytecodes around the call (at most
+    one 5 ms switch interval), a small fraction of what it does here."""
+    import threading
+
+    close, params = data.synthetic_close(), grid.default_grid()
+    started, done = threading.Event(), threading.Event()
+
+    def work():
+        started.set()
+        tollfree.sweep(close, params, threads=1)
+        done.set()
+
+    t0 = __import__("time").perf_counter()
+    n = 0
+    while __import__("time").perf_counter() - t0 < 0.02:  # spin rate with the GIL to ourselves
+        n += 1
+    rate = n / 0.02
+    t = threading.Thread(target=work)
+    t.start()
+    started.wait()
+    spins, t0 = 0, __import__("time").perf_counter()
+    while not done.is_set():
+        spins += 1
+    elapsed = __import__("time").perf_counter() - t0
+    t.join()
+    # released: we spin for most of the call; held: for at most ~5 ms of it
+    assert elapsed > 0.03 and spins > 0.01 * rate * 4, (spins, rate, elapsed)
