@@ -36,8 +36,11 @@ typedef enum tf_isa {
 } tf_isa;
 
 typedef struct tf_sweep_opts {
-    int threads; /* 0 = all online cores; 1 = run on the calling thread */
-    tf_isa isa;  /* TF_ISA_AUTO, or force one path (TF_E_ISA_UNAVAILABLE if unsupported) */
+    int threads;      /* 0 = all online cores; 1 = run on the calling thread */
+    tf_isa isa;       /* TF_ISA_AUTO, or force one path (TF_E_ISA_UNAVAILABLE if unsupported) */
+    size_t max_bytes; /* 0 = no limit; else TF_E_LIMIT, before allocating, if the working memory
+                         (about 64 KiB per distinct first-stage length, 8 x (sq + p) bytes per
+                         combo, 256 KiB + 8 x (max sq + max p) bytes per thread) would exceed it */
 } tf_sweep_opts;
 
 /* The fast sweep: shared first-stage WMAs, SIMD over time, threads over combos, cache-blocked

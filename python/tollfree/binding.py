@@ -20,7 +20,7 @@ class KernelError(ValueError):
 
 
 class _Opts(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_int), ("isa", ctypes.c_int)]
+    _fields_ = [("threads", ctypes.c_int), ("isa", ctypes.c_int), ("max_bytes", ctypes.c_size_t)]
 
 
 def as_close(close) -> np.ndarray:
@@ -81,7 +81,7 @@ def sweep(close: np.ndarray, params: np.ndarray, threads: int | None = None,
         t = 0 if threads is None else int(threads)
         if t < 0:
             raise ValueError(f"threads must be >= 0, got {t}")
-        opts = _Opts(t, ISAS[isa])
+        opts = _Opts(t, ISAS[isa], 0)
         rc = lib().tf_sweep(close.ctypes.data, close.shape[0], params.ctypes.data, m,
                             pnl.ctypes.data, trades.ctypes.data, ctypes.addressof(opts))
     _check(rc, "sweep")

@@ -209,7 +209,7 @@ int tf_cmd_sweep(int argc, char **argv)
         fputs("tollfree sweep: out of memory\n", stderr);
         goto done;
     }
-    tf_sweep_opts o = {(int)threads, isa};
+    tf_sweep_opts o = {.threads = (int)threads, .isa = isa};
     double t0 = now_s();
     rc = run(series, n, grid, m, pnl, trades, &o, reference, quiet);
     double dt = now_s() - t0;

@@ -3,14 +3,14 @@
  * - First-stage WMAs of the close (lengths L, half, p, p3, p2) depend only on the length, so each
  *   distinct length is computed once per call and shared by every combo that needs it.
  * - Time is cut into blocks of TF_BLOCK bars so the working set stays in cache. For block
- *   [t0, t1) the first stage is computed over [t0 - (M2-1), t1), where M2 is the longest
- *   second-stage window (sq or p): enough history for WMA(raw, sq) and WMA(inner, p) at t0. Every
- *   value is computed by the same function from the same inputs as an unblocked pass, so the bits
- *   do not depend on the blocking; the overlap costs (M2-1)/TF_BLOCK extra first-stage work.
+ *   [t0, t1) the first stage is computed over exactly [t0, t1). Each combo carries the last
+ *   sq-1 values of its raw series and the last p-1 of its inner series from block to block (its
+ *   "history"), so WMA(raw, sq) and WMA(inner, p) read the same values, in the same order, as an
+ *   unblocked pass: the bits do not depend on the blocking, nothing is recomputed, and memory
+ *   does not grow with n_bars.
  * - Within a block, threads first share out the distinct first-stage lengths, then (after a
- *   barrier) whole combos; each combo's stop-and-reverse state lives in its own slot, carried from
- *   block to block. Who computes what never changes a result, so any thread count gives the same
- *   bits.
+ *   barrier) whole combos; each combo's history and stop-and-reverse state live in its own slots.
+ *   Who computes what never changes a result, so any thread count gives the same bits.
  */
 #include <math.h>
 #include <pthread.h>
@@ -33,13 +33,15 @@ typedef struct plan {
     int64_t n_combos;
     tf_isa_ops ops;
 
-    int64_t n_len;  /* distinct first-stage lengths, longest first */
-    int64_t *len;   /* [n_len] */
-    int32_t *slot;  /* [n_combos][N_FIRST]: index into len */
-    int64_t m2;     /* longest second-stage window */
-    int64_t stride; /* doubles per first-stage row: TF_BLOCK + m2 - 1 */
-    double *first;  /* [n_len][stride] */
-    tf_sar *sar;    /* [n_combos] */
+    int64_t n_len;      /* distinct first-stage lengths, longest first */
+    int64_t *len;       /* [n_len] */
+    int32_t *slot;      /* [n_combos][N_FIRST]: index into len */
+    double *first;      /* [n_len][TF_BLOCK]: the current block's first stage */
+    int64_t *hist_off;  /* [n_combos]: start of the combo's raw history, inner history after it */
+    double *hist;       /* all histories */
+    int64_t hist_total; /* doubles in hist */
+    int64_t hraw_max, hinner_max;
+    tf_sar *sar; /* [n_combos] */
 
     /* Work counters, two per block (first-stage rows, combos), so nobody ever resets one. */
     atomic_llong *next;
@@ -47,9 +49,9 @@ typedef struct plan {
     pthread_barrier_t barrier;
 } plan;
 
-/* Outputs [t0, t1) of one block; first-stage rows cover [a, t1). */
+/* Outputs [t0, t1) of one block. */
 typedef struct block {
-    int64_t t0, t1, a;
+    int64_t t0, t1;
 } block;
 
 struct gate;
@@ -57,9 +59,15 @@ struct gate;
 typedef struct worker {
     plan *pl;
     struct gate *gate;
-    double *scratch; /* raw, inner: stride each; hma, hma3: TF_BLOCK each */
+    double *scratch; /* raw: hraw_max + TF_BLOCK, inner: hinner_max + TF_BLOCK, hma, hma3 */
     pthread_t tid;
 } worker;
+
+/* History a second-stage window W needs: W-1 values, or none if the line can never exist. */
+static int64_t hist_len(int64_t W, int64_t n_bars)
+{
+    return W <= n_bars ? W - 1 : 0;
+}
 
 static void fill_nan(double *p, int64_t n)
 {
@@ -67,22 +75,10 @@ static void fill_nan(double *p, int64_t n)
         p[i] = NAN;
 }
 
-/* One first-stage row for the current block: WMA(close, len)[t] at row[t - a], t in [a, t1). */
-static void first_row(const plan *pl, const block *b, int64_t u)
-{
-    int64_t L = pl->len[u];
-    double *row = pl->first + u * pl->stride;
-    int64_t lo = L - 1 > b->a ? L - 1 : b->a;
-    if (lo >= b->t1) {
-        fill_nan(row, b->t1 - b->a);
-        return;
-    }
-    fill_nan(row, lo - b->a);
-    pl->ops.wma(pl->close, L, lo, b->t1, row + (lo - b->a));
-}
-
-/* WMA of a per-combo series (raw or inner, stored at x[t - a]) for outputs [t0, t1). */
-static void second(const plan *pl, const block *b, const double *x, int64_t W, double *out)
+/* WMA(x, W) at bars [lo, hi) into out[t - t0], NaN during warm-up (t < W-1); x[k] holds the
+ * input at bar k + x_origin. */
+static void wma_block(const plan *pl, const double *x, int64_t x_origin, int64_t W, const block *b,
+                      double *out)
 {
     int64_t lo = W - 1 > b->t0 ? W - 1 : b->t0;
     if (lo >= b->t1) {
@@ -90,31 +86,42 @@ static void second(const plan *pl, const block *b, const double *x, int64_t W, d
         return;
     }
     fill_nan(out, lo - b->t0);
-    /* x is indexed from a; lo - a >= W - 1, so the window never reaches before x. */
-    pl->ops.wma(x, W, lo - b->a, b->t1 - b->a, out + (lo - b->t0));
+    /* Bars lo-W+1 .. t1-1 are all in x: lo-W+1 >= x_origin (the close from 0, a history of W-1). */
+    pl->ops.wma(x, W, lo - x_origin, b->t1 - x_origin, out + (lo - b->t0));
+}
+
+/* One first-stage row for the current block: WMA(close, len)[t] at row[t - t0]. */
+static void first_row(const plan *pl, const block *b, int64_t u)
+{
+    wma_block(pl, pl->close, 0, pl->len[u], b, pl->first + u * TF_BLOCK);
 }
 
 static void combo_block(const plan *pl, const block *b, int64_t j, double *scratch)
 {
     const int64_t *p = pl->params + j * TF_PARAMS_PER_COMBO;
     const int32_t *sl = pl->slot + j * N_FIRST;
-    const double *half = pl->first + sl[0] * pl->stride, *full = pl->first + sl[1] * pl->stride;
-    const double *w3 = pl->first + sl[2] * pl->stride, *w2 = pl->first + sl[3] * pl->stride;
-    const double *wp = pl->first + sl[4] * pl->stride;
-    double *raw = scratch, *inner = raw + pl->stride;
-    double *hma = inner + pl->stride, *hma3 = hma + TF_BLOCK;
-    int64_t span = b->t1 - b->a;
+    const double *half = pl->first + sl[0] * TF_BLOCK, *full = pl->first + sl[1] * TF_BLOCK;
+    const double *w3 = pl->first + sl[2] * TF_BLOCK, *w2 = pl->first + sl[3] * TF_BLOCK;
+    const double *wp = pl->first + sl[4] * TF_BLOCK;
+    int64_t n = b->t1 - b->t0;
+    int64_t hr = hist_len(p[TF_P_SQ], pl->n_bars), hi = hist_len(p[TF_P_P], pl->n_bars);
+    double *raw_hist = pl->hist + pl->hist_off[j], *inner_hist = raw_hist + hr;
+    double *raw = scratch, *inner = raw + pl->hraw_max + TF_BLOCK;
+    double *hma = inner + pl->hinner_max + TF_BLOCK, *hma3 = hma + TF_BLOCK;
 
-    /* Only the tail that the second stage reads is needed, but the whole row is cheap next to the
-     * WMAs and keeps the indexing plain. */
-    pl->ops.raw(half, full, span, raw);
-    pl->ops.inner(w3, w2, wp, span, inner);
-    second(pl, b, raw, p[TF_P_SQ], hma);
-    second(pl, b, inner, p[TF_P_P], hma3);
+    /* [history | this block] contiguous, so each window is one straight run, oldest first. */
+    memcpy(raw, raw_hist, sizeof(double) * (size_t)hr);
+    pl->ops.raw(half, full, n, raw + hr);
+    memcpy(inner, inner_hist, sizeof(double) * (size_t)hi);
+    pl->ops.inner(w3, w2, wp, n, inner + hi);
+    wma_block(pl, raw, b->t0 - hr, p[TF_P_SQ], b, hma);
+    wma_block(pl, inner, b->t0 - hi, p[TF_P_P], b, hma3);
+    memcpy(raw_hist, raw + n, sizeof(double) * (size_t)hr);
+    memcpy(inner_hist, inner + n, sizeof(double) * (size_t)hi);
 
     tf_sar st = pl->sar[j];
     const double *c = pl->close + b->t0;
-    for (int64_t i = 0; i < b->t1 - b->t0; i++)
+    for (int64_t i = 0; i < n; i++)
         tf_sar_step_select(&st, hma3[i], hma[i], c[i]);
     pl->sar[j] = st;
 }
@@ -124,8 +131,7 @@ static void run_blocks(worker *w)
     plan *pl = w->pl;
     int64_t nb = 0;
     for (int64_t t0 = 0; t0 < pl->n_bars; t0 += TF_BLOCK, nb++) {
-        block b = {t0, t0 + TF_BLOCK < pl->n_bars ? t0 + TF_BLOCK : pl->n_bars,
-                   t0 - (pl->m2 - 1) > 0 ? t0 - (pl->m2 - 1) : 0};
+        block b = {t0, t0 + TF_BLOCK < pl->n_bars ? t0 + TF_BLOCK : pl->n_bars};
         atomic_llong *next_len = &pl->next[2 * nb], *next_combo = &pl->next[2 * nb + 1];
         for (long long u; (u = atomic_fetch_add(next_len, 1)) < pl->n_len;)
             first_row(pl, &b, u);
@@ -192,23 +198,25 @@ static int cmp_desc(const void *x, const void *y)
 }
 
 /* Distinct first-stage lengths (longest first, so dynamic scheduling balances), each combo's
- * five row indices, and the longest second-stage window. */
+ * five row indices, and where each combo's history lives. */
 static int make_plan(plan *pl)
 {
     int64_t m = pl->n_combos, cand = m * N_FIRST;
     pl->len = malloc(sizeof(int64_t) * (size_t)cand);
     pl->slot = malloc(sizeof(int32_t) * (size_t)cand);
-    if (!pl->len || !pl->slot)
+    pl->hist_off = malloc(sizeof(int64_t) * (size_t)m);
+    if (!pl->len || !pl->slot || !pl->hist_off)
         return TF_E_NOMEM;
-    pl->m2 = 1;
+    pl->hist_total = pl->hraw_max = pl->hinner_max = 0;
     for (int64_t j = 0; j < m; j++) {
         const int64_t *p = pl->params + j * TF_PARAMS_PER_COMBO;
         for (int f = 0; f < N_FIRST; f++)
             pl->len[j * N_FIRST + f] = p[first_param[f]];
-        if (p[TF_P_SQ] > pl->m2)
-            pl->m2 = p[TF_P_SQ];
-        if (p[TF_P_P] > pl->m2)
-            pl->m2 = p[TF_P_P];
+        int64_t hr = hist_len(p[TF_P_SQ], pl->n_bars), hi = hist_len(p[TF_P_P], pl->n_bars);
+        pl->hist_off[j] = pl->hist_total;
+        pl->hist_total += hr + hi;
+        pl->hraw_max = hr > pl->hraw_max ? hr : pl->hraw_max;
+        pl->hinner_max = hi > pl->hinner_max ? hi : pl->hinner_max;
     }
     qsort(pl->len, (size_t)cand, sizeof(int64_t), cmp_desc);
     int64_t n = 0;
@@ -230,12 +238,21 @@ static int make_plan(plan *pl)
             pl->slot[j * N_FIRST + f] = (int32_t)lo;
         }
     }
-    /* Windows longer than the series never produce a value; cap the history kept per block
-     * at the series length so absurd windows cost no memory. */
-    if (pl->m2 > pl->n_bars)
-        pl->m2 = pl->n_bars;
-    pl->stride = TF_BLOCK + pl->m2 - 1;
     return 0;
+}
+
+/* Doubles of scratch one worker needs. */
+static int64_t scratch_len(const plan *pl)
+{
+    return pl->hraw_max + pl->hinner_max + 4 * TF_BLOCK;
+}
+
+/* Bytes of working memory the sweep will hold with nt threads (before allocating it). */
+static double footprint(const plan *pl, int nt, int64_t n_blocks)
+{
+    return 8.0 * ((double)pl->n_len * TF_BLOCK + (double)pl->hist_total +
+                  (double)nt * (double)scratch_len(pl) + 2.0 * (double)n_blocks) +
+           (double)pl->n_combos * (double)(sizeof(tf_sar) + N_FIRST * 12 + 8);
 }
 
 static int resolve_threads(const tf_sweep_opts *opts, const plan *pl)
@@ -259,6 +276,8 @@ static void free_plan(plan *pl)
 {
     free(pl->len);
     free(pl->slot);
+    free(pl->hist_off);
+    free(pl->hist);
     free(pl->first);
     free(pl->sar);
     free(pl->next);
@@ -297,19 +316,24 @@ int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t
     worker *ws = NULL;
     rc = make_plan(&pl);
     int64_t n_blocks = (n_bars + TF_BLOCK - 1) / TF_BLOCK;
+    int nt = rc ? 0 : resolve_threads(opts, &pl);
+    if (!rc && opts && opts->max_bytes && footprint(&pl, nt, n_blocks) > (double)opts->max_bytes)
+        rc = TF_E_LIMIT;
     if (!rc) {
-        pl.first = malloc(sizeof(double) * (size_t)(pl.n_len * pl.stride));
+        pl.first = malloc(sizeof(double) * (size_t)(pl.n_len * TF_BLOCK));
+        pl.hist = malloc(sizeof(double) * (size_t)(pl.hist_total + 1));
         pl.sar = calloc((size_t)n_combos, sizeof(tf_sar));
         pl.next = calloc((size_t)(2 * n_blocks), sizeof(atomic_llong));
-        if (!pl.first || !pl.sar || !pl.next)
+        if (!pl.first || !pl.hist || !pl.sar || !pl.next)
             rc = TF_E_NOMEM;
+        else
+            fill_nan(pl.hist, pl.hist_total); /* bars before 0: never read, but defined */
     }
-    int nt = rc ? 0 : resolve_threads(opts, &pl);
     if (!rc && !(ws = calloc((size_t)nt, sizeof(worker))))
         rc = TF_E_NOMEM;
     for (int t = 0; !rc && t < nt; t++) {
         ws[t].pl = &pl;
-        ws[t].scratch = malloc(sizeof(double) * (size_t)(2 * pl.stride + 2 * TF_BLOCK));
+        ws[t].scratch = malloc(sizeof(double) * (size_t)scratch_len(&pl));
         if (!ws[t].scratch)
             rc = TF_E_NOMEM;
     }

@@ -71,7 +71,7 @@ static void check_paths(const double *close, int64_t n, const int64_t *params, i
         if (!tf_isa_supported((tf_isa)isa))
             continue;
         for (int threads = 1; threads <= 4; threads++) {
-            tf_sweep_opts o = {threads, (tf_isa)isa};
+            tf_sweep_opts o = {.threads = threads, .isa = (tf_isa)isa};
             memset(pf, 0xA5, sizeof(double) * (size_t)m);
             memset(tf, 0xA5, sizeof(int64_t) * (size_t)m);
             CHECK_RC(tf_sweep(close, n, params, m, pf, tf, &o), 0);
@@ -219,16 +219,23 @@ static void test_errors(void)
     CHECK_RC(tf_sweep(close, 4, good, 1, NULL, trades, NULL), TF_E_NULL_ARG);
     CHECK_RC(tf_sweep(close, 4, good, 1, pnl, NULL, NULL), TF_E_NULL_ARG);
     CHECK_RC(tf_sweep_reference(NULL, 4, good, 1, pnl, trades), TF_E_NULL_ARG);
-    tf_sweep_opts bad_threads = {-1, TF_ISA_AUTO}, bad_isa = {1, (tf_isa)99};
+    tf_sweep_opts bad_threads = {.threads = -1}, bad_isa = {.threads = 1, .isa = (tf_isa)99};
     CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &bad_threads), TF_E_THREADS);
     bad_threads.threads = TF_MAX_THREADS + 1;
     CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &bad_threads), TF_E_THREADS);
     CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &bad_isa), TF_E_INVALID_ARG);
     for (int isa = TF_ISA_SCALAR; isa <= TF_ISA_AVX512; isa++) {
-        tf_sweep_opts o = {1, (tf_isa)isa};
+        tf_sweep_opts o = {.threads = 1, .isa = (tf_isa)isa};
         int want = tf_isa_supported((tf_isa)isa) ? 0 : TF_E_ISA_UNAVAILABLE;
         CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &o), want);
     }
+    /* A memory budget is checked before anything is allocated. */
+    tf_sweep_opts tight = {.threads = 1, .max_bytes = 1000};
+    CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &tight), TF_E_LIMIT);
+    tight.max_bytes = (size_t)64 << 20;
+    CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &tight), 0);
+    pnl[1] = 7.0;
+    trades[1] = 9;
     /* outputs untouched by every failed call above */
     CHECK(pnl[1] == 7.0 && trades[1] == 9);
     /* zero counts are not errors; NULL is fine with a zero count */
