@@ -48,6 +48,11 @@ typedef enum tf_error {
 
     /* -1300..-1399: shared-memory transport */
     TF_E_SHM_BASE = -1300,
+    TF_E_SHM_HANDSHAKE = -1301, /* bad handshake: magic, version, sizes, or control page */
+    TF_E_SHM_PEER_GONE = -1302, /* the peer closed its side or died */
+    TF_E_SHM_CORRUPT = -1303,   /* a peer-written position, length or wrap marker is invalid */
+    TF_E_SHM_TOO_BIG = -1304,   /* a frame does not fit in the ring */
+    TF_E_SHM_LIMIT = -1305,     /* the server serves its maximum of shared-memory connections */
 
     /* -1400..-1499: OFL1 order-flow codec, journal, datagrams */
     TF_E_OFL_BASE = -1400,

@@ -1,0 +1,170 @@
+/* tollfree journal: an append-only file of OFL1 records with CRC32C, durability policies, and a
+ * zero-copy reader that finds where the valid prefix ends (docs/orderflow.md).
+ *
+ * File format:
+ *     journal header (15 bytes, tf_ofl_journal_header)
+ *     record*        record = OFL1 stream frame (11 + payload bytes) + u32 LE CRC32C(frame)
+ * journal_seq is contiguous from 0. A record is valid when its whole length is present, its CRC
+ * matches, the frame decodes, and its journal_seq is the next one. The valid prefix ends at the
+ * first record that is not valid; recovery truncates the file there.
+ *
+ * A tf_journal handle and a tf_journal_reader are used by one thread at a time; different
+ * handles and readers are independent (readers of one image may run in parallel).
+ */
+#ifndef TOLLFREE_JOURNAL_H
+#define TOLLFREE_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tollfree/api.h"
+#include "tollfree/error.h"
+#include "tollfree/orderflow.h"
+
+#define TF_JOURNAL_CRC_LEN 4
+#define TF_JOURNAL_MAX_RECORD (TF_OFL_MAX_FRAME + TF_JOURNAL_CRC_LEN)
+
+/* When appended records become durable (fdatasync'd). Nothing is reported durable before. */
+typedef enum tf_journal_durability {
+    /* Never synced by the journal: records reach the kernel when the staging buffer fills or on
+     * tf_journal_flush(); durable only after an explicit tf_journal_sync() or tf_journal_close().
+     */
+    TF_JOURNAL_NONE = 0,
+    /* Group commit: one write + fdatasync once group_max_frames records are pending, or at the
+     * first append or tf_journal_poll() after the oldest pending record is group_max_us old.
+     * The caller's loop must call tf_journal_poll() when idle for the time bound to hold. */
+    TF_JOURNAL_GROUP = 1,
+    /* Every append writes and fdatasyncs before it returns. */
+    TF_JOURNAL_EVERY = 2,
+} tf_journal_durability;
+
+/* tf_journal_opts.flags */
+#define TF_JOURNAL_NO_TRUNCATE 1u /* open fails with the reason instead of cutting a bad tail */
+
+typedef struct tf_journal_opts {
+    tf_journal_durability durability;
+    uint32_t group_max_frames; /* GROUP: 0 = 4096 */
+    uint32_t group_max_us;     /* GROUP: 0 = 1000 */
+    uint64_t session_id;       /* new journal: its header's; existing: must match unless 0 */
+    uint8_t clock_kind;        /* new journal: tf_ofl_clock_kind */
+    uint32_t flags;            /* TF_JOURNAL_NO_TRUNCATE */
+} tf_journal_opts;
+
+/* What tf_journal_open found. */
+typedef struct tf_journal_recovery {
+    int created;          /* 1: the file was missing or empty and got a fresh header */
+    int reason;           /* 0: the file was whole; else why its tail was cut (a tf_error) */
+    uint64_t records;     /* valid records kept = the journal_seq the next append gets */
+    uint64_t valid_bytes; /* where the valid prefix ends = the file's size after recovery */
+    uint64_t file_bytes;  /* the file's size before recovery */
+} tf_journal_recovery;
+
+typedef struct tf_journal tf_journal;
+
+/* Opens path for appending, creating it (mode 0644, header written and synced, directory
+ * synced) when missing or empty. An existing journal is checked (header errors are returned
+ * and the file is left alone), its valid prefix found, any tail after it truncated (unless
+ * TF_JOURNAL_NO_TRUNCATE) and the kept records fdatasync'd: they are all durable, and appends
+ * continue after the last valid record. Takes an exclusive flock: a second appender gets
+ * -EWOULDBLOCK. opts may be NULL (GROUP defaults, session 0, logical clock). rec may be NULL.
+ * Returns 0 or an error (-errno, TF_E_OFL_*, TF_E_OFL_SESSION_MISMATCH, TF_E_NOMEM). */
+TF_API int tf_journal_open(const char *path, const tf_journal_opts *opts, tf_journal **out,
+                           tf_journal_recovery *rec);
+
+/* Flushes, fdatasyncs (every policy) and closes. Returns 0 or the first error; the handle is
+ * freed either way. NULL is a no-op. */
+TF_API int tf_journal_close(tf_journal *j);
+
+/* Appends msg (kind and payload; msg->journal_seq is ignored) as the next record and stores its
+ * journal_seq in *seq (may be NULL). It is durable once tf_journal_durable_end() > *seq; under
+ * EVERY that is true when this returns 0. Codec errors leave the journal unchanged. After an I/O
+ * error the journal is failed: every later call returns TF_E_OFL_JOURNAL_FAILED (a failed
+ * fdatasync leaves the page cache in an unknown state; reopen to recover). No allocation. */
+TF_API int tf_journal_append(tf_journal *j, const tf_ofl_msg *msg, uint64_t *seq);
+
+/* Appends an already encoded stream frame: it must decode and carry journal_seq ==
+ * tf_journal_next_seq() (else TF_E_OFL_SEQ_GAP). */
+TF_API int tf_journal_append_frame(tf_journal *j, const void *frame, size_t len);
+
+/* Hands staged records to the kernel (readers see them; they survive a process crash, not a
+ * power loss). */
+TF_API int tf_journal_flush(tf_journal *j);
+/* Flush + fdatasync: every appended record is durable when this returns 0. */
+TF_API int tf_journal_sync(tf_journal *j);
+/* GROUP: syncs when the oldest pending record is group_max_us old. Returns the number of
+ * records made durable (0 when nothing was due) or an error. Other policies: 0. */
+TF_API int tf_journal_poll(tf_journal *j);
+
+/* The journal_seq the next append gets (= the number of records). */
+TF_API uint64_t tf_journal_next_seq(const tf_journal *j);
+/* Every record with journal_seq < this is durable (0: none yet). */
+TF_API uint64_t tf_journal_durable_end(const tf_journal *j);
+/* 1 when the record journal_seq is durable, else 0. */
+TF_API int tf_journal_is_durable(const tf_journal *j, uint64_t journal_seq);
+/* The journal's header (valid until close). */
+TF_API const tf_ofl_journal_header *tf_journal_header(const tf_journal *j);
+
+typedef struct tf_journal_stats {
+    uint64_t appended; /* records appended through this handle */
+    uint64_t bytes;    /* file size including staged bytes */
+    uint64_t writes;   /* write system calls */
+    uint64_t syncs;    /* fdatasync calls */
+} tf_journal_stats;
+TF_API void tf_journal_get_stats(const tf_journal *j, tf_journal_stats *out);
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+/* A zero-copy walk over a journal image in memory (a mapped file, a buffer). The reader keeps
+ * pointers into buf: buf must stay valid and unchanged while the reader is used. */
+typedef struct tf_journal_reader {
+    const uint8_t *base;
+    size_t len;
+    size_t pos;        /* offset of the next record = end of the valid prefix so far */
+    uint64_t next_seq; /* journal_seq the next record must carry = valid records so far */
+    tf_ofl_journal_header header;
+    const uint8_t *frame; /* view of the last record's stream frame, into buf */
+    size_t frame_len;     /* its length (without the CRC) */
+    int error;            /* 0, or why the walk stopped */
+} tf_journal_reader;
+
+/* Checks the header. Returns 0 or its error (TF_E_OFL_BUFFER_TOO_SHORT, WRONG_MAGIC, ...), which
+ * is also kept in r->error; then r->pos is 0. */
+TF_API int tf_journal_reader_init(tf_journal_reader *r, const void *buf, size_t len);
+
+/* Decodes the next record into *msg. Returns 1 (a record; r->frame views it), 0 (the end: the
+ * image is whole up to here), or a negative reason the record at r->pos is not valid:
+ * TF_E_OFL_TORN_RECORD (the image ends inside it), TF_E_OFL_FRAME_LENGTH_TOO_SMALL /
+ * FRAME_TOO_LARGE (its length field is impossible), TF_E_OFL_CRC_MISMATCH, a decode error
+ * (UNKNOWN_KIND, PAYLOAD_LENGTH, INVALID_SIDE, ...), TF_E_OFL_SEQ_GAP. On a negative return the
+ * valid prefix ends at byte r->pos with journal_seq r->next_seq; calling again returns the same.
+ * Never allocates; never reads outside buf. */
+TF_API int tf_journal_reader_next(tf_journal_reader *r, tf_ofl_msg *msg);
+
+/* The same for up to max records at once into msgs[0..max): the walk's fast path (the position
+ * stays in registers across records, and one record's CRC overlaps the next one's). Returns how
+ * many were decoded (> 0), else 0 at the end or the reason the next record is not valid. A batch
+ * that meets an invalid record returns the records before it; the next call returns the reason.
+ * r->frame views the last record decoded. */
+TF_API int tf_journal_reader_next_batch(tf_journal_reader *r, tf_ofl_msg *msgs, int max);
+
+/* Walks a whole image. */
+typedef struct tf_journal_scan_result {
+    int error;            /* 0: whole; else the reason the valid prefix ends */
+    uint64_t records;     /* valid records = journal_seq where the prefix ends */
+    uint64_t valid_bytes; /* byte offset where the valid prefix ends (0 for a bad header) */
+    uint64_t total_bytes;
+    tf_ofl_journal_header header;
+} tf_journal_scan_result;
+/* Returns res->error. */
+TF_API int tf_journal_scan(const void *buf, size_t len, tf_journal_scan_result *res);
+
+/* A read-only mapping of a journal file for the reader. An empty file maps to data NULL, len 0. */
+typedef struct tf_journal_map {
+    const uint8_t *data;
+    size_t len;
+} tf_journal_map;
+TF_API int tf_journal_map_open(const char *path, tf_journal_map *m);
+/* Accepts a zeroed or NULL map. */
+TF_API void tf_journal_map_close(tf_journal_map *m);
+
+#endif

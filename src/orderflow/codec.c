@@ -1,0 +1,394 @@
+/* The OFL1 codec: stream frames, datagrams, the journal header (spec/orderflow.md). */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "orderflow/orderflow_internal.h"
+#include "tollfree/orderflow.h"
+
+/* The decoder moves contiguous wire runs into the payload structs in one copy each: these are
+ * the layout facts that makes that legal. A field added or reordered breaks the build here. */
+#define SAME_LAYOUT(T, field, wire_off)                                                            \
+    _Static_assert(offsetof(T, field) == (wire_off), #T "." #field)
+SAME_LAYOUT(tf_ofl_new_limit, account_id, 8);
+SAME_LAYOUT(tf_ofl_new_limit, client_order_id, 16);
+SAME_LAYOUT(tf_ofl_new_limit, instrument_id, 24);
+_Static_assert(offsetof(tf_ofl_new_limit, quantity) == offsetof(tf_ofl_new_limit, price) + 8,
+               "NewLimit price+quantity contiguous");
+_Static_assert(sizeof(tf_ofl_qty) == 16, "quantity is 16 bytes");
+_Static_assert(33 + 8 + 16 == TF_OFL_NEW_LIMIT_LEN, "NewLimit is 57 bytes");
+SAME_LAYOUT(tf_ofl_new_market, instrument_id, 24);
+_Static_assert(33 + 16 == TF_OFL_NEW_MARKET_LEN, "NewMarket is 49 bytes");
+_Static_assert(sizeof(tf_ofl_cancel_by_order) == TF_OFL_CANCEL_BY_ORDER_LEN, "CancelByOrder");
+_Static_assert(sizeof(tf_ofl_cancel_by_client) == TF_OFL_CANCEL_BY_CLIENT_LEN, "CancelByClient");
+_Static_assert(sizeof(tf_ofl_replace) == TF_OFL_REPLACE_LEN, "Replace");
+SAME_LAYOUT(tf_ofl_replace, price, 24);
+SAME_LAYOUT(tf_ofl_replace, quantity, 32);
+_Static_assert(sizeof(tf_ofl_accepted) == TF_OFL_ACCEPTED_LEN, "Accepted");
+SAME_LAYOUT(tf_ofl_rejected, client_order_id, 24);
+SAME_LAYOUT(tf_ofl_rejected, reason, 32);
+_Static_assert(32 + 1 == TF_OFL_REJECTED_LEN, "Rejected is 33 bytes");
+_Static_assert(sizeof(tf_ofl_replaced) == TF_OFL_REPLACED_LEN, "Replaced");
+_Static_assert(sizeof(tf_ofl_canceled) == TF_OFL_CANCELED_LEN, "Canceled");
+_Static_assert(sizeof(tf_ofl_trade) == TF_OFL_TRADE_LEN, "Trade");
+SAME_LAYOUT(tf_ofl_trade, price, 48);
+SAME_LAYOUT(tf_ofl_trade, quantity, 56);
+_Static_assert(TF_OFL_FRAME_HEADER_LEN + TF_OFL_MAX_PAYLOAD <= TF_OFL_MAX_FRAME, "frame cap");
+_Static_assert(TF_OFL_DATAGRAM_HEADER_LEN + TF_OFL_MAX_PAYLOAD <= TF_OFL_MAX_DATAGRAM, "dgram cap");
+
+#define E(ix, len) (uint16_t)((OFL_IX_##ix << 8) | (len))
+#define X OFL_NOT_A_KIND
+#define X8 X, X, X, X, X, X, X, X
+#define X16 X8, X8
+/* Every byte spelled out (designated ranges are a GNU extension). */
+const uint16_t tf_ofl_kind_table[256] = {
+    /* 0x00 */ E(HEARTBEAT, TF_OFL_HEARTBEAT_LEN),
+    E(NEW_LIMIT, TF_OFL_NEW_LIMIT_LEN),
+    E(NEW_MARKET, TF_OFL_NEW_MARKET_LEN),
+    E(CANCEL_BY_ORDER, TF_OFL_CANCEL_BY_ORDER_LEN),
+    E(CANCEL_BY_CLIENT, TF_OFL_CANCEL_BY_CLIENT_LEN),
+    E(REPLACE, TF_OFL_REPLACE_LEN),
+    /* 0x06 reserved .. 0x0f */ X,
+    X,
+    X,
+    X,
+    X,
+    X,
+    X,
+    X,
+    X,
+    X,
+    /* 0x10 */ X16,
+    X16,
+    X16,
+    X16,
+    X16,
+    X16,
+    X16,
+    /* 0x80 */ X,
+    E(ACCEPTED, TF_OFL_ACCEPTED_LEN),
+    E(REJECTED, TF_OFL_REJECTED_LEN),
+    E(REPLACED, TF_OFL_REPLACED_LEN),
+    E(CANCELED, TF_OFL_CANCELED_LEN),
+    E(TRADE, TF_OFL_TRADE_LEN),
+    X,
+    X,
+    X8,
+    /* 0x90 */ X16,
+    X16,
+    X16,
+    X16,
+    X16,
+    X16,
+    X16,
+};
+#undef E
+#undef X
+#undef X8
+#undef X16
+_Static_assert(sizeof tf_ofl_kind_table / sizeof tf_ofl_kind_table[0] == 256, "kind table");
+
+/* The payload size of a kind byte, or -1. */
+static inline int kind_size(uint8_t kind)
+{
+    unsigned e = tf_ofl_kind_table[kind];
+    return e >> 8 ? (int)(e & 0xff) : -1;
+}
+
+int tf_ofl_payload_size(int kind)
+{
+    if (kind < 0 || kind > 255)
+        return TF_E_OFL_UNKNOWN_KIND;
+    int n = kind_size((uint8_t)kind);
+    return n >= 0 ? n : ofl_kind_error((uint8_t)kind);
+}
+
+int tf_ofl_frame_size(int kind)
+{
+    int n = tf_ofl_payload_size(kind);
+    return n < 0 ? n : TF_OFL_FRAME_HEADER_LEN + n;
+}
+
+int tf_ofl_datagram_size(int kind)
+{
+    int n = tf_ofl_payload_size(kind);
+    return n < 0 ? n : TF_OFL_DATAGRAM_HEADER_LEN + n;
+}
+
+const char *tf_ofl_kind_name(int kind)
+{
+    switch (kind) {
+    case TF_OFL_HEARTBEAT:
+        return "Heartbeat";
+    case TF_OFL_NEW_LIMIT:
+        return "NewLimit";
+    case TF_OFL_NEW_MARKET:
+        return "NewMarket";
+    case TF_OFL_CANCEL_BY_ORDER:
+        return "CancelByOrder";
+    case TF_OFL_CANCEL_BY_CLIENT:
+        return "CancelByClient";
+    case TF_OFL_REPLACE:
+        return "Replace";
+    case TF_OFL_ACCEPTED:
+        return "Accepted";
+    case TF_OFL_REJECTED:
+        return "Rejected";
+    case TF_OFL_REPLACED:
+        return "Replaced";
+    case TF_OFL_CANCELED:
+        return "Canceled";
+    case TF_OFL_TRADE:
+        return "Trade";
+    default:
+        return NULL;
+    }
+}
+
+const char *tf_ofl_side_name(int side)
+{
+    return side == TF_OFL_BUY ? "Buy" : side == TF_OFL_SELL ? "Sell" : NULL;
+}
+
+const char *tf_ofl_reason_name(int reason)
+{
+    switch (reason) {
+    case TF_OFL_INVALID_QUANTITY:
+        return "InvalidQuantity";
+    case TF_OFL_UNKNOWN_INSTRUMENT:
+        return "UnknownInstrument";
+    case TF_OFL_ORDER_NOT_FOUND:
+        return "OrderNotFound";
+    case TF_OFL_INVALID_PRICE:
+        return "InvalidPrice";
+    case TF_OFL_DUPLICATE_CLIENT_ORDER_ID:
+        return "DuplicateClientOrderId";
+    case TF_OFL_REASON_OTHER:
+        return "Other";
+    default:
+        return NULL;
+    }
+}
+
+/* ---- the payload writer --------------------------------------------------------------------- */
+
+/* Payload size of msg's kind after checking the bytes a decoder would refuse; nothing written. */
+static inline __attribute__((always_inline)) int payload_check(const tf_ofl_msg *msg, unsigned *ix)
+{
+    unsigned e = tf_ofl_kind_table[msg->kind];
+    *ix = e >> 8;
+    switch (*ix) {
+    case OFL_IX_NONE:
+        return ofl_kind_error(msg->kind);
+    case OFL_IX_NEW_LIMIT:
+        return msg->new_limit.side > 1 ? TF_E_OFL_INVALID_SIDE : (int)(e & 0xff);
+    case OFL_IX_NEW_MARKET:
+        return msg->new_market.side > 1 ? TF_E_OFL_INVALID_SIDE : (int)(e & 0xff);
+    case OFL_IX_REJECTED:
+        return msg->rejected.reason > TF_OFL_DUPLICATE_CLIENT_ORDER_ID &&
+                       msg->rejected.reason != TF_OFL_REASON_OTHER
+                   ? TF_E_OFL_INVALID_REASON
+                   : (int)(e & 0xff);
+    default:
+        return (int)(e & 0xff);
+    }
+}
+
+/* Writes a checked payload at its fixed offsets (the mirror of ofl_payload_decode). */
+static inline __attribute__((always_inline)) void payload_store(uint8_t *p, const tf_ofl_msg *msg,
+                                                                unsigned ix)
+{
+    switch (ix) {
+    case OFL_IX_NEW_LIMIT:
+        memcpy(p, &msg->new_limit, 32);
+        p[32] = msg->new_limit.side;
+        memcpy(p + 33, (const unsigned char *)&msg->new_limit + offsetof(tf_ofl_new_limit, price),
+               24);
+        break;
+    case OFL_IX_NEW_MARKET:
+        memcpy(p, &msg->new_market, 32);
+        p[32] = msg->new_market.side;
+        memcpy(p + 33, &msg->new_market.quantity, 16);
+        break;
+    case OFL_IX_CANCEL_BY_ORDER:
+        memcpy(p, &msg->cancel_by_order, TF_OFL_CANCEL_BY_ORDER_LEN);
+        break;
+    case OFL_IX_CANCEL_BY_CLIENT:
+        memcpy(p, &msg->cancel_by_client, TF_OFL_CANCEL_BY_CLIENT_LEN);
+        break;
+    case OFL_IX_REPLACE:
+        memcpy(p, &msg->replace, TF_OFL_REPLACE_LEN);
+        break;
+    case OFL_IX_ACCEPTED:
+        memcpy(p, &msg->accepted, TF_OFL_ACCEPTED_LEN);
+        break;
+    case OFL_IX_REJECTED:
+        memcpy(p, &msg->rejected, TF_OFL_REJECTED_LEN); /* the struct has the wire's layout */
+        break;
+    case OFL_IX_REPLACED:
+        memcpy(p, &msg->replaced, TF_OFL_REPLACED_LEN);
+        break;
+    case OFL_IX_CANCELED:
+        memcpy(p, &msg->canceled, TF_OFL_CANCELED_LEN);
+        break;
+    case OFL_IX_TRADE:
+        memcpy(p, &msg->trade, TF_OFL_TRADE_LEN);
+        break;
+    default: /* Heartbeat: no payload */
+        break;
+    }
+}
+
+int tf_ofl_payload_write(uint8_t *p, size_t cap, const tf_ofl_msg *msg)
+{
+    unsigned ix;
+    int n = payload_check(msg, &ix);
+    if (n < 0)
+        return n;
+    if (cap < (size_t)n)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    payload_store(p, msg, ix);
+    return n;
+}
+
+/* ---- stream frame --------------------------------------------------------------------------- */
+
+__attribute__((noinline, cold)) int tf_ofl_frame_error(const uint8_t *b, size_t len)
+{
+    if (len < TF_OFL_FRAME_HEADER_LEN)
+        return TF_E_OFL_HEADER_TOO_SHORT;
+    size_t flen = ofl_ld16(b);
+    if (flen < TF_OFL_FRAME_LEN_BASE)
+        return TF_E_OFL_FRAME_LENGTH_TOO_SMALL;
+    if (flen + 2 > TF_OFL_MAX_FRAME)
+        return TF_E_OFL_FRAME_TOO_LARGE;
+    if (len < flen + 2)
+        return TF_E_OFL_PAYLOAD_TOO_SHORT;
+    int n = kind_size(b[2]);
+    if (n < 0)
+        return ofl_kind_error(b[2]);
+    /* The fast path refuses nothing else: the length must be what disagrees. */
+    return TF_E_OFL_PAYLOAD_LENGTH;
+}
+
+int tf_ofl_frame_decode(const void *buf, size_t len, tf_ofl_msg *out)
+{
+    if (!buf)
+        return len ? TF_E_NULL_ARG : TF_E_OFL_HEADER_TOO_SHORT;
+    return ofl_frame_decode(buf, len, out);
+}
+
+int tf_ofl_frame_encode(void *buf, size_t cap, const tf_ofl_msg *msg)
+{
+    unsigned ix;
+    int n = payload_check(msg, &ix);
+    if (n < 0)
+        return n;
+    size_t need = TF_OFL_FRAME_HEADER_LEN + (size_t)n;
+    if (cap < need)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    uint8_t *b = buf;
+    ofl_st16(b, (uint16_t)(TF_OFL_FRAME_LEN_BASE + n));
+    b[2] = msg->kind;
+    ofl_st64(b + 3, msg->journal_seq);
+    payload_store(b + TF_OFL_FRAME_HEADER_LEN, msg, ix);
+    return (int)need;
+}
+
+int tf_ofl_frame_encode_raw(void *buf, size_t cap, uint8_t kind, uint64_t journal_seq,
+                            const void *payload, size_t payload_len)
+{
+    if (!payload && payload_len)
+        return TF_E_NULL_ARG;
+    if (payload_len > UINT16_MAX - TF_OFL_FRAME_LEN_BASE)
+        return TF_E_OFL_PAYLOAD_TOO_LARGE;
+    size_t need = TF_OFL_FRAME_HEADER_LEN + payload_len;
+    if (cap < need)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    uint8_t *b = buf;
+    ofl_st16(b, (uint16_t)(TF_OFL_FRAME_LEN_BASE + payload_len));
+    b[2] = kind;
+    ofl_st64(b + 3, journal_seq);
+    if (payload_len)
+        memcpy(b + TF_OFL_FRAME_HEADER_LEN, payload, payload_len);
+    return (int)need;
+}
+
+/* ---- datagram ------------------------------------------------------------------------------- */
+
+__attribute__((noinline, cold)) int tf_ofl_datagram_error(const uint8_t *b, size_t len)
+{
+    if (len < TF_OFL_DATAGRAM_HEADER_LEN)
+        return TF_E_OFL_HEADER_TOO_SHORT;
+    if (len > TF_OFL_MAX_DATAGRAM)
+        return TF_E_OFL_DATAGRAM_TOO_LARGE;
+    int n = kind_size(b[16]);
+    if (n < 0)
+        return ofl_kind_error(b[16]);
+    return TF_E_OFL_PAYLOAD_LENGTH;
+}
+
+int tf_ofl_datagram_decode(const void *buf, size_t len, tf_ofl_msg *out)
+{
+    if (!buf)
+        return len ? TF_E_NULL_ARG : TF_E_OFL_HEADER_TOO_SHORT;
+    return ofl_datagram_decode(buf, len, out);
+}
+
+int tf_ofl_datagram_encode(void *buf, size_t cap, const tf_ofl_msg *msg)
+{
+    unsigned ix;
+    int n = payload_check(msg, &ix);
+    if (n < 0)
+        return n;
+    size_t need = TF_OFL_DATAGRAM_HEADER_LEN + (size_t)n;
+    if (cap < need)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    uint8_t *b = buf;
+    ofl_st64(b, msg->session_id);
+    ofl_st64(b + 8, msg->journal_seq);
+    b[16] = msg->kind;
+    payload_store(b + TF_OFL_DATAGRAM_HEADER_LEN, msg, ix);
+    return (int)need;
+}
+
+/* ---- journal header ------------------------------------------------------------------------- */
+
+static const uint8_t magic[4] = {'O', 'F', 'L', '1'};
+
+int tf_ofl_journal_header_decode(const void *buf, size_t len, tf_ofl_journal_header *out)
+{
+    const uint8_t *b = buf;
+    if (!b && len)
+        return TF_E_NULL_ARG;
+    if (len < TF_OFL_JOURNAL_HEADER_LEN)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    if (memcmp(b, magic, sizeof magic) != 0)
+        return TF_E_OFL_WRONG_MAGIC;
+    uint16_t version = ofl_ld16(b + 4);
+    if (version != TF_OFL_SCHEMA_VERSION)
+        return TF_E_OFL_UNSUPPORTED_SCHEMA_VERSION;
+    uint8_t clock = b[14];
+    if (clock > TF_OFL_CLOCK_WALL_NS)
+        return TF_E_OFL_UNSUPPORTED_CLOCK_KIND;
+    out->schema_version = version;
+    out->session_id = ofl_ld64(b + 6);
+    out->clock_kind = clock;
+    return TF_OFL_JOURNAL_HEADER_LEN;
+}
+
+int tf_ofl_journal_header_encode(void *buf, size_t cap, const tf_ofl_journal_header *h)
+{
+    if (h->schema_version != TF_OFL_SCHEMA_VERSION)
+        return TF_E_OFL_UNSUPPORTED_SCHEMA_VERSION;
+    if (h->clock_kind > TF_OFL_CLOCK_WALL_NS)
+        return TF_E_OFL_UNSUPPORTED_CLOCK_KIND;
+    if (cap < TF_OFL_JOURNAL_HEADER_LEN)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    uint8_t *b = buf;
+    memcpy(b, magic, sizeof magic);
+    ofl_st16(b + 4, h->schema_version);
+    ofl_st64(b + 6, h->session_id);
+    b[14] = h->clock_kind;
+    return TF_OFL_JOURNAL_HEADER_LEN;
+}

@@ -1,0 +1,612 @@
+/* The CRC-checked OFL1 journal: appender with durability policies, reader, recovery. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orderflow/orderflow_internal.h"
+#include "tollfree/journal.h"
+#include "tollfree/orderflow.h"
+
+/* Records are staged here and handed to the kernel in large writes; a group of 4096 average
+ * records (~64 bytes) is ~256 KiB, one or two writes. */
+#define STAGE_BYTES (256u * 1024u)
+#define DEFAULT_GROUP_FRAMES 4096u
+#define DEFAULT_GROUP_US 1000u
+
+struct tf_journal {
+    int fd;
+    int failed; /* sticky: after an I/O error nothing is trusted */
+    tf_journal_durability durability;
+    uint32_t group_max_frames;
+    uint64_t group_max_ns;
+    tf_ofl_journal_header header;
+    uint64_t next_seq;       /* journal_seq of the next append */
+    uint64_t durable_end;    /* records < this are fdatasync'd */
+    uint64_t file_off;       /* bytes handed to the kernel */
+    uint64_t oldest_pending; /* CLOCK_MONOTONIC ns of the oldest record not yet durable */
+    tf_journal_stats stats;
+    size_t staged;
+    uint8_t stage[STAGE_BYTES];
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- reader --------------------------------------------------------------------------------- */
+
+int tf_journal_reader_init(tf_journal_reader *r, const void *buf, size_t len)
+{
+    memset(r, 0, sizeof *r);
+    if (!buf && len)
+        return r->error = TF_E_NULL_ARG;
+    r->base = buf;
+    r->len = len;
+    int rc = tf_ofl_journal_header_decode(buf, len, &r->header);
+    if (rc < 0)
+        return r->error = rc;
+    r->pos = TF_OFL_JOURNAL_HEADER_LEN;
+    return 0;
+}
+
+/* The walk state, held in registers for a whole batch (written back to the reader after). */
+struct walk {
+    const uint8_t *base;
+    size_t len;
+    size_t pos;
+    uint64_t next_seq;
+    const uint8_t *frame;
+    size_t frame_len;
+};
+
+typedef uint32_t (*crc_fn)(const uint8_t *p, size_t n);
+
+/* One record at w->pos: 1, 0 at the end, or the reason it is not valid (w unchanged then). */
+static inline __attribute__((always_inline)) int step(struct walk *w, tf_ofl_msg *msg, crc_fn crc)
+{
+    size_t rem = w->len - w->pos;
+    if (rem == 0)
+        return 0;
+    const uint8_t *p = w->base + w->pos;
+    if (rem < 2)
+        return TF_E_OFL_TORN_RECORD;
+    size_t flen = ofl_ld16(p);
+    if (flen < TF_OFL_FRAME_LEN_BASE)
+        return TF_E_OFL_FRAME_LENGTH_TOO_SMALL;
+    if (flen + 2 > TF_OFL_MAX_FRAME)
+        return TF_E_OFL_FRAME_TOO_LARGE;
+    size_t fsize = flen + 2;
+    if (rem < fsize + TF_JOURNAL_CRC_LEN)
+        return TF_E_OFL_TORN_RECORD;
+    if (crc(p, fsize) != ofl_ld32(p + fsize))
+        return TF_E_OFL_CRC_MISMATCH;
+    if (ofl_ld64(p + 3) != w->next_seq) {
+        /* A frame that does not decode is the more precise reason; *msg stays untouched. */
+        tf_ofl_msg scratch;
+        int rc = ofl_frame_decode(p, fsize, &scratch);
+        return rc < 0 ? rc : TF_E_OFL_SEQ_GAP;
+    }
+    int rc = ofl_frame_decode(p, fsize, msg);
+    if (rc < 0)
+        return rc;
+    w->frame = p;
+    w->frame_len = fsize;
+    w->pos += fsize + TF_JOURNAL_CRC_LEN;
+    w->next_seq++;
+    return 1;
+}
+
+/* Up to max records into msgs[0], msgs[stride], ... Returns the count, or (none decoded) 0 at
+ * the end or the reason; the reason is kept in r->error. */
+static inline __attribute__((always_inline)) int walk_n(tf_journal_reader *r, tf_ofl_msg *msgs,
+                                                        size_t max, size_t stride, crc_fn crc)
+{
+    struct walk w = {r->base, r->len, r->pos, r->next_seq, r->frame, r->frame_len};
+    size_t n = 0;
+    int rc = 0;
+    while (n < max && (rc = step(&w, msgs + n * stride, crc)) == 1)
+        n++;
+    r->pos = w.pos;
+    r->next_seq = w.next_seq;
+    r->frame = w.frame;
+    r->frame_len = w.frame_len;
+    if (rc < 0)
+        r->error = rc;
+    return n ? (int)n : rc;
+}
+
+static uint32_t crc_sw(const uint8_t *p, size_t n)
+{
+    return tf_crc32c_sw(0, p, n);
+}
+
+static int walk_sw(tf_journal_reader *r, tf_ofl_msg *msgs, size_t max, size_t stride)
+{
+    return walk_n(r, msgs, max, stride, crc_sw);
+}
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+
+/* Inlined into walk_hw. A frame is at most TF_OFL_MAX_FRAME = 128 bytes (checked before), so
+ * its whole words go through one jump into a straight run of crc32 instructions: no loop
+ * counter, no per-word branch. Records at different positions are independent, so the
+ * out-of-order core overlaps one record's crc32 chain with the next record's. */
+_Static_assert(TF_OFL_MAX_FRAME == 128, "crc_hw unrolls 16 words");
+__attribute__((target("sse4.2"))) static inline uint32_t crc_hw(const uint8_t *p, size_t n)
+{
+    uint64_t c = 0xffffffffu;
+    const uint8_t *e = p + (n & ~(size_t)7);
+    switch (n >> 3) {
+    case 16:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 128));
+        __attribute__((fallthrough));
+    case 15:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 120));
+        __attribute__((fallthrough));
+    case 14:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 112));
+        __attribute__((fallthrough));
+    case 13:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 104));
+        __attribute__((fallthrough));
+    case 12:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 96));
+        __attribute__((fallthrough));
+    case 11:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 88));
+        __attribute__((fallthrough));
+    case 10:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 80));
+        __attribute__((fallthrough));
+    case 9:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 72));
+        __attribute__((fallthrough));
+    case 8:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 64));
+        __attribute__((fallthrough));
+    case 7:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 56));
+        __attribute__((fallthrough));
+    case 6:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 48));
+        __attribute__((fallthrough));
+    case 5:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 40));
+        __attribute__((fallthrough));
+    case 4:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 32));
+        __attribute__((fallthrough));
+    case 3:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 24));
+        __attribute__((fallthrough));
+    case 2:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 16));
+        __attribute__((fallthrough));
+    case 1:
+        c = _mm_crc32_u64(c, ofl_ld64(e - 8));
+        __attribute__((fallthrough));
+    default:
+        break;
+    }
+    uint32_t c32 = (uint32_t)c;
+    p = e;
+    if (n & 4) {
+        c32 = _mm_crc32_u32(c32, ofl_ld32(p));
+        p += 4;
+    }
+    if (n & 2) {
+        c32 = _mm_crc32_u16(c32, ofl_ld16(p));
+        p += 2;
+    }
+    if (n & 1)
+        c32 = _mm_crc32_u8(c32, *p);
+    return ~c32;
+}
+
+__attribute__((target("sse4.2"))) static int walk_hw(tf_journal_reader *r, tf_ofl_msg *msgs,
+                                                     size_t max, size_t stride)
+{
+    return walk_n(r, msgs, max, stride, crc_hw);
+}
+#else
+#define walk_hw walk_sw
+#endif
+
+static int walk(tf_journal_reader *r, tf_ofl_msg *msgs, size_t max, size_t stride)
+{
+    if (r->error)
+        return r->error;
+    return tf_crc32c_hw_available() ? walk_hw(r, msgs, max, stride) : walk_sw(r, msgs, max, stride);
+}
+
+int tf_journal_reader_next(tf_journal_reader *r, tf_ofl_msg *msg)
+{
+    return walk(r, msg, 1, 1);
+}
+
+int tf_journal_reader_next_batch(tf_journal_reader *r, tf_ofl_msg *msgs, int max)
+{
+    if (max <= 0)
+        return r->error ? r->error : 0;
+    if (!msgs)
+        return TF_E_NULL_ARG;
+    return walk(r, msgs, (size_t)max, 1);
+}
+
+int tf_journal_scan(const void *buf, size_t len, tf_journal_scan_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->total_bytes = len;
+    tf_journal_reader r;
+    int rc = tf_journal_reader_init(&r, buf, len);
+    if (rc == 0) {
+        /* A small rotating window rather than one slot: with one slot rewritten for every
+         * record the walk measured 3.5 or 6.4 ns/record depending on the run (probably
+         * store/load address aliasing with the mapped data); with the window, 3.6 steadily. */
+        tf_ofl_msg m[16];
+        while ((rc = walk(&r, m, 16, 1)) > 0)
+            ;
+    }
+    res->error = rc;
+    res->records = r.next_seq;
+    res->valid_bytes = r.pos;
+    res->header = r.header;
+    return rc;
+}
+
+int tf_journal_map_open(const char *path, tf_journal_map *m)
+{
+    memset(m, 0, sizeof *m);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+        /* A walk reads front to back once: larger read-ahead, pages dropped behind it (measured
+         * here: a cold 64 MB journal walks in half the time). Only a hint. */
+        madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+        m->data = p;
+        m->len = (size_t)st.st_size;
+    }
+    close(fd);
+    return 0;
+}
+
+void tf_journal_map_close(tf_journal_map *m)
+{
+    if (m && m->data)
+        munmap((void *)m->data, m->len);
+    if (m) {
+        m->data = NULL;
+        m->len = 0;
+    }
+}
+
+/* ---- appender ------------------------------------------------------------------------------- */
+
+static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off, tf_journal_stats *st)
+{
+    while (n) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -EIO;
+        st->writes++;
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+static int fail(tf_journal *j, int rc)
+{
+    j->failed = rc;
+    return rc;
+}
+
+int tf_journal_flush(tf_journal *j)
+{
+    if (j->failed)
+        return TF_E_OFL_JOURNAL_FAILED;
+    if (!j->staged)
+        return 0;
+    int rc = write_all(j->fd, j->stage, j->staged, j->file_off, &j->stats);
+    if (rc)
+        return fail(j, rc);
+    j->file_off += j->staged;
+    j->staged = 0;
+    return 0;
+}
+
+int tf_journal_sync(tf_journal *j)
+{
+    int rc = tf_journal_flush(j);
+    if (rc)
+        return rc;
+    if (j->durable_end == j->next_seq)
+        return 0;
+    if (fdatasync(j->fd) != 0)
+        return fail(j, -errno);
+    j->stats.syncs++;
+    j->durable_end = j->next_seq;
+    return 0;
+}
+
+int tf_journal_poll(tf_journal *j)
+{
+    if (j->failed)
+        return TF_E_OFL_JOURNAL_FAILED;
+    if (j->durability != TF_JOURNAL_GROUP || j->durable_end == j->next_seq)
+        return 0;
+    if (now_ns() - j->oldest_pending < j->group_max_ns)
+        return 0;
+    uint64_t made = j->next_seq - j->durable_end;
+    int rc = tf_journal_sync(j);
+    if (rc)
+        return rc;
+    return made > INT32_MAX ? INT32_MAX : (int)made;
+}
+
+/* After a record is staged: apply the durability policy. */
+static int after_append(tf_journal *j)
+{
+    j->next_seq++;
+    j->stats.appended++;
+    switch (j->durability) {
+    case TF_JOURNAL_EVERY:
+        return tf_journal_sync(j);
+    case TF_JOURNAL_GROUP: {
+        uint64_t pending = j->next_seq - j->durable_end;
+        uint64_t t = now_ns();
+        if (pending == 1)
+            j->oldest_pending = t;
+        if (pending >= j->group_max_frames || t - j->oldest_pending >= j->group_max_ns)
+            return tf_journal_sync(j);
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Room for one more record in the stage. */
+static int reserve(tf_journal *j)
+{
+    if (j->staged + TF_JOURNAL_MAX_RECORD <= STAGE_BYTES)
+        return 0;
+    return tf_journal_flush(j);
+}
+
+int tf_journal_append(tf_journal *j, const tf_ofl_msg *msg, uint64_t *seq)
+{
+    if (j->failed)
+        return TF_E_OFL_JOURNAL_FAILED;
+    int rc = reserve(j);
+    if (rc)
+        return rc;
+    uint8_t *p = j->stage + j->staged;
+    int n = tf_ofl_frame_encode(p, TF_OFL_MAX_FRAME, msg);
+    if (n < 0)
+        return n;
+    ofl_st64(p + 3, j->next_seq);
+    ofl_st32(p + n, tf_crc32c(0, p, (size_t)n));
+    j->staged += (size_t)n + TF_JOURNAL_CRC_LEN;
+    if (seq)
+        *seq = j->next_seq;
+    return after_append(j);
+}
+
+int tf_journal_append_frame(tf_journal *j, const void *frame, size_t len)
+{
+    if (j->failed)
+        return TF_E_OFL_JOURNAL_FAILED;
+    tf_ofl_msg m;
+    int n = tf_ofl_frame_decode(frame, len, &m);
+    if (n < 0)
+        return n;
+    if ((size_t)n != len)
+        return TF_E_OFL_PAYLOAD_LENGTH;
+    if (m.journal_seq != j->next_seq)
+        return TF_E_OFL_SEQ_GAP;
+    int rc = reserve(j);
+    if (rc)
+        return rc;
+    uint8_t *p = j->stage + j->staged;
+    memcpy(p, frame, len);
+    ofl_st32(p + len, tf_crc32c(0, p, len));
+    j->staged += len + TF_JOURNAL_CRC_LEN;
+    return after_append(j);
+}
+
+uint64_t tf_journal_next_seq(const tf_journal *j)
+{
+    return j->next_seq;
+}
+
+uint64_t tf_journal_durable_end(const tf_journal *j)
+{
+    return j->durable_end;
+}
+
+int tf_journal_is_durable(const tf_journal *j, uint64_t journal_seq)
+{
+    return journal_seq < j->durable_end;
+}
+
+const tf_ofl_journal_header *tf_journal_header(const tf_journal *j)
+{
+    return &j->header;
+}
+
+void tf_journal_get_stats(const tf_journal *j, tf_journal_stats *out)
+{
+    *out = j->stats;
+    out->bytes = j->file_off + j->staged;
+}
+
+/* fsync the directory holding path, so a newly created file's entry is durable too. */
+static int sync_parent_dir(const char *path)
+{
+    char dir[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof dir)
+        return -ENAMETOOLONG;
+    memcpy(dir, path, n + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    /* Some file systems refuse fsync on a directory; the file itself is synced anyway. */
+    return rc == -EINVAL ? 0 : rc;
+}
+
+static int create_header(tf_journal *j, const char *path, const tf_journal_opts *o)
+{
+    j->header.schema_version = TF_OFL_SCHEMA_VERSION;
+    j->header.session_id = o->session_id;
+    j->header.clock_kind = o->clock_kind;
+    uint8_t h[TF_OFL_JOURNAL_HEADER_LEN];
+    int rc = tf_ofl_journal_header_encode(h, sizeof h, &j->header);
+    if (rc < 0)
+        return rc;
+    rc = write_all(j->fd, h, sizeof h, 0, &j->stats);
+    if (rc)
+        return rc;
+    if (fdatasync(j->fd) != 0)
+        return -errno;
+    j->stats.syncs++;
+    j->file_off = sizeof h;
+    return sync_parent_dir(path);
+}
+
+/* Finds the valid prefix of an existing journal and cuts what follows it. */
+static int recover(tf_journal *j, const tf_journal_opts *o, size_t size, tf_journal_recovery *rec)
+{
+    void *p = mmap(NULL, size, PROT_READ, MAP_SHARED, j->fd, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    tf_journal_scan_result s;
+    tf_journal_scan(p, size, &s);
+    munmap(p, size);
+    if (s.valid_bytes == 0) /* the header itself is bad: not ours to touch */
+        return s.error;
+    if (o->session_id && s.header.session_id != o->session_id)
+        return TF_E_OFL_SESSION_MISMATCH;
+    rec->reason = s.error;
+    rec->records = s.records;
+    rec->valid_bytes = s.valid_bytes;
+    if (s.error && (o->flags & TF_JOURNAL_NO_TRUNCATE))
+        return s.error;
+    if (s.valid_bytes < size && ftruncate(j->fd, (off_t)s.valid_bytes) != 0)
+        return -errno;
+    /* A previous process may have written without syncing: make all kept records durable. */
+    if (fdatasync(j->fd) != 0)
+        return -errno;
+    j->stats.syncs++;
+    j->header = s.header;
+    j->next_seq = j->durable_end = s.records;
+    j->file_off = s.valid_bytes;
+    return 0;
+}
+
+int tf_journal_open(const char *path, const tf_journal_opts *opts, tf_journal **out,
+                    tf_journal_recovery *rec)
+{
+    if (!path || !out)
+        return TF_E_NULL_ARG;
+    *out = NULL;
+    tf_journal_opts o = {.durability = TF_JOURNAL_GROUP};
+    if (opts)
+        o = *opts;
+    if (o.durability > TF_JOURNAL_EVERY || o.clock_kind > TF_OFL_CLOCK_WALL_NS)
+        return TF_E_INVALID_ARG;
+    tf_journal_recovery rtmp;
+    if (!rec)
+        rec = &rtmp;
+    memset(rec, 0, sizeof *rec);
+
+    tf_journal *j = malloc(sizeof *j);
+    if (!j)
+        return TF_E_NOMEM;
+    memset(j, 0, offsetof(tf_journal, stage));
+    j->durability = o.durability;
+    j->group_max_frames = o.group_max_frames ? o.group_max_frames : DEFAULT_GROUP_FRAMES;
+    j->group_max_ns = (uint64_t)(o.group_max_us ? o.group_max_us : DEFAULT_GROUP_US) * 1000u;
+    j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int rc = j->fd < 0 ? -errno : 0;
+    if (!rc && flock(j->fd, LOCK_EX | LOCK_NB) != 0)
+        rc = -errno;
+    struct stat st;
+    if (!rc && fstat(j->fd, &st) != 0)
+        rc = -errno;
+    if (!rc && !S_ISREG(st.st_mode))
+        rc = -EINVAL;
+    if (!rc) {
+        rec->file_bytes = (uint64_t)st.st_size;
+        if (st.st_size == 0) {
+            rec->created = 1;
+            rc = create_header(j, path, &o);
+            rec->valid_bytes = j->file_off;
+        } else {
+            rc = recover(j, &o, (size_t)st.st_size, rec);
+        }
+    }
+    if (rc) {
+        if (j->fd >= 0)
+            close(j->fd);
+        free(j);
+        return rc;
+    }
+    *out = j;
+    return 0;
+}
+
+int tf_journal_close(tf_journal *j)
+{
+    if (!j)
+        return 0;
+    int rc = j->failed ? TF_E_OFL_JOURNAL_FAILED : tf_journal_sync(j);
+    if (close(j->fd) != 0 && !rc)
+        rc = -errno;
+    free(j);
+    return rc;
+}
