@@ -71,6 +71,24 @@ TF_API const char *tf_isa_name(tf_isa isa);
 /* Parses a name above; returns 0 and sets *out, or TF_E_INVALID_ARG. */
 TF_API int tf_isa_parse(const char *name, tf_isa *out);
 
+/* ---- Prepared series: a dataset swept many times (the engine service's datasets). ----
+ *
+ * A tf_series keeps, for one immutable close series, the first-stage WMAs it has computed (one
+ * n_bars array per distinct length, up to cache_bytes), so later sweeps on it, one-combo calls
+ * included, skip that work. Results are bit-identical to tf_sweep. `close` is a view: it must
+ * stay valid and unchanged until tf_series_close. Sweeps may run concurrently on one series. */
+typedef struct tf_series tf_series;
+
+/* TF_E_TOO_MANY_BARS, TF_E_NULL_ARG, TF_E_NOMEM. cache_bytes 0 = cache nothing. */
+TF_API int tf_series_open(tf_series **out, const double *close, int64_t n_bars, size_t cache_bytes);
+/* tf_sweep on the series' close, with its cache. Same arguments, errors and results. */
+TF_API int tf_series_sweep(tf_series *s, const int64_t *params, int64_t n_combos, double *pnl,
+                           int64_t *trades, const tf_sweep_opts *opts);
+/* Bytes of cached first-stage arrays (for memory accounting). */
+TF_API size_t tf_series_cached_bytes(tf_series *s);
+/* Accepts NULL. No sweep may be running on s. */
+TF_API void tf_series_close(tf_series *s);
+
 /* ---- Streaming: one combo, one bar at a time (the live path). ----
  *
  * Fed the same bars in order, a strategy reproduces the batch sweep's (pnl, trades) for its combo

@@ -50,6 +50,19 @@ static inline double tf_wma_denom(int64_t L)
     return (double)(L * (L + 1)) / 2.0;
 }
 
+/* The fast sweep, optionally reading and filling a tf_series' first-stage cache. */
+int tf_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                  double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series);
+
+/* For each distinct length len[u]: full[u] = the cached whole-series row, or NULL. Rows not
+ * cached get a fresh buffer while the cache budget allows (listed in fill_idx/fill_buf, *n_fill);
+ * the caller computes them and hands them to tf_series_publish, which keeps them (or frees them
+ * if another sweep published the same length first, or if ok is 0). */
+int tf_series_reserve(tf_series *s, const int64_t *len, int64_t n_len, const double **full,
+                      int64_t *fill_idx, double **fill_buf, int64_t *n_fill);
+void tf_series_publish(tf_series *s, const int64_t *len, const int64_t *fill_idx, double **fill_buf,
+                       int64_t n_fill, int ok);
+
 /* Stop-and-reverse state of one combo (spec section 5). */
 typedef struct tf_sar {
     int64_t pos;

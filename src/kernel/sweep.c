@@ -33,10 +33,15 @@ typedef struct plan {
     int64_t n_combos;
     tf_isa_ops ops;
 
-    int64_t n_len;      /* distinct first-stage lengths, longest first */
-    int64_t *len;       /* [n_len] */
-    int32_t *slot;      /* [n_combos][N_FIRST]: index into len */
-    double *first;      /* [n_len][TF_BLOCK]: the current block's first stage */
+    int64_t n_len;       /* distinct first-stage lengths, longest first */
+    int64_t *len;        /* [n_len] */
+    int32_t *slot;       /* [n_combos][N_FIRST]: index into len */
+    double *first;       /* [n_len][TF_BLOCK]: the current block's first stage */
+    const double **full; /* [n_len]: a whole-series row of a tf_series, or NULL */
+    char *ready;        /* [n_len]: 1 if full[u] is already complete (else filled block by block) */
+    int64_t n_fill;     /* whole-series rows this call fills for its tf_series */
+    int64_t *fill_idx;  /* [n_fill]: index into len */
+    double **fill_buf;  /* [n_fill] */
     int64_t *hist_off;  /* [n_combos]: start of the combo's raw history, inner history after it */
     double *hist;       /* all histories */
     int64_t hist_total; /* doubles in hist */
@@ -90,19 +95,27 @@ static void wma_block(const plan *pl, const double *x, int64_t x_origin, int64_t
     pl->ops.wma(x, W, lo - x_origin, b->t1 - x_origin, out + (lo - b->t0));
 }
 
-/* One first-stage row for the current block: WMA(close, len)[t] at row[t - t0]. */
+/* The first-stage row u for block b, wherever it lives: in a tf_series' whole-series row, or
+ * in this call's block buffer. */
+static const double *row(const plan *pl, const block *b, int64_t u)
+{
+    return pl->full[u] ? pl->full[u] + b->t0 : pl->first + u * TF_BLOCK;
+}
+
+/* One first-stage row for the current block: WMA(close, len)[t] at row[t - t0]. A row a
+ * tf_series already holds is not computed again; one it is filling is written in place. */
 static void first_row(const plan *pl, const block *b, int64_t u)
 {
-    wma_block(pl, pl->close, 0, pl->len[u], b, pl->first + u * TF_BLOCK);
+    if (!pl->ready[u])
+        wma_block(pl, pl->close, 0, pl->len[u], b, (double *)row(pl, b, u));
 }
 
 static void combo_block(const plan *pl, const block *b, int64_t j, double *scratch)
 {
     const int64_t *p = pl->params + j * TF_PARAMS_PER_COMBO;
     const int32_t *sl = pl->slot + j * N_FIRST;
-    const double *half = pl->first + sl[0] * TF_BLOCK, *full = pl->first + sl[1] * TF_BLOCK;
-    const double *w3 = pl->first + sl[2] * TF_BLOCK, *w2 = pl->first + sl[3] * TF_BLOCK;
-    const double *wp = pl->first + sl[4] * TF_BLOCK;
+    const double *half = row(pl, b, sl[0]), *full = row(pl, b, sl[1]);
+    const double *w3 = row(pl, b, sl[2]), *w2 = row(pl, b, sl[3]), *wp = row(pl, b, sl[4]);
     int64_t n = b->t1 - b->t0;
     int64_t hr = hist_len(p[TF_P_SQ], pl->n_bars), hi = hist_len(p[TF_P_P], pl->n_bars);
     double *raw_hist = pl->hist + pl->hist_off[j], *inner_hist = raw_hist + hr;
@@ -279,12 +292,16 @@ static void free_plan(plan *pl)
     free(pl->hist_off);
     free(pl->hist);
     free(pl->first);
+    free(pl->full);
+    free(pl->ready);
+    free(pl->fill_idx);
+    free(pl->fill_buf);
     free(pl->sar);
     free(pl->next);
 }
 
-int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
-             double *pnl, int64_t *trades, const tf_sweep_opts *opts)
+int tf_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                  double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series)
 {
     if (n_bars < 0 || n_bars > TF_MAX_BARS)
         return TF_E_TOO_MANY_BARS;
@@ -320,6 +337,22 @@ int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t
     if (!rc && opts && opts->max_bytes && footprint(&pl, nt, n_blocks) > (double)opts->max_bytes)
         rc = TF_E_LIMIT;
     if (!rc) {
+        pl.full = calloc((size_t)pl.n_len, sizeof(double *));
+        pl.ready = calloc((size_t)pl.n_len, 1);
+        pl.fill_idx = malloc(sizeof(int64_t) * (size_t)pl.n_len);
+        pl.fill_buf = malloc(sizeof(double *) * (size_t)pl.n_len);
+        if (!pl.full || !pl.ready || !pl.fill_idx || !pl.fill_buf)
+            rc = TF_E_NOMEM;
+    }
+    if (!rc && series) {
+        rc = tf_series_reserve(series, pl.len, pl.n_len, pl.full, pl.fill_idx, pl.fill_buf,
+                               &pl.n_fill);
+        for (int64_t u = 0; u < pl.n_len; u++)
+            pl.ready[u] = pl.full[u] != NULL;
+        for (int64_t k = 0; k < pl.n_fill; k++)
+            pl.ready[pl.fill_idx[k]] = 0;
+    }
+    if (!rc) {
         pl.first = malloc(sizeof(double) * (size_t)(pl.n_len * TF_BLOCK));
         pl.hist = malloc(sizeof(double) * (size_t)(pl.hist_total + 1));
         pl.sar = calloc((size_t)n_combos, sizeof(tf_sar));
@@ -342,6 +375,8 @@ int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t
             atomic_init(&pl.next[i], 0);
         run_threads(&pl, ws, nt);
     }
+    if (series)
+        tf_series_publish(series, pl.len, pl.fill_idx, pl.fill_buf, pl.n_fill, rc == 0);
     if (!rc) {
         for (int64_t j = 0; j < n_combos; j++) {
             pnl[j] = pl.sar[j].pnl;
@@ -353,4 +388,10 @@ int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t
     free(ws);
     free_plan(&pl);
     return rc;
+}
+
+int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+             double *pnl, int64_t *trades, const tf_sweep_opts *opts)
+{
+    return tf_sweep_impl(close, n_bars, params, n_combos, pnl, trades, opts, NULL);
 }

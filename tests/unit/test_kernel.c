@@ -2,6 +2,7 @@
  * API give exactly the bits of tf_sweep_reference; the default sweep reproduces the published
  * fingerprint; every error return of the kernel API is triggered. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,12 +279,82 @@ static void test_small_windows(void)
     check_paths(c, 300, p, 4, "small windows");
 }
 
+/* A prepared series gives tf_sweep's bits whatever its cache holds: empty, partial, full, and
+ * with two threads sweeping it at once. */
+typedef struct series_job {
+    tf_series *s;
+    const int64_t *params;
+    int64_t m;
+    double pnl[80];
+    int64_t trades[80];
+    int rc;
+} series_job;
+
+static void *series_worker(void *arg)
+{
+    series_job *j = arg;
+    tf_sweep_opts o = {.threads = 1};
+    j->rc = 0;
+    for (int64_t k = 0; k < j->m && !j->rc; k++) /* one-combo calls, the chatty pattern */
+        j->rc = tf_series_sweep(j->s, j->params + 6 * k, 1, &j->pnl[k], &j->trades[k], &o);
+    return NULL;
+}
+
+static void test_series(const double *close)
+{
+    int64_t params[80 * 6];
+    default_grid(params);
+    const int64_t n = 30000, m = 80; /* a prefix keeps this quick under the sanitizers */
+    double want_p[80], got_p[80];
+    int64_t want_t[80], got_t[80];
+    CHECK_RC(tf_sweep(close, n, params, m, want_p, want_t, NULL), 0);
+    size_t budgets[] = {0, 20 * (size_t)n * 8, (size_t)1 << 30};
+    for (int b = 0; b < 3; b++) {
+        tf_series *s = NULL;
+        CHECK_RC(tf_series_open(&s, close, n, budgets[b]), 0);
+        if (!s)
+            continue;
+        for (int round = 0; round < 2; round++) {
+            memset(got_p, 0, sizeof got_p);
+            CHECK_RC(tf_series_sweep(s, params, m, got_p, got_t, NULL), 0);
+            CHECK_BITS(got_p, want_p, sizeof want_p);
+            CHECK_BITS(got_t, want_t, sizeof want_t);
+        }
+        size_t cached = tf_series_cached_bytes(s);
+        CHECK(cached <= budgets[b]);
+        CHECK(b == 0 ? cached == 0 : cached > 0);
+        series_job jobs[2] = {{.s = s, .params = params, .m = m},
+                              {.s = s, .params = params, .m = m}};
+        pthread_t tid[2];
+        for (int k = 0; k < 2; k++)
+            pthread_create(&tid[k], NULL, series_worker, &jobs[k]);
+        for (int k = 0; k < 2; k++) {
+            pthread_join(tid[k], NULL);
+            CHECK_RC(jobs[k].rc, 0);
+            CHECK_BITS(jobs[k].pnl, want_p, sizeof want_p);
+            CHECK_BITS(jobs[k].trades, want_t, sizeof want_t);
+        }
+        int64_t bad[6] = {6, 3, 0, 3, 1, 2};
+        CHECK_RC(tf_series_sweep(s, bad, 1, got_p, got_t, NULL), TF_E_WINDOW_TOO_SHORT);
+        tf_series_close(s);
+    }
+    tf_series *s = (tf_series *)1;
+    CHECK_RC(tf_series_open(&s, NULL, 5, 0), TF_E_NULL_ARG);
+    CHECK_RC(tf_series_open(&s, close, -1, 0), TF_E_TOO_MANY_BARS);
+    CHECK_RC(tf_series_open(NULL, close, 5, 0), TF_E_NULL_ARG);
+    CHECK(s == (tf_series *)1);
+    CHECK_RC(tf_series_sweep(NULL, params, 1, got_p, got_t, NULL), TF_E_NULL_ARG);
+    tf_series_close(NULL);
+}
+
 int main(void)
 {
     double *close = load_default();
     CHECK(close != NULL);
-    if (close)
+    if (close) {
         test_default(close);
+        test_series(close);
+    }
     free(close);
     test_combo_from_length();
     test_random();
