@@ -1,0 +1,64 @@
+/* tollfree shared-memory transport (docs/protocol.md, "Shared memory"): the handshake, the
+ * control page layout and the futex helpers both sides use.
+ *
+ * The memfd holds a 4096-byte control page, then the request ring, then the response ring (each
+ * ring_bytes, a power of two). Every control word is written by one side only; each group sits
+ * on its own 128-byte line so the two sides never share a written cache line.
+ */
+#ifndef TOLLFREE_SHM_H
+#define TOLLFREE_SHM_H
+
+#include <stdint.h>
+
+#include "tollfree/api.h"
+#include "tollfree/error.h"
+
+#define TF_SHM_MAGIC 0x4D534654u /* "TFSM" as little-endian bytes */
+#define TF_SHM_VERSION 1u
+#define TF_SHM_CTRL_BYTES 4096u
+#define TF_SHM_MIN_RING ((uint64_t)64 << 10)
+#define TF_SHM_MAX_RING ((uint64_t)1 << 30)
+#define TF_SHM_WRAP 0xFFFFFFFFu /* a wrap marker where a frame length would be */
+/* Longest futex sleep before a liveness check of the peer. */
+#define TF_SHM_WAIT_NS 100000000ll
+/* Default spin budget (PAUSE iterations, ~37 ns each on the reference machine: ~0.75 ms) before
+ * a futex sleep. After the first TF_SHM_PURE_SPIN iterations a spinner also yields the CPU every
+ * TF_SHM_PURE_SPIN iterations (sched_yield), so a peer on the same CPU can run. */
+#define TF_SHM_DEFAULT_SPIN 20000
+#define TF_SHM_PURE_SPIN 64
+
+/* Handshake messages on the Unix socket (the memfd rides on the first with SCM_RIGHTS). */
+#define TF_SHM_HELLO_BYTES 24      /* [u32 magic][u32 version][u64 ring_bytes][u64 total_bytes] */
+#define TF_SHM_HELLO_REPLY_BYTES 8 /* [i32 status][u32 server_pid] */
+
+/* Control page offsets (bytes). */
+#define TF_SHM_OFF_MAGIC 0
+#define TF_SHM_OFF_VERSION 4
+#define TF_SHM_OFF_RING_BYTES 8
+#define TF_SHM_OFF_CLIENT_PID 16
+#define TF_SHM_OFF_SERVER_PID 20
+#define TF_SHM_OFF_REQ_HEAD 128
+#define TF_SHM_OFF_REQ_SEQ 136
+#define TF_SHM_OFF_REQ_TAIL 256
+#define TF_SHM_OFF_RESP_HEAD 384
+#define TF_SHM_OFF_RESP_SEQ 392
+#define TF_SHM_OFF_RESP_TAIL 512
+#define TF_SHM_OFF_SERVER_SLEEPING 640
+#define TF_SHM_OFF_CLIENT_SLEEPING 768
+#define TF_SHM_OFF_SERVER_CLOSED 896
+#define TF_SHM_OFF_CLIENT_CLOSED 1024
+#define TF_SHM_OFF_REQ_RING TF_SHM_CTRL_BYTES
+
+/* Total memfd size for a ring size. */
+#define TF_SHM_TOTAL_BYTES(ring_bytes) ((uint64_t)TF_SHM_CTRL_BYTES + 2 * (uint64_t)(ring_bytes))
+/* Bytes a frame of body_len occupies in a ring; it can be sent iff this is <= ring_bytes - 8. */
+#define TF_SHM_FRAME_SPAN(body_len) (((uint64_t)(body_len) + 4 + 7) & ~(uint64_t)7)
+
+/* Waits on a shared (not process-private) futex word: returns 0 when woken or when *word !=
+ * expected already, -ETIMEDOUT after timeout_ns (< 0: no timeout), -EINTR on a signal.
+ * Used by the Python client through ctypes (ctypes releases the GIL around the call). */
+TF_API int tf_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
+/* Wakes every waiter on a shared futex word. Returns the number woken, or -errno. */
+TF_API int tf_futex_wake(uint32_t *word);
+
+#endif

@@ -1,0 +1,181 @@
+"""Client-side checks that need no server: wire layouts against the C headers, URL parsing,
+input validation, EngineError."""
+from __future__ import annotations
+
+import errno
+import pickle
+import re
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tollfree
+from tollfree import wire
+from tollfree.client import parse_url
+from tollfree.errors import EngineError, EngineTimeout
+
+INC = Path(__file__).resolve().parents[2] / "include" / "tollfree"
+
+
+def _defines(name: str) -> dict:
+    out = {}
+    for m in re.finditer(r"^#define\s+(TF_\w+)\s+(.+?)\s*(/\*.*)?$", (INC / name).read_text(), re.M):
+        expr = re.sub(r"(?<=[0-9A-Fa-f])u\b", "", m.group(2)).replace("ll", "")
+        expr = expr.replace("(uint64_t)", "")
+        try:
+            out[m.group(1)] = eval(expr, {}, dict(out))  # noqa: S307 (our own header)
+        except Exception:
+            pass
+    return out
+
+
+def _enum(name: str) -> dict:
+    return {k: int(v) for k, v in re.findall(r"\b(TF_E_\w+)\s*=\s*(-?\d+)", (INC / name).read_text())}
+
+
+def test_opcodes_and_sizes_match_wire_h():
+    d = _defines("wire.h")
+    for py, c in [("V1_SWEEP", "V1_SWEEP"), ("V1_ECHO", "V1_ECHO"), ("HELLO", "HELLO"),
+                  ("LOAD", "LOAD"), ("SWEEP_DS", "SWEEP_DS"), ("RUN_ONE", "RUN_ONE"),
+                  ("SWEEP", "SWEEP"), ("ECHO", "ECHO"), ("DROP", "DROP"), ("STATS", "STATS"),
+                  ("LOAD_FD", "LOAD_FD"), ("SESSION_OPEN", "SESSION_OPEN"),
+                  ("SESSION_BAR", "SESSION_BAR"), ("SESSION_QUERY", "SESSION_QUERY"),
+                  ("SESSION_CLOSE", "SESSION_CLOSE"), ("ERROR", "ERROR")]:
+        assert getattr(wire, py) == d["TF_OP_" + c], py
+    assert wire.VERSION == d["TF_WIRE_VERSION"]
+    assert wire.V1_BODY_FIXED == d["TF_WIRE_V1_FIXED"]
+    assert wire.V2_HDR_BODY == d["TF_WIRE_V2_HEADER"]
+    assert wire.HDR.size == d["TF_WIRE_PREFIX"] + d["TF_WIRE_V2_HEADER"]
+    assert wire.DEFAULT_MAX_FRAME == d["TF_WIRE_DEFAULT_MAX_FRAME"]
+    assert wire.MAX_ERROR_MSG == d["TF_WIRE_MAX_ERROR_MSG"]
+    assert wire.HELLO_REP.size == d["TF_WIRE_HELLO_REPLY"]
+    assert wire.LOAD_REP.size == d["TF_WIRE_LOAD_REPLY"]
+    assert wire.SWEEP_REP.size == d["TF_WIRE_SWEEP_REPLY_FIXED"]
+    assert wire.RUN_ONE_REP.size == d["TF_WIRE_RUN_ONE_REPLY"]
+    assert wire.SESSION_OPEN_REP.size == d["TF_WIRE_SESSION_OPEN_REPLY"]
+    assert wire.SESSION_BAR_REP.size == d["TF_WIRE_SESSION_BAR_REPLY"]
+    assert wire.SESSION_STATE_REP.size == d["TF_WIRE_SESSION_STATE_REPLY"]
+    assert wire.STATS_REP.size == d["TF_WIRE_STATS_REPLY"] == 8 * len(wire.STATS_FIELDS)
+    assert wire.ERROR_REP.size == d["TF_WIRE_ERROR_FIXED"]
+    assert (wire.CAP_DATASETS, wire.CAP_SESSIONS, wire.CAP_LOAD_FD) == (
+        d["TF_CAP_DATASETS"], d["TF_CAP_SESSIONS"], d["TF_CAP_LOAD_FD"])
+    assert wire.SESSION_BAR_FRAME.size == 16 + wire.SESSION_BAR_REQ.size == 32
+    assert wire.SESSION_BAR_REPLY_FRAME.size == 16 + wire.SESSION_BAR_REP.size == 40
+
+
+def test_shm_layout_matches_shm_h():
+    d = _defines("shm.h")
+    assert wire.SHM_MAGIC == d["TF_SHM_MAGIC"]
+    assert wire.SHM_VERSION == d["TF_SHM_VERSION"]
+    assert wire.SHM_CTRL_BYTES == d["TF_SHM_CTRL_BYTES"]
+    assert wire.SHM_MIN_RING == d["TF_SHM_MIN_RING"]
+    assert wire.SHM_MAX_RING == d["TF_SHM_MAX_RING"]
+    assert wire.SHM_WRAP == d["TF_SHM_WRAP"]
+    assert wire.SHM_WAIT_NS == d["TF_SHM_WAIT_NS"]
+    assert wire.SHM_HELLO.size == d["TF_SHM_HELLO_BYTES"]
+    assert wire.SHM_HELLO_REP.size == d["TF_SHM_HELLO_REPLY_BYTES"]
+    names = [n for n in dir(wire) if n.startswith("SHM_OFF_")]
+    assert len(names) == 15
+    for n in names:
+        assert getattr(wire, n) == d["TF_" + n], n
+    assert wire.SHM_REQ_RING == d["TF_SHM_OFF_REQ_RING"]
+    for field in wire.SHM_CTRL_DTYPE.names:
+        assert wire.SHM_CTRL_DTYPE.fields[field][1] == d["TF_SHM_OFF_" + field.upper()], field
+
+
+def test_codes_match_error_h():
+    e = _enum("error.h")
+    for code, name in wire.CODE_NAMES.items():
+        assert e["TF_E_" + name] == code, name
+    assert wire.CLOSING_CODES <= set(wire.CODE_NAMES)
+
+
+def test_parse_url():
+    assert parse_url("unix:/tmp/x.sock") == ("unix", ("/tmp/x.sock",))
+    assert parse_url("tcp:127.0.0.1:9000") == ("tcp", ("127.0.0.1", 9000))
+    assert parse_url("tcp:9000") == ("tcp", ("127.0.0.1", 9000))
+    assert parse_url("tcp:[::1]:9000") == ("tcp", ("::1", 9000))
+    assert parse_url("shm:/tmp/s") == ("shm", ("/tmp/s",))
+    assert parse_url("spawn:/bin/tf") == ("spawn", ("/bin/tf",))
+    assert parse_url("spawn:")[0] == "spawn"
+    for bad in ["", "unix:", "http://x", "tcp:host:notaport", "tcp:1:70000", "/tmp/x.sock"]:
+        with pytest.raises(ValueError):
+            parse_url(bad)
+    with pytest.raises(TypeError):
+        parse_url(5)
+
+
+def test_engine_error():
+    e = EngineError(wire.E_UNKNOWN_DATASET, "no such dataset")
+    assert isinstance(e, Exception)
+    assert (e.code, e.message, e.name) == (-1206, "no such dataset", "UNKNOWN_DATASET")
+    assert "UNKNOWN_DATASET" in str(e) and "-1206" in str(e)
+    assert EngineError(-errno.EPIPE).name == "EPIPE"
+    e2 = pickle.loads(pickle.dumps(e))
+    assert (e2.code, e2.message) == (e.code, e.message)
+    t = EngineTimeout()
+    assert isinstance(t, EngineError) and isinstance(t, TimeoutError)
+    assert isinstance(t, socket.timeout) and t.code == -errno.ETIMEDOUT
+    assert tollfree.EngineError is EngineError
+
+
+def test_connect_errors_without_server(tmp_path):
+    with pytest.raises(EngineError) as ei:
+        tollfree.connect(f"unix:{tmp_path}/nothing.sock")
+    assert ei.value.code == -errno.ENOENT
+    with pytest.raises(EngineError) as ei:
+        tollfree.connect(f"shm:{tmp_path}/nothing.sock")
+    assert ei.value.code == -errno.ENOENT
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(EngineError) as ei:
+        tollfree.connect(f"tcp:127.0.0.1:{port}")
+    assert ei.value.code == -errno.ECONNREFUSED
+    with pytest.raises(ValueError):
+        tollfree.connect(f"shm:{tmp_path}/x", ring_bytes=100_000)
+    with pytest.raises(ValueError):
+        tollfree.connect(f"shm:{tmp_path}/x", spin=-1)
+    c = tollfree.connect(f"spawn:{tmp_path}/no-such-binary")
+    with pytest.raises(EngineError) as ei:
+        c.hello()
+    assert ei.value.code == -errno.ENOENT
+
+
+def test_inputs_checked_before_anything_is_sent(tmp_path):
+    from tollfree.client._v2 import as_combo
+
+    c = tollfree.connect(f"spawn:{tmp_path}/no-such-binary")  # never reached: checks come first
+    close = np.ones(10)
+    params = np.array([[5, 3, 2, 3, 1, 2]], np.int64)
+    with pytest.raises(TypeError):
+        c.sweep(close.astype(np.float32), params)
+    with pytest.raises(TypeError):
+        c.sweep(list(close), params)
+    with pytest.raises(ValueError):
+        c.sweep(close.reshape(2, 5), params)
+    with pytest.raises(ValueError):
+        c.sweep(close[::2], params)
+    with pytest.raises(TypeError):
+        c.sweep(close, params.astype(np.int32))
+    with pytest.raises(ValueError):
+        c.sweep(close, params.reshape(6, 1))
+    with pytest.raises(ValueError):
+        c.sweep(close, np.zeros((1, 6), np.int64))
+    with pytest.raises(ValueError):
+        c.sweep(close, params, out=(np.empty(2), np.empty(2, np.int64)))
+    with pytest.raises(ValueError):
+        as_combo([1, 2, 3])
+    with pytest.raises(ValueError):
+        as_combo([0, 1, 1, 1, 1, 1])
+    with pytest.raises(TypeError):
+        as_combo(np.ones(6, np.float64))
+    with pytest.raises(TypeError):
+        as_combo(["a"] * 6)
+    assert as_combo((5, 3, 2, 3, 1, 2)).tolist() == [5, 3, 2, 3, 1, 2]
+    with pytest.raises(EngineError) as ei:
+        c.session([5, 3, 2, 3, 1, 2])
+    assert ei.value.code == wire.E_UNSUPPORTED

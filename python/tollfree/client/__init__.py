@@ -1,0 +1,98 @@
+"""Clients of ``tollfree serve``: :func:`connect` for v2 over every transport.
+
+    with tollfree.connect("unix:/tmp/tf.sock") as c:
+        ds = c.load(close)                       # once; content-addressed handle
+        pnl, trades = c.sweep(ds, params)        # params only on the wire
+        with c.session(params[0]) as s:          # the live, per-bar pattern
+            for px in close:
+                s.on_bar(px)
+
+URLs: ``unix:PATH``, ``tcp:HOST:PORT`` (``tcp:PORT`` means 127.0.0.1), ``shm:PATH`` (the Unix
+socket of ``serve --shm PATH``) and ``spawn:`` / ``spawn:BINARY`` (one ``tollfree serve --stdio``
+process per call; BINARY defaults to :func:`tollfree._lib.bin_path`).
+
+Timeouts: ``timeout`` (seconds, None = wait forever) bounds every single wait for the server.
+Running past it raises :class:`tollfree.EngineTimeout`, an :class:`tollfree.EngineError` with code
+``-ETIMEDOUT`` that is also a ``TimeoutError`` (so ``except socket.timeout`` catches it too);
+``socket.timeout`` itself is never raised. The client is closed after a timeout.
+"""
+from __future__ import annotations
+
+from tollfree.client._shm import DEFAULT_RING, DEFAULT_SPIN
+from tollfree.client._v2 import Client, Dataset, Session, ShmClient, SpawnClient, as_combo
+
+__all__ = ["connect", "Client", "Dataset", "Session", "ShmClient", "SpawnClient", "open_transport",
+           "as_combo", "parse_url", "DEFAULT_SPIN", "DEFAULT_RING"]
+
+
+def parse_url(url: str) -> tuple[str, tuple]:
+    """``("unix", (path,))``, ``("tcp", (host, port))``, ``("shm", (path,))``, ``("spawn", (binary,))``."""
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    scheme, sep, rest = url.partition(":")
+    if not sep:
+        raise ValueError(f"url {url!r}: expected unix:PATH, tcp:HOST:PORT, shm:PATH or spawn:[BINARY]")
+    if scheme in ("unix", "shm"):
+        if not rest:
+            raise ValueError(f"url {url!r}: missing socket path")
+        return scheme, (rest,)
+    if scheme == "tcp":
+        host, sep, port = rest.rpartition(":")
+        if not sep:
+            host, port = "", rest
+        host = host.strip("[]") or "127.0.0.1"
+        try:
+            p = int(port)
+        except ValueError:
+            raise ValueError(f"url {url!r}: bad TCP port {port!r}") from None
+        if not 0 < p < 65536:
+            raise ValueError(f"url {url!r}: TCP port out of range")
+        return "tcp", (host, p)
+    if scheme == "spawn":
+        if rest:
+            return "spawn", (rest,)
+        from tollfree._lib import bin_path
+
+        return "spawn", (bin_path(),)
+    raise ValueError(f"url {url!r}: unknown scheme {scheme!r} (unix, tcp, shm, spawn)")
+
+
+def open_transport(url: str, timeout: float | None = None, spin: int = DEFAULT_SPIN,
+                   ring_bytes: int = DEFAULT_RING):
+    """A connected socket/shm transport for ``url`` (spawn has none: see SpawnClient)."""
+    from tollfree.client._shm import ShmTransport
+    from tollfree.client._stream import SocketTransport
+
+    scheme, args = parse_url(url)
+    if scheme == "unix":
+        return SocketTransport.unix(args[0], timeout)
+    if scheme == "tcp":
+        return SocketTransport.tcp(args[0], args[1], timeout)
+    if scheme == "shm":
+        return ShmTransport(args[0], timeout, spin, ring_bytes)
+    raise ValueError(f"url {url!r}: no persistent transport for {scheme}")
+
+
+def connect(url: str, timeout: float | None = None, spin: int = DEFAULT_SPIN,
+            ring_bytes: int = DEFAULT_RING) -> Client:
+    """Connects to ``tollfree serve`` at ``url``; returns a v2 :class:`Client` (a context manager).
+
+    ``spin`` (shm only): iterations the client polls for a reply before it sleeps on a futex
+    (0 sleeps at once; each iteration is ~20 ns of CPython). ``ring_bytes`` (shm only): the size
+    of each ring, a power of two from 64 KiB to 1 GiB.
+    """
+    scheme, args = parse_url(url)
+    if scheme == "spawn":
+        return SpawnClient(args[0], timeout, url)
+    t = open_transport(url, timeout, spin, ring_bytes)
+    if scheme != "shm":
+        return Client(t, url)
+    c = ShmClient(t, url)
+    try:
+        # On a ring, a body_len above the server's --max-frame is a hostile peer (the server
+        # drops the connection), so learn the limit first: the client then refuses such frames.
+        c.hello()
+    except BaseException:
+        c.close()
+        raise
+    return c

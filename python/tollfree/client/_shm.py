@@ -1,0 +1,404 @@
+"""The shared-memory transport (docs/protocol.md, "Shared memory"): SPSC rings in a memfd.
+
+The client creates the memfd (``4096 + 2 x ring_bytes``), pre-faults it, fills the control page
+and hands it to the server over a Unix socket (SCM_RIGHTS). Frames are the socket frames, written
+in place into the request ring; replies are read in place from the response ring.
+
+Memory ordering, from Python. Every control word is read and written through a memoryview of the
+mapping: one aligned 4- or 8-byte plain load or store per access, which x86 performs atomically.
+x86 is TSO: stores become visible in program order, and loads are not reordered with older loads,
+so "write the frame bytes, then store head" is a release store and "load head, then read the
+frame" is an acquire load in practice; the C code between two Python statements is opaque calls,
+which the compiler cannot reorder memory accesses across. The one reordering x86 does allow, a
+store followed by a load of another word, matters only for the sleep/wake handshake:
+
+- client going to sleep: it reads resp_seq, stores client_sleeping = 1, re-checks resp_head and
+  calls FUTEX_WAIT(resp_seq, value read). The kernel executes a full barrier before comparing
+  the futex word, so either the server's seq increment is seen (the wait returns at once) or the
+  server's later sequentially-consistent load of client_sleeping sees 1 and it wakes us.
+- client publishing: it stores req_head and req_seq, then loads server_sleeping with a plain load,
+  which may pass the stores. A server that set its flag in that window can miss this request
+  until its bounded futex wait (<= 100 ms) times out and re-checks head: a rare latency spike,
+  never a hang. (A C helper doing the increment with ``atomic_fetch_add`` would close it.)
+
+Every server-written word is checked before use: resp_head must be 8-aligned, ahead of the tail by
+at most ring_bytes and never move backwards; a frame's length must fit the published bytes; a wrap
+marker is only accepted where a frame could not fit. Any violation closes the connection with
+``SHM_CORRUPT`` (-1303). A dead server (``server_closed``, the control socket hung up,
+``kill(pid, 0)`` failing) is detected within one futex timeout (100 ms) and raised as
+``SHM_PEER_GONE`` (-1302). A frame that cannot fit the ring raises ``SHM_TOO_BIG`` (-1304).
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import mmap
+import os
+import select
+import socket
+import time
+
+from tollfree import wire
+from tollfree.errors import EngineError, EngineTimeout, os_error
+
+DEFAULT_RING = 4 << 20       # per direction: the default 150,000-bar sweep frame fits
+DEFAULT_SPIN = 20_000        # client spin iterations (~20 ns each in CPython) before sleeping
+_SLEEP_NS = 100_000_000      # one futex wait, at most (docs/protocol.md: "at most 100 ms")
+_M32 = 0xFFFFFFFF
+
+# Control word indexes in memoryview.cast('Q') / .cast('I') views of the control page.
+Q_REQ_HEAD = wire.SHM_OFF_REQ_HEAD // 8
+Q_REQ_TAIL = wire.SHM_OFF_REQ_TAIL // 8
+Q_RESP_HEAD = wire.SHM_OFF_RESP_HEAD // 8
+Q_RESP_TAIL = wire.SHM_OFF_RESP_TAIL // 8
+I_REQ_SEQ = wire.SHM_OFF_REQ_SEQ // 4
+I_RESP_SEQ = wire.SHM_OFF_RESP_SEQ // 4
+I_SERVER_SLEEPING = wire.SHM_OFF_SERVER_SLEEPING // 4
+I_CLIENT_SLEEPING = wire.SHM_OFF_CLIENT_SLEEPING // 4
+I_SERVER_CLOSED = wire.SHM_OFF_SERVER_CLOSED // 4
+I_CLIENT_CLOSED = wire.SHM_OFF_CLIENT_CLOSED // 4
+I_SERVER_PID = wire.SHM_OFF_SERVER_PID // 4
+
+# ---- futex: libtollfree's helpers (include/tollfree/shm.h), else the raw system call ----------
+_futex = None
+
+
+def _futex_fns():
+    """(wait(addr, expected, timeout_ns) -> int, wake(addr) -> int); ctypes drops the GIL."""
+    global _futex
+    if _futex is not None:
+        return _futex
+    wait = wake = None
+    try:
+        from tollfree._lib import lib
+
+        L = lib()
+        w, k = L.tf_futex_wait, L.tf_futex_wake
+        w.argtypes, w.restype = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64], ctypes.c_int
+        k.argtypes, k.restype = [ctypes.c_void_p], ctypes.c_int
+        wait, wake = w, k
+    except (ImportError, OSError, AttributeError):
+        # Fallback while libtollfree lacks the helpers: futex(2) through libc's syscall().
+        libc = ctypes.CDLL(None, use_errno=True)
+        sysc = libc.syscall
+        sysc.restype = ctypes.c_long
+        SYS_futex, FUTEX_WAIT, FUTEX_WAKE = 202, 0, 1  # x86-64; shared (not PRIVATE) futexes
+
+        class _TS(ctypes.Structure):
+            _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+
+        def wait(addr, expected, timeout_ns):
+            ts = _TS(timeout_ns // 1_000_000_000, timeout_ns % 1_000_000_000)
+            r = sysc(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_int(FUTEX_WAIT),
+                     ctypes.c_uint32(expected), ctypes.byref(ts), ctypes.c_void_p(0),
+                     ctypes.c_int(0))
+            return -ctypes.get_errno() if r < 0 else 0
+
+        def wake(addr):
+            return sysc(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_int(FUTEX_WAKE),
+                        ctypes.c_int(1), ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_int(0))
+
+    _futex = (wait, wake)
+    return _futex
+
+
+def _corrupt(msg: str) -> EngineError:
+    return EngineError(wire.E_SHM_CORRUPT, "shm: " + msg)
+
+
+class ShmTransport:
+    """One shared-memory connection: a memfd with two rings plus the control socket.
+
+    ``spin``: iterations the client polls resp_head before it sleeps on the futex (0: sleep at
+    once). ``timeout`` (seconds or None) bounds each wait for a reply, raising
+    :class:`~tollfree.errors.EngineTimeout`; the connection is then closed. A dead server is
+    detected either way.
+    """
+
+    can_pass_fds = True
+
+    def __init__(self, path: str, timeout: float | None = None, spin: int = DEFAULT_SPIN,
+                 ring_bytes: int = DEFAULT_RING):
+        from tollfree.client._stream import SocketTransport
+
+        ring = int(ring_bytes)
+        if ring < wire.SHM_MIN_RING or ring > wire.SHM_MAX_RING or ring & (ring - 1):
+            raise ValueError(f"ring_bytes must be a power of two in 64 KiB .. 1 GiB, got {ring}")
+        if spin is None or int(spin) < 0:
+            raise ValueError(f"spin must be >= 0 iterations, got {spin}")
+        self.what = f"shm:{path}"
+        self.timeout = timeout
+        self.spin = int(spin)
+        self.ring = ring
+        self.mask = ring - 1
+        self.closed = True
+        total = wire.SHM_CTRL_BYTES + 2 * ring
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd = -1
+        try:
+            sock.settimeout(timeout if timeout is not None else 30.0)
+            sock.connect(path)
+            fd = os.memfd_create("tollfree-shm", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.ftruncate(fd, total)
+            # Sized for good: neither side can make the other fault by truncating the file.
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+            self._mm = mmap.mmap(fd, total, mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                                 mmap.PROT_READ | mmap.PROT_WRITE)
+            mv = memoryview(self._mm)
+            mv[::mmap.PAGESIZE] = bytes(len(range(0, total, mmap.PAGESIZE)))  # pre-fault, writable
+            wire.LEN.pack_into(mv, wire.SHM_OFF_MAGIC, wire.SHM_MAGIC)
+            wire.LEN.pack_into(mv, wire.SHM_OFF_VERSION, wire.SHM_VERSION)
+            mv[wire.SHM_OFF_RING_BYTES:wire.SHM_OFF_RING_BYTES + 8] = ring.to_bytes(8, "little")
+            wire.LEN.pack_into(mv, wire.SHM_OFF_CLIENT_PID, os.getpid())
+            hello = wire.SHM_HELLO.pack(wire.SHM_MAGIC, wire.SHM_VERSION, ring, total)
+            socket.send_fds(sock, [hello], [fd])
+            rep = bytearray(wire.SHM_HELLO_REP.size)
+            got = 0
+            while got < len(rep):
+                k = sock.recv_into(memoryview(rep)[got:])
+                if not k:
+                    raise EngineError(wire.E_SHM_PEER_GONE,
+                                      f"{self.what}: server closed during the handshake")
+                got += k
+            status, spid = wire.SHM_HELLO_REP.unpack(rep)
+            if status < 0:
+                raise EngineError(status, f"{self.what}: handshake refused")
+        except OSError as e:
+            sock.close()
+            self._drop_map()
+            raise os_error(e, f"connect {self.what}") from None
+        except BaseException:
+            sock.close()
+            self._drop_map()
+            raise
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        self.sock = sock
+        self.control = SocketTransport(sock, timeout, f"{self.what} (control socket)")
+        self.server_pid = spid
+        self._mv = mv
+        self.cq = mv[:wire.SHM_CTRL_BYTES].cast("Q")
+        self.ci = mv[:wire.SHM_CTRL_BYTES].cast("I")
+        base = wire.SHM_REQ_RING
+        self.req = mv[base:base + ring]
+        self.resp = mv[base + ring:base + 2 * ring]
+        self._u32_resp_seq = ctypes.c_uint32.from_buffer(self._mm, wire.SHM_OFF_RESP_SEQ)
+        self._u32_req_seq = ctypes.c_uint32.from_buffer(self._mm, wire.SHM_OFF_REQ_SEQ)
+        self.resp_seq_addr = ctypes.addressof(self._u32_resp_seq)
+        self.req_seq_addr = ctypes.addressof(self._u32_req_seq)
+        self.futex_wait, self.futex_wake = _futex_fns()
+        # req_head and resp_tail live only in the control page (our own words; every access is
+        # bounds-checked by the memoryview, so a peer scribbling on them cannot make us touch
+        # memory outside the rings). req_tail is the last validated server value.
+        self.req_tail = 0
+        self._poll = select.poll()
+        self._poll.register(sock.fileno(), select.POLLIN | getattr(select, "POLLRDHUP", 0x2000))
+        self._rpos = self._rend = self._next_tail = 0
+        self.closed = False
+
+    # ---- request side ------------------------------------------------------------------------
+    def _wait_space(self, end: int) -> None:
+        """Waits until the request ring can take bytes up to position ``end``."""
+        deadline = None
+        n = 0
+        while True:
+            t = self.cq[Q_REQ_TAIL]
+            head = self.cq[Q_REQ_HEAD]
+            if t < self.req_tail or t > head or t & 7:
+                self.close()
+                raise _corrupt(f"server req_tail {t} invalid (head {head})")
+            self.req_tail = t
+            if end - t <= self.ring:
+                return
+            n += 1
+            if n > 1000:
+                if deadline is None and self.timeout is not None:
+                    deadline = time.monotonic() + self.timeout
+                self._check_peer()
+                if deadline is not None and time.monotonic() > deadline:
+                    self.close()
+                    raise EngineTimeout(message=f"{self.what}: request ring stayed full")
+                time.sleep(50e-6)
+
+    def reserve(self, size: int) -> int:
+        """Claims ``size`` (8-aligned) bytes in the request ring, writing a wrap marker when
+        needed; returns the ring offset to write the frame at."""
+        if self.closed:
+            raise EngineError(-errno.EBADF, "the client is closed")
+        if size > self.ring - 8:
+            raise EngineError(wire.E_SHM_TOO_BIG,
+                              f"a {size}-byte frame does not fit the {self.ring}-byte shm ring "
+                              f"(load big series with load(), or connect with a bigger ring_bytes)")
+        pos = self.cq[Q_REQ_HEAD]
+        off = pos & self.mask
+        if off + size > self.ring:
+            skip = self.ring - off
+            if pos + skip - self.req_tail > self.ring:
+                self._wait_space(pos + skip)
+            wire.LEN.pack_into(self.req, off, wire.SHM_WRAP)
+            pos += skip
+            off = 0
+            if pos + size - self.req_tail > self.ring:
+                # No room for the skip and the frame together: publish the wrap on its own so
+                # that the server consumes it (docs/protocol.md, "Rings").
+                self._pending = pos
+                self.publish()
+        if pos + size - self.req_tail > self.ring:
+            self._wait_space(pos + size)
+        self._pending = pos + size
+        return off
+
+    def publish(self) -> None:
+        head = self._pending
+        self.cq[Q_REQ_HEAD] = head                      # release (TSO): after the frame bytes
+        ci = self.ci
+        ci[I_REQ_SEQ] = (ci[I_REQ_SEQ] + 1) & _M32
+        if ci[I_SERVER_SLEEPING]:
+            self.futex_wake(self.req_seq_addr)
+
+    def sendv(self, bufs, nbytes: int, fds=()) -> None:
+        if fds:
+            raise EngineError(wire.E_BAD_FD, "shm: fds travel on the control socket (LOAD_FD)")
+        off = self.reserve(wire.align8(nbytes))
+        req = self.req
+        for b in bufs:
+            m = b if isinstance(b, memoryview) and b.format == "B" else memoryview(b).cast("B")
+            n = len(m)
+            req[off:off + n] = m
+            off += n
+        self.publish()
+
+    def wake_server(self) -> None:
+        """Bumps req_seq and wakes the server without publishing (after a control-socket frame)."""
+        ci = self.ci
+        ci[I_REQ_SEQ] = (ci[I_REQ_SEQ] + 1) & _M32
+        if ci[I_SERVER_SLEEPING]:
+            self.futex_wake(self.req_seq_addr)
+
+    # ---- reply side --------------------------------------------------------------------------
+    def _check_peer(self) -> None:
+        if self.closed:
+            raise EngineError(-errno.EBADF, "the client is closed")
+        why = None
+        if self.ci[I_SERVER_CLOSED]:
+            why = "the server closed this connection (server_closed)"
+        else:
+            ev = self._poll.poll(0)
+            if ev and ev[0][1] & (select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0x2000)):
+                why = "the server hung up the control socket"
+            elif self.server_pid:
+                try:
+                    os.kill(self.server_pid, 0)
+                except ProcessLookupError:
+                    why = f"the server process {self.server_pid} is gone"
+                except OSError:
+                    pass
+        if why:
+            self.close()
+            raise EngineError(wire.E_SHM_PEER_GONE, f"{self.what}: {why}")
+
+    def wait(self, tail: int) -> int:
+        """Spins, then sleeps on resp_seq, until resp_head != tail; returns the new head."""
+        cq = self.cq
+        n = self.spin
+        while n:
+            h = cq[Q_RESP_HEAD]
+            if h != tail:
+                return h
+            n -= 1
+        return self.sleep(tail)
+
+    def sleep(self, tail: int) -> int:
+        """The futex half of :meth:`wait` (after the spin budget is spent)."""
+        cq = self.cq
+        ci = self.ci
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            seq = ci[I_RESP_SEQ]
+            ci[I_CLIENT_SLEEPING] = 1
+            h = cq[Q_RESP_HEAD]
+            if h != tail:
+                ci[I_CLIENT_SLEEPING] = 0
+                return h
+            step = _SLEEP_NS
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                step = max(0, min(step, int(left * 1e9)))
+            self.futex_wait(self.resp_seq_addr, seq, step)
+            ci[I_CLIENT_SLEEPING] = 0
+            h = cq[Q_RESP_HEAD]
+            if h != tail:
+                return h
+            self._check_peer()
+            if deadline is not None and time.monotonic() >= deadline:
+                self.close()
+                raise EngineTimeout(message=f"{self.what}: no reply within {self.timeout} s")
+
+    def begin_reply(self) -> None:
+        """Waits for a whole reply frame at resp_tail and validates it."""
+        if self.closed:
+            raise EngineError(-errno.EBADF, "the client is closed")
+        while True:
+            tail = self.cq[Q_RESP_TAIL]
+            head = self.cq[Q_RESP_HEAD]
+            if head == tail:
+                head = self.wait(tail)
+            avail = head - tail
+            if avail < 0 or avail > self.ring or head & 7:
+                self.close()
+                raise _corrupt(f"server resp_head {head} invalid (tail {tail})")
+            off = tail & self.mask
+            blen = wire.LEN.unpack_from(self.resp, off)[0]
+            if blen != wire.SHM_WRAP:
+                break
+            skip = self.ring - off
+            if off == 0 or avail < skip:
+                self.close()
+                raise _corrupt(f"wrap marker at offset {off} with {avail} bytes published")
+            # The wrap may be published on its own: consume it, then wait for the frame.
+            self.cq[Q_RESP_TAIL] = tail + skip
+        if avail < 8 or blen > avail - 4 or off + 4 + blen > self.ring:
+            self.close()
+            raise _corrupt(f"reply body_len {blen} beyond the {avail} published bytes")
+        self._rpos = off
+        self._rend = off + 4 + blen
+        self._next_tail = tail + wire.align8(4 + blen)
+
+    def read(self, mv, hint: int = 0) -> None:
+        n = len(mv)
+        if self._rpos + n > self._rend:
+            self.close()
+            raise _corrupt("reply shorter than its contents")
+        mv[:] = self.resp[self._rpos:self._rpos + n]
+        self._rpos += n
+
+    def end_reply(self) -> None:
+        self.cq[Q_RESP_TAIL] = self._next_tail
+
+    # ---- teardown ----------------------------------------------------------------------------
+    def _drop_map(self) -> None:
+        for name in ("cq", "ci", "req", "resp", "_mv", "_u32_resp_seq", "_u32_req_seq"):
+            v = self.__dict__.pop(name, None)
+            if isinstance(v, memoryview):
+                v.release()
+        mm = self.__dict__.pop("_mm", None)
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:
+                pass  # a view is still exported (e.g. a caller kept an array): the GC unmaps
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.ci[I_CLIENT_CLOSED] = 1
+            if self.ci[I_SERVER_SLEEPING]:
+                self.futex_wake(self.req_seq_addr)
+        except (ValueError, TypeError):
+            pass
+        self.control.close()
+        self._drop_map()

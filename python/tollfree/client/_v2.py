@@ -1,0 +1,745 @@
+"""The v2 client (docs/protocol.md) over any transport: datasets, sweeps, sessions, echo, stats."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+
+import numpy as np
+
+from tollfree import wire
+from tollfree.binding import as_close, as_params
+from tollfree.errors import EngineError
+
+_M64 = (1 << 64) - 1
+_U32 = 0xFFFFFFFF
+_HDR = wire.HDR
+
+
+def _bytes_view(a) -> memoryview:
+    """A flat byte view of a C-contiguous array or bytes-like object (no copy)."""
+    m = memoryview(a)
+    if m.format == "B" and m.ndim == 1:
+        return m
+    if not m.c_contiguous:
+        raise ValueError("array must be C-contiguous (use np.ascontiguousarray)")
+    try:
+        return m.cast("B")
+    except TypeError:  # formats memoryview cannot cast (e.g. structured dtypes)
+        return memoryview(np.asarray(a).reshape(-1).view(np.uint8))
+
+
+def as_combo(combo) -> np.ndarray:
+    """Six window lengths as a C-contiguous int64 (6,) array, checked like :func:`as_params`."""
+    if isinstance(combo, np.ndarray):
+        p = combo.reshape(-1)
+        if p.dtype != np.int64:
+            raise TypeError(f"a combo must be int64, got {combo.dtype}")
+    else:
+        try:
+            p = np.array(combo, dtype=np.int64).reshape(-1)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise TypeError(f"a combo is six integer window lengths: {e}") from None
+    if p.shape != (6,):
+        raise ValueError(f"a combo is six window lengths, got {p.shape[0]}")
+    return as_params(np.ascontiguousarray(p).reshape(1, 6)).reshape(6)
+
+
+class Dataset:
+    """A close series held by the server: ``handle`` (content hash), ``n_bars``, ``created``
+    (False when the server already held these bytes). Valid until :meth:`Client.drop` or server
+    shutdown, for every connection to the same server."""
+
+    __slots__ = ("handle", "n_bars", "created", "_close")
+
+    def __init__(self, handle: int, n_bars: int, created: bool = True, close=None):
+        self.handle = int(handle)
+        self.n_bars = int(n_bars)
+        self.created = bool(created)
+        self._close = close  # spawn: kept so that every per-call process can load it again
+
+    def __repr__(self) -> str:
+        return f"Dataset(handle=0x{self.handle:016x}, n_bars={self.n_bars})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Dataset) and (self.handle, self.n_bars) == (other.handle, other.n_bars)
+
+    def __hash__(self) -> int:
+        return hash((self.handle, self.n_bars))
+
+
+class Session:
+    """A live strategy for one combo on the server (the streaming kernel).
+
+    ``on_bar(close)`` sends one bar and returns the position after it (-1, 0, +1); ``pnl``,
+    ``trades``, ``position`` and ``bars`` follow each reply. Fed the same bars, the session gives
+    exactly the batch sweep's trades and pnl. Close it (or use ``with``) to free it on the server.
+    """
+
+    def __init__(self, client: "Client", session_id: int, combo):
+        self._c = client
+        self.id = int(session_id)
+        self.combo = tuple(int(v) for v in combo)
+        self.position = 0
+        self.trades = 0
+        self.pnl = 0.0
+        self.bars = 0
+        self.closed = False
+
+    def on_bar(self, close: float) -> int:
+        c = self._c
+        wire.SESSION_BAR_REQ.pack_into(c._pay, 0, self.id, close)
+        rid = c._send(wire.SESSION_BAR, [c._pay_mv[:16]], 16)
+        self.position, _, self.trades, self.pnl = c._fixed(wire.SESSION_BAR, rid, wire.SESSION_BAR_REP)
+        self.bars += 1
+        return self.position
+
+    def _state(self, op: int) -> dict:
+        c = self._c
+        wire.SESSION_ID.pack_into(c._pay, 0, self.id)
+        rid = c._send(op, [c._pay_mv[:8]], 8)
+        pos, _, trades, pnl, bars = c._fixed(op, rid, wire.SESSION_STATE_REP)
+        self.position, self.trades, self.pnl, self.bars = pos, trades, pnl, bars
+        return {"position": pos, "trades": trades, "pnl": pnl, "bars": bars}
+
+    def query(self) -> dict:
+        """The server's view: ``{"position", "trades", "pnl", "bars"}``."""
+        return self._state(wire.SESSION_QUERY)
+
+    def close(self) -> dict | None:
+        """Closes the session on the server; returns its final state (None if already closed)."""
+        if self.closed:
+            return None
+        self.closed = True
+        if self._c.closed:
+            return None
+        return self._state(wire.SESSION_CLOSE)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.close()
+        except EngineError:
+            if exc[0] is None:
+                raise
+
+    def __repr__(self) -> str:
+        return f"Session(id={self.id}, combo={self.combo}, bars={self.bars}, trades={self.trades})"
+
+
+class Client:
+    """A v2 connection to ``tollfree serve`` (see :func:`tollfree.connect`). Not thread-safe: one
+    call at a time per client. Every failure raises :class:`~tollfree.errors.EngineError`.
+
+    Buffers: requests go out as ``[header, memoryview(array)...]`` without copies; replies land in
+    caller-visible arrays via ``recv_into``. :meth:`echo` without ``out`` returns the client's own
+    receive buffer for that shape, overwritten by the next such echo (copy it to keep it).
+    """
+
+    def __init__(self, transport, url: str = ""):
+        self._t = transport
+        self.url = url
+        self._rid = 0
+        self._hdr = bytearray(_HDR.size)
+        self._hdr_mv = memoryview(self._hdr)
+        self._rhdr = bytearray(_HDR.size)
+        self._rhdr_mv = memoryview(self._rhdr)
+        self._pay = bytearray(128)
+        self._pay_mv = memoryview(self._pay)
+        self._echo_bufs: dict = {}
+        self.server_info: dict | None = None
+
+    # ---- framing ------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._t is None or self._t.closed
+
+    def _send(self, op: int, parts, plen: int, fds=(), t=None) -> int:
+        t = t or self._t
+        body = wire.V2_HDR_BODY + plen
+        if body > _U32 or (self.server_info and body > self.server_info["max_frame"]):
+            raise EngineError(wire.E_FRAME_TOO_LARGE, f"a {body}-byte body is above the frame limit")
+        rid = self._rid = (self._rid + 1) & _M64 or 1
+        _HDR.pack_into(self._hdr, 0, body, op, wire.VERSION, 0, rid)
+        t.sendv([self._hdr_mv, *parts], 16 + plen, fds)
+        return rid
+
+    def _recv(self, op: int, rid: int, expect: int, t=None) -> int:
+        """Reads a reply header; raises the error frame, checks opcode/id; returns payload size."""
+        t = t or self._t
+        t.begin_reply()
+        t.read(self._rhdr_mv, 16 + expect)
+        blen, rop, ver, _, rrid = _HDR.unpack_from(self._rhdr)
+        if rop == wire.ERROR:
+            self._error(t, blen, rrid, rid)
+        if rop != op or rrid != rid or ver != wire.VERSION or blen < wire.V2_HDR_BODY:
+            self._bad(f"reply (opcode 0x{rop:02x}, version {ver}, id {rrid}, body_len {blen}) "
+                      f"to request 0x{op:02x} id {rid}", t)
+        return blen - wire.V2_HDR_BODY
+
+    def _error(self, t, blen: int, rrid: int, rid: int):
+        if blen < 20 or blen > 20 + wire.MAX_ERROR_MSG or rrid not in (0, rid):
+            self._bad(f"error frame (body_len {blen}, id {rrid})", t)
+        buf = bytearray(blen - wire.V2_HDR_BODY)
+        t.read(memoryview(buf))
+        t.end_reply()
+        code, mlen = wire.ERROR_REP.unpack_from(buf)
+        if mlen != blen - 20:
+            self._bad(f"error frame (body_len {blen}, msg_len {mlen})", t)
+        msg = bytes(buf[8:]).decode("utf-8", "replace")
+        if code in wire.CLOSING_CODES:
+            t.close()
+        raise EngineError(code, msg)
+
+    def _bad(self, what: str, t=None):
+        (t or self._t).close()
+        raise EngineError(wire.E_PROTOCOL, f"{self.url}: unexpected {what}")
+
+    def _fixed(self, op: int, rid: int, S, t=None):
+        t = t or self._t
+        plen = self._recv(op, rid, S.size, t)
+        if plen != S.size:
+            self._bad(f"payload of {plen} bytes for opcode 0x{op:02x} (expected {S.size})", t)
+        t.read(self._pay_mv[:S.size])
+        t.end_reply()
+        return S.unpack_from(self._pay)
+
+    # ---- calls --------------------------------------------------------------------------------
+    def hello(self) -> dict:
+        """Version handshake: ``{version, caps, max_frame, max_memory, max_datasets, threads}``."""
+        wire.HELLO_REQ.pack_into(self._pay, 0, wire.VERSION, 0)
+        rid = self._send(wire.HELLO, [self._pay_mv[:8]], 8)
+        v = self._fixed(wire.HELLO, rid, wire.HELLO_REP)
+        self.server_info = dict(zip(("version", "caps", "max_frame", "max_memory",
+                                     "max_datasets", "threads"), v))
+        return dict(self.server_info)
+
+    def echo(self, array, out: np.ndarray | None = None) -> np.ndarray:
+        """Sends the array's bytes and receives them back (into ``out`` if given, else into the
+        client's reused buffer of that dtype/shape, valid until the next echo of that shape)."""
+        a = array if isinstance(array, np.ndarray) else np.frombuffer(array, np.uint8)
+        src = _bytes_view(a)
+        n = len(src)
+        if out is None:
+            key = (a.dtype.str, a.shape)
+            out = self._echo_bufs.get(key)
+            if out is None:
+                if len(self._echo_bufs) > 8:
+                    self._echo_bufs.clear()
+                out = self._echo_bufs[key] = np.empty_like(a, order="C")
+        dst = _bytes_view(out)
+        if len(dst) != n:
+            raise ValueError(f"out has {len(dst)} bytes, the array {n}")
+        rid = self._send(wire.ECHO, [src], n)
+        t = self._t
+        plen = self._recv(wire.ECHO, rid, n)
+        if plen != n:
+            self._bad(f"echo of {plen} bytes (sent {n})")
+        t.read(dst, n)
+        t.end_reply()
+        return out
+
+    def load(self, close: np.ndarray, via_fd: bool | None = None) -> Dataset:
+        """Stores a close series on the server once; returns its :class:`Dataset` handle.
+        Loading the same bytes again costs one hash on the server (``created`` is False).
+        ``via_fd=True`` passes a sealed memfd instead of the bytes (Unix socket / shm only)."""
+        close = as_close(close)
+        n = close.shape[0]
+        if via_fd and n:
+            return self._load_fd(close)
+        wire.LOAD_REQ.pack_into(self._pay, 0, n)
+        rid = self._send(wire.LOAD, [self._pay_mv[:8], _bytes_view(close)], 8 + 8 * n)
+        return self._dataset(rid, n, wire.LOAD, self._t)
+
+    def _dataset(self, rid, n, op, t) -> Dataset:
+        handle, nb, created, _ = self._fixed(op, rid, wire.LOAD_REP, t)
+        if nb != n:
+            self._bad(f"dataset of {nb} bars (sent {n})", t)
+        return Dataset(handle, nb, created)
+
+    def _sealed_memfd(self, close: np.ndarray) -> int:
+        fd = os.memfd_create("tollfree-dataset", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            src = _bytes_view(close)
+            done = 0
+            while done < len(src):
+                done += os.pwrite(fd, src[done:], done)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                        fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _load_fd(self, close: np.ndarray, t=None) -> Dataset:
+        t = t or self._t
+        if not getattr(t, "can_pass_fds", False):
+            raise EngineError(wire.E_BAD_FD, f"{self.url}: this transport cannot pass an fd")
+        n = close.shape[0]
+        fd = self._sealed_memfd(close)
+        try:
+            wire.LOAD_FD_REQ.pack_into(self._pay, 0, n, 0)
+            rid = self._send(wire.LOAD_FD, [self._pay_mv[:16]], 16, fds=[fd], t=t)
+        finally:
+            os.close(fd)
+        return self._dataset(rid, n, wire.LOAD_FD, t)
+
+    def _outs(self, m: int, out):
+        if out is None:
+            return np.empty(m, np.float64), np.empty(m, np.int64)
+        pnl, trades = out
+        if not (isinstance(pnl, np.ndarray) and pnl.dtype == np.float64 and pnl.shape == (m,)
+                and pnl.flags.c_contiguous and isinstance(trades, np.ndarray)
+                and trades.dtype == np.int64 and trades.shape == (m,) and trades.flags.c_contiguous):
+            raise ValueError(f"out must be (float64[{m}], int64[{m}]) C-contiguous arrays")
+        return pnl, trades
+
+    def sweep(self, data, params, out=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(pnl float64[m], trades int64[m])`` for a close array (SWEEP: the series travels
+        with the call) or a :class:`Dataset` (SWEEP_DS: params only). Bit-identical to
+        :func:`tollfree.sweep`. ``out=(pnl, trades)`` receives into caller arrays."""
+        params = as_params(params)
+        m = params.shape[0]
+        pnl, trades = self._outs(m, out)
+        pv = _bytes_view(params)
+        if isinstance(data, Dataset):
+            wire.SWEEP_DS_REQ.pack_into(self._pay, 0, data.handle, m, 0)
+            op = wire.SWEEP_DS
+            rid = self._send(op, [self._pay_mv[:16], pv], 16 + 48 * m)
+        else:
+            close = as_close(data)
+            n = close.shape[0]
+            if n > _U32 or m > _U32:
+                raise ValueError("SWEEP carries at most 2**32-1 bars and combos: use load()")
+            wire.SWEEP_REQ.pack_into(self._pay, 0, n, m)
+            op = wire.SWEEP
+            rid = self._send(op, [self._pay_mv[:8], _bytes_view(close), pv], 8 + 8 * n + 48 * m)
+        self._sweep_reply(op, rid, m, pnl, trades)
+        return pnl, trades
+
+    def _sweep_reply(self, op, rid, m, pnl, trades, t=None):
+        t = t or self._t
+        plen = self._recv(op, rid, 8 + 16 * m, t)
+        if plen != 8 + 16 * m:
+            self._bad(f"sweep reply of {plen} bytes for {m} combos", t)
+        t.read(self._pay_mv[:8], 8 + 16 * m)
+        nn = wire.SWEEP_REP.unpack_from(self._pay)[0]
+        if nn != m:
+            self._bad(f"sweep reply for {nn} combos (sent {m})", t)
+        if m:
+            t.read(_bytes_view(pnl), 16 * m)
+            t.read(_bytes_view(trades), 8 * m)
+        t.end_reply()
+
+    def run_one(self, dataset, combo) -> tuple[float, int]:
+        """One combo on a loaded dataset: ``(pnl, trades)`` (the "chatty but cheap" pattern)."""
+        if not isinstance(dataset, Dataset):
+            dataset = self.load(dataset)
+        p = as_combo(combo)
+        wire.RUN_ONE_REQ.pack_into(self._pay, 0, dataset.handle, *p.tolist())
+        rid = self._send(wire.RUN_ONE, [self._pay_mv[:56]], 56)
+        pnl, trades = self._fixed(wire.RUN_ONE, rid, wire.RUN_ONE_REP)
+        return pnl, trades
+
+    def session(self, combo) -> Session:
+        """Opens a live session for one combo (closed with the connection at the latest)."""
+        p = as_combo(combo)
+        wire.SESSION_OPEN_REQ.pack_into(self._pay, 0, *p.tolist())
+        rid = self._send(wire.SESSION_OPEN, [self._pay_mv[:48]], 48)
+        (sid,) = self._fixed(wire.SESSION_OPEN, rid, wire.SESSION_OPEN_REP)
+        return self._session_cls(self, sid, p.tolist())
+
+    _session_cls = Session
+
+    def stats(self) -> dict:
+        """Server counters: ``requests, errors, connections_total, connections_open, datasets,
+        dataset_bytes, sessions_open, bytes_in, bytes_out, uptime_ns, sweeps, combos``."""
+        rid = self._send(wire.STATS, [], 0)
+        return dict(zip(wire.STATS_FIELDS, self._fixed(wire.STATS, rid, wire.STATS_REP)))
+
+    def drop(self, dataset: Dataset) -> None:
+        """Frees a dataset on the server (for every connection)."""
+        h = dataset.handle if isinstance(dataset, Dataset) else int(dataset)
+        wire.DROP_REQ.pack_into(self._pay, 0, h)
+        rid = self._send(wire.DROP, [self._pay_mv[:8]], 8)
+        t = self._t
+        plen = self._recv(wire.DROP, rid, 0)
+        if plen:
+            self._bad(f"DROP reply of {plen} bytes")
+        t.end_reply()
+
+    def close(self) -> None:
+        if self._t is not None:
+            self._t.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"<tollfree client {self.url}{' closed' if self.closed else ''}>"
+
+
+# ---- shared memory ---------------------------------------------------------------------------
+class ShmSession(Session):
+    """A session whose per-bar call writes its 32-byte frame straight into the request ring and
+    reads the 40-byte reply in place.
+
+    ``on_bar`` is a closure built at open: every ring view, struct method and constant is a local
+    cell, the request id and bar count are closure variables, and the reply tuple is kept as-is
+    (``position``/``trades``/``pnl`` read from it), so a call allocates nothing but the tuple and
+    Python ints. Anything unusual (a wrap, a full ring, an error frame, a closed client) falls back
+    to the general path, which validates everything.
+    """
+
+    # fields of a SESSION_BAR reply frame tuple (wire.SESSION_BAR_REPLY_FRAME)
+    position = property(lambda self: self._last[5])
+    trades = property(lambda self: self._last[7])
+    pnl = property(lambda self: self._last[8])
+    bars = property(lambda self: self._count())
+
+    def __init__(self, client, session_id, combo):
+        self._c = client
+        self.id = int(session_id)
+        self.combo = tuple(int(v) for v in combo)
+        self.closed = False
+        self._last = (36, wire.SESSION_BAR, 2, 0, 0, 0, 0, 0, 0.0)
+        self.on_bar = self._build(client._t)
+
+    def _build(self, t):
+        c = self
+        client = self._c
+        req, resp, cq, ci = t.req, t.resp, t.cq, t.ci
+        mask = t.mask
+        ring = t.ring
+        spin = t.spin
+        sleep = t.sleep
+        wake = t.futex_wake
+        seq_addr = t.req_seq_addr
+        pack = wire.SESSION_BAR_FRAME.pack_into
+        unpack = wire.SESSION_BAR_REPLY_FRAME.unpack_from
+        sid = self.id
+        OP = wire.SESSION_BAR
+        M32 = 0xFFFFFFFF
+        QH, QT, RH, RT = _QH, _QT, _RH, _RT
+        IS, ISS = _IS, _ISS
+        rid = 1 << 62  # this session's own id space; requests are strictly sequential
+        n = 0
+
+        def on_bar(close: float) -> int:
+            """Sends one bar; returns the position after it (-1, 0 or +1)."""
+            nonlocal rid, n
+            try:
+                pos = cq[QH]
+                off = pos & mask
+                if off + 32 > ring or pos + 32 - cq[QT] > ring:
+                    return c._slow_bar(close)
+                rid += 1
+                pack(req, off, 28, OP, 2, 0, rid, sid, close)
+                cq[QH] = pos + 32                  # release on TSO: after the frame bytes
+                ci[IS] = (ci[IS] + 1) & M32
+                if ci[ISS]:
+                    wake(seq_addr)
+                tail = cq[RT]
+                head = cq[RH]
+                if head == tail:
+                    k = spin
+                    while k:
+                        head = cq[RH]
+                        if head != tail:
+                            break
+                        k -= 1
+                    else:
+                        head = sleep(tail)
+                roff = tail & mask
+                if 40 <= head - tail <= ring and roff + 40 <= ring:
+                    r = unpack(resp, roff)
+                    if r[4] == rid and r[0] == 36 and r[1] == OP:
+                        cq[RT] = tail + 40
+                        c._last = r
+                        n += 1
+                        return r[5]
+            except ValueError:
+                if t.closed:
+                    raise EngineError(-errno.EBADF, "the client is closed") from None
+                raise
+            # an error frame, a wrap marker or a malformed reply: the general reader decides
+            p, res, tr, pnl = client._fixed(OP, rid, wire.SESSION_BAR_REP)
+            c._last = (36, OP, 2, 0, rid, p, res, tr, pnl)
+            n += 1
+            return p
+
+        def count(set_to=None):
+            nonlocal n
+            if set_to is not None:
+                n = set_to
+            return n
+
+        self._count = count
+        return on_bar
+
+    def _slow_bar(self, close):
+        c = self._c
+        wire.SESSION_BAR_REQ.pack_into(c._pay, 0, self.id, close)
+        rid = c._send(wire.SESSION_BAR, [c._pay_mv[:16]], 16)
+        p, res, tr, pnl = c._fixed(wire.SESSION_BAR, rid, wire.SESSION_BAR_REP)
+        self._last = (36, wire.SESSION_BAR, 2, 0, rid, p, res, tr, pnl)
+        self._count(self._count() + 1)
+        return p
+
+    def _state(self, op: int) -> dict:
+        c = self._c
+        wire.SESSION_ID.pack_into(c._pay, 0, self.id)
+        rid = c._send(op, [c._pay_mv[:8]], 8)
+        pos, res, trades, pnl, bars = c._fixed(op, rid, wire.SESSION_STATE_REP)
+        self._last = (36, wire.SESSION_BAR, 2, 0, rid, pos, res, trades, pnl)
+        self._count(bars)
+        return {"position": pos, "trades": trades, "pnl": pnl, "bars": bars}
+
+
+_QH = wire.SHM_OFF_REQ_HEAD // 8
+_QT = wire.SHM_OFF_REQ_TAIL // 8
+_RH = wire.SHM_OFF_RESP_HEAD // 8
+_RT = wire.SHM_OFF_RESP_TAIL // 8
+_IS = wire.SHM_OFF_REQ_SEQ // 4
+_ISS = wire.SHM_OFF_SERVER_SLEEPING // 4
+
+
+class ShmClient(Client):
+    """v2 over shared memory. Datasets travel as sealed memfds (LOAD_FD on the control socket,
+    mapped read-only by the server, never copied); a sweep whose frame does not fit the ring is
+    run as LOAD_FD + SWEEP_DS (in combo chunks that fit) and the dataset dropped again if this
+    call created it."""
+
+    _session_cls = ShmSession
+    _echo_fast = None
+
+    def echo(self, array, out: np.ndarray | None = None) -> np.ndarray:
+        fast = self._echo_fast
+        if fast is None:
+            if self.closed:
+                return Client.echo(self, array, out)
+            fast = self._echo_fast = self._build_echo(self._t)
+        return fast(array, out)
+
+    def _build_echo(self, t):
+        """The small-echo path: frame written in place, reply copied out of the ring, byte views
+        of the last input/output arrays cached (a measurement loop reuses the same arrays)."""
+        client = self
+        req, resp, cq, ci = t.req, t.resp, t.cq, t.ci
+        mask, ring, spin, sleep = t.mask, t.ring, t.spin, t.sleep
+        wake, seq_addr = t.futex_wake, t.req_seq_addr
+        pack = _HDR.pack_into
+        unpack = _HDR.unpack_from
+        OP = wire.ECHO
+        M32 = 0xFFFFFFFF
+        QH, QT, RH, RT, IS, ISS = _QH, _QT, _RH, _RT, _IS, _ISS
+        general = Client.echo
+        last = [None, None, None, None]  # array, its bytes, out, its bytes
+
+        def echo(array, out=None):
+            if array is last[0]:
+                src = last[1]
+            else:
+                if not isinstance(array, np.ndarray):
+                    return general(client, array, out)
+                src = _bytes_view(array)
+                last[0], last[1] = array, src
+            n = len(src)
+            if out is None:
+                return general(client, array, out)
+            if out is last[2]:
+                dst = last[3]
+            else:
+                dst = _bytes_view(out)
+                last[2], last[3] = out, dst
+            size = (23 + n) & ~7
+            try:
+                pos = cq[QH]
+                off = pos & mask
+                if n > 4096 or len(dst) != n or off + size > ring or pos + size - cq[QT] > ring:
+                    return general(client, array, out)
+                rid = client._rid = client._rid + 1
+                pack(req, off, 12 + n, OP, 2, 0, rid)
+                req[off + 16:off + 16 + n] = src
+                cq[QH] = pos + size                 # release on TSO: after the frame bytes
+                ci[IS] = (ci[IS] + 1) & M32
+                if ci[ISS]:
+                    wake(seq_addr)
+                tail = cq[RT]
+                head = cq[RH]
+                if head == tail:
+                    k = spin
+                    while k:
+                        head = cq[RH]
+                        if head != tail:
+                            break
+                        k -= 1
+                    else:
+                        head = sleep(tail)
+                roff = tail & mask
+                if size <= head - tail <= ring and roff + size <= ring:
+                    blen, op, _, _, rrid = unpack(resp, roff)
+                    if rrid == rid and blen == 12 + n and op == OP:
+                        dst[:] = resp[roff + 16:roff + 16 + n]
+                        cq[RT] = tail + size
+                        return out
+            except ValueError:
+                if t.closed:
+                    raise EngineError(-errno.EBADF, "the client is closed") from None
+                raise
+            plen = client._recv(OP, rid, n)  # error frame, wrap or malformed: the general reader
+            if plen != n:
+                client._bad(f"echo of {plen} bytes (sent {n})")
+            t.read(dst, n)
+            t.end_reply()
+            return out
+
+        return echo
+
+    def load(self, close: np.ndarray, via_fd: bool | None = None) -> Dataset:
+        close = as_close(close)
+        if via_fd is False or close.shape[0] == 0:
+            return Client.load(self, close)
+        return self._load_fd(close)
+
+    def _load_fd(self, close: np.ndarray, t=None) -> Dataset:
+        # LOAD_FD travels on the control socket, an ordinary Unix socket connection, and is
+        # answered there (docs/protocol.md, "Shared memory").
+        return Client._load_fd(self, close, self._t.control)
+
+    def sweep(self, data, params, out=None):
+        params = as_params(params)
+        m = params.shape[0]
+        room = self._room()
+        if isinstance(data, Dataset):
+            if 16 + 16 * m <= room and 32 + 48 * m <= room:
+                return Client.sweep(self, data, params, out)
+            return self._sweep_chunked(data, params, out)
+        close = as_close(data)
+        if 32 + 8 * close.shape[0] + 48 * m <= room and 16 * m <= room:
+            return Client.sweep(self, close, params, out)
+        ds = self.load(close)
+        try:
+            return self._sweep_chunked(ds, params, out)
+        finally:
+            if ds.created and not self.closed:
+                self.drop(ds)
+
+    def _room(self) -> int:
+        """Bytes of a frame this connection may carry: the ring, and the server's --max-frame
+        (a bigger body_len on a ring is a hostile peer to the server: it drops the connection)."""
+        if self.server_info is None and not self.closed:
+            self.hello()
+        limit = self.server_info["max_frame"] if self.server_info else wire.DEFAULT_MAX_FRAME
+        return min(self._t.ring - 8, limit) - 32
+
+    def _sweep_chunked(self, ds, params, out):
+        m = params.shape[0]
+        pnl, trades = self._outs(m, out)
+        step = max(1, (self._room() - 32) // 48)
+        for a in range(0, max(m, 1), step):
+            b = min(m, a + step)
+            Client.sweep(self, ds, params[a:b], (pnl[a:b], trades[a:b]))
+        return pnl, trades
+
+
+# ---- spawn: one `tollfree serve --stdio` process per call --------------------------------------
+_NOT_SPAWNED = "spawn: this Dataset was not loaded by a spawn client"
+
+
+class SpawnClient(Client):
+    """Runs ``tollfree serve --stdio`` for every call (the process-per-call pattern). Nothing
+    persists between calls: :meth:`load` returns a Dataset that keeps a reference to the close
+    array so that later calls can send it again; sessions are not available."""
+
+    def __init__(self, binary: str, timeout: float | None = None, url: str = "spawn:",
+                 stderr=None):
+        super().__init__(None, url)
+        import subprocess
+
+        self.binary = binary
+        self.timeout = timeout
+        self._stderr = subprocess.DEVNULL if stderr is None else stderr
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _run(self, fn, *args):
+        from tollfree.client._stream import PipeTransport
+
+        if self._closed:
+            raise EngineError(-errno.EBADF, "the client is closed")
+        t = self._t = PipeTransport(self.binary, self.timeout, self._stderr)
+        try:
+            result = fn(self, *args)
+        except EngineError as e:
+            rc = t.finish() if not t.closed else t.proc.returncode
+            if e.code in (wire.E_TRUNCATED, -errno.ECONNRESET, -errno.EPIPE) and rc:
+                raise EngineError(e.code, f"{e.message} (tollfree serve --stdio exited with {rc})") from None
+            raise
+        except BaseException:
+            t.close(kill=True)
+            raise
+        finally:
+            self._t = None
+        rc = t.finish()
+        if rc != 0:
+            raise EngineError(wire.E_PROTOCOL, f"tollfree serve --stdio exited with status {rc}")
+        return result
+
+    def hello(self) -> dict:
+        return self._run(Client.hello)
+
+    def stats(self) -> dict:
+        return self._run(Client.stats)
+
+    def echo(self, array, out=None):
+        return self._run(Client.echo, array, out)
+
+    def load(self, close, via_fd=None) -> Dataset:
+        close = as_close(close)
+        ds = self._run(Client.load, close)
+        ds._close = close
+        return ds
+
+    def sweep(self, data, params, out=None):
+        if isinstance(data, Dataset):
+            if data._close is None:
+                raise EngineError(wire.E_UNKNOWN_DATASET, _NOT_SPAWNED)
+            data = data._close
+        close, params = as_close(data), as_params(params)
+        self._outs(params.shape[0], out)
+        return self._run(Client.sweep, close, params, out)
+
+    def run_one(self, dataset, combo):
+        if isinstance(dataset, Dataset):
+            if dataset._close is None:
+                raise EngineError(wire.E_UNKNOWN_DATASET, _NOT_SPAWNED)
+            dataset = dataset._close
+
+        def both(c, close, combo):
+            return Client.run_one(c, Client.load(c, close), combo)
+
+        return self._run(both, as_close(dataset), as_combo(combo))
+
+    def drop(self, dataset) -> None:
+        """Nothing to free: no server outlives a call."""
+
+    def session(self, combo):
+        raise EngineError(wire.E_UNSUPPORTED, "spawn: a process per call cannot hold a live session")
+
+    def close(self) -> None:
+        self._closed = True

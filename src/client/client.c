@@ -1,0 +1,944 @@
+/* The C client (include/tollfree/client.h): one synchronous connection over a Unix socket, TCP,
+ * or the shared-memory rings (docs/protocol.md). Requests go out with one sendmsg of a header and
+ * the caller's arrays; replies are read straight into the caller's arrays. */
+#include "tollfree/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "tollfree/kernel.h"
+#include "tollfree/shm.h"
+#include "wire/wire_internal.h"
+
+#define DEFAULT_TIMEOUT_MS 60000
+#define DEFAULT_RING ((uint64_t)4 << 20)
+#define SOCKBUF_BYTES (4 << 20)
+
+enum { K_UNIX, K_TCP, K_SHM };
+
+struct tf_client {
+    int kind;
+    int fd; /* the socket (the control socket for shm) */
+    int timeout_ms;
+    int broken;
+    uint64_t next_id;
+    char msg[TF_WIRE_MAX_ERROR_MSG + 1];
+    /* shm */
+    uint8_t *map;
+    size_t map_len;
+    uint64_t ring_bytes;
+    int spin;
+    pid_t server_pid;
+    tf_ring_prod req;
+    tf_ring_cons resp;
+};
+
+/* A reply's layout as the caller expects it: a fixed payload, then up to two arrays. */
+typedef struct reply_spec {
+    void *fixed;
+    size_t fixed_len;
+    struct iovec arr[2];
+    int narr;
+} reply_spec;
+
+static int64_t deadline_of(const tf_client *c)
+{
+    return c->timeout_ms < 0 ? 0 : tf_now_ns() + (int64_t)c->timeout_ms * 1000000ll;
+}
+
+static int wait_fd(int fd, short ev, int64_t deadline)
+{
+    for (;;) {
+        int ms = -1;
+        if (deadline) {
+            int64_t left = deadline - tf_now_ns();
+            if (left <= 0)
+                return -ETIMEDOUT;
+            ms = (int)((left + 999999) / 1000000);
+        }
+        struct pollfd pf = {fd, ev, 0};
+        int r = poll(&pf, 1, ms);
+        if (r > 0)
+            return 0;
+        if (r == 0)
+            return -ETIMEDOUT;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+/* Sends every byte of iov[0..n) (modified in place); fd_pass rides on the first sendmsg. */
+static int send_all(tf_client *c, struct iovec *iov, int n, int fd_pass, int64_t deadline)
+{
+    int first = 1;
+    while (n > 0) {
+        union {
+            char buf[CMSG_SPACE(sizeof(int))];
+            struct cmsghdr align;
+        } cm;
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        if (first && fd_pass >= 0) {
+            memset(&cm, 0, sizeof cm);
+            mh.msg_control = cm.buf;
+            mh.msg_controllen = sizeof cm.buf;
+            struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+            h->cmsg_level = SOL_SOCKET;
+            h->cmsg_type = SCM_RIGHTS;
+            h->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(h), &fd_pass, sizeof(int));
+        }
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                int rc = wait_fd(c->fd, POLLOUT, deadline);
+                if (rc)
+                    return rc;
+                continue;
+            }
+            return -errno;
+        }
+        first = 0;
+        size_t left = (size_t)w;
+        while (n > 0 && left >= iov[0].iov_len) {
+            left -= iov[0].iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov[0].iov_base = (uint8_t *)iov[0].iov_base + left;
+            iov[0].iov_len -= left;
+        }
+    }
+    return 0;
+}
+
+/* Receives exactly the bytes of iov[0..n). *got counts what arrived (to tell a clean close from
+ * a truncated frame). */
+static int recv_all(tf_client *c, struct iovec *iov, int n, int64_t deadline, size_t *got)
+{
+    while (n > 0 && iov[0].iov_len == 0) {
+        iov++;
+        n--;
+    }
+    while (n > 0) {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t r = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+        if (r == 0)
+            return TF_E_TRUNCATED;
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                int rc = wait_fd(c->fd, POLLIN, deadline);
+                if (rc)
+                    return rc;
+                continue;
+            }
+            return -errno;
+        }
+        if (got)
+            *got += (size_t)r;
+        size_t left = (size_t)r;
+        while (n > 0 && left >= iov[0].iov_len) {
+            left -= iov[0].iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov[0].iov_base = (uint8_t *)iov[0].iov_base + left;
+            iov[0].iov_len -= left;
+        }
+    }
+    return 0;
+}
+
+static int recv_buf(tf_client *c, void *p, size_t n, int64_t deadline, size_t *got)
+{
+    struct iovec iov = {p, n};
+    return recv_all(c, &iov, 1, deadline, got);
+}
+
+static int fail(tf_client *c, int rc)
+{
+    /* Anything but a server error frame leaves the stream in an unknown place. */
+    c->broken = 1;
+    return rc;
+}
+
+static void set_msg(tf_client *c, const uint8_t *p, size_t n)
+{
+    if (n > TF_WIRE_MAX_ERROR_MSG)
+        n = TF_WIRE_MAX_ERROR_MSG;
+    memcpy(c->msg, p, n);
+    c->msg[n] = 0;
+}
+
+static size_t spec_len(const reply_spec *sp)
+{
+    size_t n = sp->fixed_len;
+    for (int i = 0; i < sp->narr; i++)
+        n += sp->arr[i].iov_len;
+    return n;
+}
+
+/* A v2 call on the socket. hdr holds 16 + fixed request bytes (filled by the caller after the
+ * header); arrays follow. */
+static int sock_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len,
+                     const struct iovec *arr, int narr, int fd_pass, reply_spec *sp)
+{
+    int64_t deadline = deadline_of(c);
+    uint64_t body = hdr_len - 4;
+    for (int i = 0; i < narr; i++)
+        body += arr[i].iov_len;
+    if (body > UINT32_MAX)
+        return TF_E_FRAME_TOO_LARGE;
+    uint64_t id = ++c->next_id;
+    tf_wire_put_header(hdr, (uint32_t)body, op, id);
+    struct iovec iov[4];
+    iov[0] = (struct iovec){hdr, hdr_len};
+    for (int i = 0; i < narr; i++)
+        iov[1 + i] = arr[i];
+    int rc = send_all(c, iov, 1 + narr, fd_pass, deadline);
+    if (rc)
+        return fail(c, rc);
+
+    uint8_t rh[16];
+    size_t got = 0;
+    rc = recv_buf(c, rh, sizeof rh, deadline, &got);
+    if (rc)
+        return fail(c, rc == TF_E_TRUNCATED && got == 0 ? -ECONNRESET : rc);
+    uint32_t rlen = tf_le32(rh);
+    tf_wire_reply r;
+    rc = tf_wire_decode_reply(rh + 4, 12, rlen, &r);
+    /* Requests are answered in order; an error frame for a request whose body the server never
+     * read (FRAME_TOO_LARGE) carries request_id 0. */
+    if (rc < 0 || (r.opcode != op && r.opcode != TF_OP_ERROR) ||
+        (r.request_id != id && !(r.opcode == TF_OP_ERROR && r.request_id == 0)))
+        return fail(c, TF_E_PROTOCOL);
+    if (r.opcode == TF_OP_ERROR) {
+        uint8_t e[TF_WIRE_ERROR_FIXED + TF_WIRE_MAX_ERROR_MSG];
+        if (rlen < 20 || rlen > 20 + TF_WIRE_MAX_ERROR_MSG)
+            return fail(c, TF_E_PROTOCOL);
+        rc = recv_buf(c, e, rlen - 12, deadline, NULL);
+        if (rc)
+            return fail(c, rc);
+        int32_t code = (int32_t)tf_le32(e);
+        uint32_t msg_len = tf_le32(e + 4);
+        if (code >= 0 || msg_len != rlen - 20)
+            return fail(c, TF_E_PROTOCOL);
+        set_msg(c, e + 8, msg_len);
+        if (code == TF_E_FRAME_TOO_LARGE || code == TF_E_SHUTTING_DOWN)
+            c->broken = 1; /* the server closes after these */
+        return code;
+    }
+    if (rlen != 12 + spec_len(sp))
+        return fail(c, TF_E_PROTOCOL);
+    struct iovec in[3];
+    int nin = 0;
+    in[nin++] = (struct iovec){sp->fixed, sp->fixed_len};
+    for (int i = 0; i < sp->narr; i++)
+        in[nin++] = sp->arr[i];
+    rc = recv_all(c, in, nin, deadline, NULL);
+    return rc ? fail(c, rc) : 0;
+}
+
+/* ---------------------------------------------------------------- shared memory */
+
+static int shm_alive(void *arg)
+{
+    tf_client *c = arg;
+    if (__atomic_load_n((uint32_t *)(c->map + TF_SHM_OFF_SERVER_CLOSED), __ATOMIC_ACQUIRE))
+        return TF_E_SHM_PEER_GONE;
+    char b;
+    ssize_t r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        return TF_E_SHM_PEER_GONE;
+    if (c->server_pid > 0 && kill(c->server_pid, 0) != 0 && errno == ESRCH)
+        return TF_E_SHM_PEER_GONE;
+    return 0;
+}
+
+static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, const struct iovec *arr,
+                    int narr, reply_spec *sp)
+{
+    int64_t deadline = deadline_of(c);
+    uint64_t body = hdr_len - 4;
+    for (int i = 0; i < narr; i++)
+        body += arr[i].iov_len;
+    uint64_t span = TF_SHM_FRAME_SPAN(body);
+    if (body > UINT32_MAX || span > c->ring_bytes - 8)
+        return TF_E_SHM_TOO_BIG;
+    uint64_t id = ++c->next_id;
+    tf_wire_put_header(hdr, (uint32_t)body, op, id);
+    uint8_t *dst;
+    int rc = tf_ring_wait_room(&c->req, span, c->spin, shm_alive, c, deadline, &dst);
+    if (rc)
+        return fail(c, rc);
+    memcpy(dst, hdr, hdr_len);
+    size_t off = hdr_len;
+    for (int i = 0; i < narr; i++) {
+        if (arr[i].iov_len)
+            memcpy(dst + off, arr[i].iov_base, arr[i].iov_len);
+        off += arr[i].iov_len;
+    }
+    tf_ring_publish(&c->req, span);
+
+    const uint8_t *f;
+    uint32_t rlen;
+    for (;;) {
+        rc = tf_ring_peek(&c->resp, UINT32_MAX, &f, &rlen);
+        if (rc == 1)
+            break;
+        if (rc < 0)
+            return fail(c, rc);
+        rc = tf_ring_wait_data(&c->resp, c->spin, shm_alive, c, deadline);
+        if (rc)
+            return fail(c, rc);
+    }
+    uint8_t rh[TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED];
+    size_t hn = rlen < sizeof rh ? rlen : sizeof rh;
+    memcpy(rh, f + 4, hn);
+    tf_wire_reply r;
+    rc = tf_wire_decode_reply(rh, hn, rlen, &r);
+    if (rc != 0 || (r.opcode != op && r.opcode != TF_OP_ERROR) ||
+        (r.request_id != id && !(r.opcode == TF_OP_ERROR && r.request_id == 0)))
+        return fail(c, TF_E_PROTOCOL);
+    if (r.opcode == TF_OP_ERROR) {
+        set_msg(c, f + 4 + 20, r.msg_len);
+        tf_ring_consume(&c->resp, rlen);
+        return r.code;
+    }
+    if (rlen != 12 + spec_len(sp))
+        return fail(c, TF_E_PROTOCOL);
+    const uint8_t *p = f + 16;
+    if (sp->fixed_len)
+        memcpy(sp->fixed, p, sp->fixed_len);
+    p += sp->fixed_len;
+    for (int i = 0; i < sp->narr; i++) {
+        if (sp->arr[i].iov_len)
+            memmove(sp->arr[i].iov_base, p, sp->arr[i].iov_len);
+        p += sp->arr[i].iov_len;
+    }
+    tf_ring_consume(&c->resp, rlen);
+    return 0;
+}
+
+/* One v2 call on whichever transport; LOAD_FD always goes over the socket. */
+static int call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, const struct iovec *arr,
+                int narr, int fd_pass, reply_spec *sp)
+{
+    if (c->broken)
+        return -ENOTCONN;
+    c->msg[0] = 0;
+    if (c->kind == K_SHM && fd_pass < 0)
+        return shm_call(c, op, hdr, hdr_len, arr, narr, sp);
+    return sock_call(c, op, hdr, hdr_len, arr, narr, fd_pass, sp);
+}
+
+/* ---------------------------------------------------------------- open / close */
+
+static int connect_unix(const char *path, int *out)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return TF_E_INVALID_ARG;
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    *out = fd;
+    return 0;
+}
+
+static int connect_tcp(const char *spec, int *out)
+{
+    char host[256], port[32];
+    const char *colon = strrchr(spec, ':');
+    if (!colon)
+        return TF_E_INVALID_ARG;
+    size_t hl = (size_t)(colon - spec);
+    const char *h = spec;
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (hl == 0 || hl >= sizeof host || strlen(colon + 1) >= sizeof port || !colon[1])
+        return TF_E_INVALID_ARG;
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    strcpy(port, colon + 1);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return TF_E_INVALID_ARG;
+    int fd = -1, e = ECONNREFUSED;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+            break;
+        e = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return -e;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    *out = fd;
+    return 0;
+}
+
+static int shm_handshake(tf_client *c, uint64_t ring)
+{
+    uint64_t total = TF_SHM_TOTAL_BYTES(ring);
+    int mfd = memfd_create("tollfree-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (mfd < 0)
+        return -errno;
+    int rc = 0;
+    if (ftruncate(mfd, (off_t)total) != 0 ||
+        fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
+        rc = -errno;
+    void *map = MAP_FAILED;
+    if (!rc) {
+        map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, mfd, 0);
+        if (map == MAP_FAILED)
+            rc = -errno;
+    }
+    if (rc) {
+        close(mfd);
+        return rc;
+    }
+    c->map = map;
+    c->map_len = total;
+    c->ring_bytes = ring;
+    uint8_t *pg = map;
+    tf_put32(pg + TF_SHM_OFF_MAGIC, TF_SHM_MAGIC);
+    tf_put32(pg + TF_SHM_OFF_VERSION, TF_SHM_VERSION);
+    tf_put64(pg + TF_SHM_OFF_RING_BYTES, ring);
+    tf_put32(pg + TF_SHM_OFF_CLIENT_PID, (uint32_t)getpid());
+    tf_ring_setup(pg, ring, 0, &c->req, &c->resp);
+
+    uint8_t hello[TF_SHM_HELLO_BYTES];
+    tf_put32(hello, TF_SHM_MAGIC);
+    tf_put32(hello + 4, TF_SHM_VERSION);
+    tf_put64(hello + 8, ring);
+    tf_put64(hello + 16, total);
+    int64_t deadline = deadline_of(c);
+    struct iovec iov = {hello, sizeof hello};
+    rc = send_all(c, &iov, 1, mfd, deadline);
+    close(mfd);
+    if (rc)
+        return rc;
+    uint8_t rep[TF_SHM_HELLO_REPLY_BYTES];
+    size_t got = 0;
+    rc = recv_buf(c, rep, sizeof rep, deadline, &got);
+    if (rc)
+        return rc == TF_E_TRUNCATED && got == 0 ? -ECONNRESET : rc;
+    int32_t status = (int32_t)tf_le32(rep);
+    c->server_pid = (pid_t)tf_le32(rep + 4);
+    return status;
+}
+
+int tf_client_open_opts(tf_client **out, const char *url, const tf_client_opts *opts)
+{
+    if (!out || !url)
+        return TF_E_NULL_ARG;
+    *out = NULL;
+    tf_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return TF_E_NOMEM;
+    c->fd = -1;
+    c->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+    c->spin = opts && opts->spin >= 0 ? opts->spin : TF_SHM_DEFAULT_SPIN;
+    uint64_t ring = opts && opts->ring_bytes ? opts->ring_bytes : DEFAULT_RING;
+    int rc;
+    if (!strncmp(url, "unix:", 5)) {
+        c->kind = K_UNIX;
+        rc = connect_unix(url + 5, &c->fd);
+    } else if (!strncmp(url, "tcp:", 4)) {
+        c->kind = K_TCP;
+        rc = connect_tcp(url + 4, &c->fd);
+    } else if (!strncmp(url, "shm:", 4)) {
+        c->kind = K_SHM;
+        if (ring < TF_SHM_MIN_RING || ring > TF_SHM_MAX_RING || (ring & (ring - 1)))
+            rc = TF_E_INVALID_ARG;
+        else
+            rc = connect_unix(url + 4, &c->fd);
+        if (!rc)
+            rc = shm_handshake(c, ring);
+    } else {
+        rc = TF_E_INVALID_ARG;
+    }
+    if (!rc && c->kind != K_SHM) {
+        int sz = SOCKBUF_BYTES;
+        setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+    }
+    if (rc) {
+        tf_client_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int tf_client_open(tf_client **out, const char *url)
+{
+    return tf_client_open_opts(out, url, NULL);
+}
+
+void tf_client_close(tf_client *c)
+{
+    if (!c)
+        return;
+    if (c->map) {
+        /* Say goodbye on the page, wake a sleeping server, then close the control socket. */
+        __atomic_store_n((uint32_t *)(c->map + TF_SHM_OFF_CLIENT_CLOSED), 1, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add((uint32_t *)(c->map + TF_SHM_OFF_REQ_SEQ), 1, __ATOMIC_SEQ_CST);
+        tf_futex_wake((uint32_t *)(c->map + TF_SHM_OFF_REQ_SEQ));
+        munmap(c->map, c->map_len);
+    }
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c);
+}
+
+const char *tf_client_error_message(const tf_client *c)
+{
+    return c ? c->msg : "";
+}
+
+int tf_client_set_timeout(tf_client *c, int timeout_ms)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    c->timeout_ms = timeout_ms ? timeout_ms : DEFAULT_TIMEOUT_MS;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- v2 calls */
+
+int tf_client_hello(tf_client *c, tf_server_info *info)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    uint8_t hdr[24], rep[TF_WIRE_HELLO_REPLY];
+    tf_put32(hdr + 16, TF_WIRE_VERSION);
+    tf_put32(hdr + 20, 0);
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, TF_OP_HELLO, hdr, sizeof hdr, NULL, 0, -1, &sp);
+    if (!rc && info) {
+        info->version = tf_le32(rep);
+        info->caps = tf_le32(rep + 4);
+        info->max_frame = tf_le64(rep + 8);
+        info->max_memory = tf_le64(rep + 16);
+        info->max_datasets = tf_le32(rep + 24);
+        info->threads = tf_le32(rep + 28);
+    }
+    return rc;
+}
+
+int tf_client_echo(tf_client *c, const void *data, size_t n, void *out)
+{
+    if (!c || (n && (!data || !out)))
+        return TF_E_NULL_ARG;
+    uint8_t hdr[16];
+    struct iovec arr = {(void *)data, n};
+    reply_spec sp = {NULL, 0, {{out, n}}, 1};
+    return call(c, TF_OP_ECHO, hdr, sizeof hdr, &arr, n ? 1 : 0, -1, &sp);
+}
+
+static int load_reply(const uint8_t *rep, uint64_t *handle, int *created)
+{
+    if (handle)
+        *handle = tf_le64(rep);
+    if (created)
+        *created = (int)tf_le32(rep + 16);
+    return 0;
+}
+
+int tf_client_load_fd(tf_client *c, int memfd, uint64_t n_bars, uint64_t *handle, int *created)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    if (memfd < 0)
+        return TF_E_BAD_FD;
+    if (c->kind == K_TCP)
+        return TF_E_BAD_FD;
+    uint8_t hdr[32], rep[TF_WIRE_LOAD_REPLY];
+    tf_put64(hdr + 16, n_bars);
+    tf_put64(hdr + 24, 0);
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, TF_OP_LOAD_FD, hdr, sizeof hdr, NULL, 0, memfd, &sp);
+    return rc ? rc : load_reply(rep, handle, created);
+}
+
+/* A sealed memfd holding the closes (shared-memory LOAD). */
+static int make_dataset_fd(const double *series, uint64_t n_bars, int *out)
+{
+    if (n_bars > (uint64_t)TF_MAX_BARS)
+        return TF_E_TOO_MANY_BARS;
+    size_t bytes = (size_t)(8 * n_bars);
+    int fd = memfd_create("tollfree-dataset", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    if (ftruncate(fd, (off_t)bytes) != 0)
+        rc = -errno;
+    if (!rc && bytes) {
+        /* The mapping must be gone before F_SEAL_WRITE can be added. */
+        void *m = mmap(NULL, bytes, PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED) {
+            rc = -errno;
+        } else {
+            memcpy(m, series, bytes);
+            munmap(m, bytes);
+        }
+    }
+    if (!rc && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL))
+        rc = -errno;
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    *out = fd;
+    return 0;
+}
+
+int tf_client_load(tf_client *c, const double *series, uint64_t n_bars, uint64_t *handle,
+                   int *created)
+{
+    if (!c || (n_bars && !series))
+        return TF_E_NULL_ARG;
+    if (c->kind == K_SHM) {
+        int fd = -1, rc = make_dataset_fd(series, n_bars, &fd);
+        if (rc)
+            return rc;
+        rc = tf_client_load_fd(c, fd, n_bars, handle, created);
+        close(fd);
+        return rc;
+    }
+    if (n_bars > (UINT32_MAX - 20) / 8)
+        return TF_E_FRAME_TOO_LARGE;
+    uint8_t hdr[24], rep[TF_WIRE_LOAD_REPLY];
+    tf_put64(hdr + 16, n_bars);
+    struct iovec arr = {(void *)series, (size_t)(8 * n_bars)};
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, TF_OP_LOAD, hdr, sizeof hdr, &arr, n_bars ? 1 : 0, -1, &sp);
+    return rc ? rc : load_reply(rep, handle, created);
+}
+
+static int sweep_common(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, struct iovec *arr,
+                        int narr, uint32_t n_combos, double *pnl, int64_t *trades)
+{
+    uint8_t rep[8];
+    reply_spec sp = {rep,
+                     sizeof rep,
+                     {{pnl, 8 * (size_t)n_combos}, {trades, 8 * (size_t)n_combos}},
+                     n_combos ? 2 : 0};
+    int rc = call(c, op, hdr, hdr_len, arr, narr, -1, &sp);
+    if (!rc && tf_le32(rep) != n_combos)
+        return fail(c, TF_E_PROTOCOL);
+    return rc;
+}
+
+int tf_client_sweep(tf_client *c, uint64_t handle, const int64_t *params, uint32_t n_combos,
+                    double *pnl, int64_t *trades)
+{
+    if (!c || (n_combos && (!params || !pnl || !trades)))
+        return TF_E_NULL_ARG;
+    uint8_t hdr[32];
+    tf_put64(hdr + 16, handle);
+    tf_put32(hdr + 24, n_combos);
+    tf_put32(hdr + 28, 0);
+    struct iovec arr = {(void *)params, 48 * (size_t)n_combos};
+    return sweep_common(c, TF_OP_SWEEP_DS, hdr, sizeof hdr, &arr, n_combos ? 1 : 0, n_combos, pnl,
+                        trades);
+}
+
+int tf_client_sweep_inline(tf_client *c, const double *close, uint32_t n_bars,
+                           const int64_t *params, uint32_t n_combos, double *pnl, int64_t *trades)
+{
+    if (!c || (n_bars && !close) || (n_combos && (!params || !pnl || !trades)))
+        return TF_E_NULL_ARG;
+    uint8_t hdr[24];
+    tf_put32(hdr + 16, n_bars);
+    tf_put32(hdr + 20, n_combos);
+    struct iovec arr[2];
+    int narr = 0;
+    if (n_bars)
+        arr[narr++] = (struct iovec){(void *)close, 8 * (size_t)n_bars};
+    if (n_combos)
+        arr[narr++] = (struct iovec){(void *)params, 48 * (size_t)n_combos};
+    return sweep_common(c, TF_OP_SWEEP, hdr, sizeof hdr, arr, narr, n_combos, pnl, trades);
+}
+
+int tf_client_run_one(tf_client *c, uint64_t handle, const int64_t params[6], double *pnl,
+                      int64_t *trades)
+{
+    if (!c || !params)
+        return TF_E_NULL_ARG;
+    uint8_t hdr[72], rep[16];
+    tf_put64(hdr + 16, handle);
+    memcpy(hdr + 24, params, 48);
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, TF_OP_RUN_ONE, hdr, sizeof hdr, NULL, 0, -1, &sp);
+    if (!rc) {
+        if (pnl)
+            memcpy(pnl, rep, 8);
+        if (trades)
+            *trades = (int64_t)tf_le64(rep + 8);
+    }
+    return rc;
+}
+
+int tf_client_drop(tf_client *c, uint64_t handle)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    uint8_t hdr[24];
+    tf_put64(hdr + 16, handle);
+    reply_spec sp = {NULL, 0, {{0}}, 0};
+    return call(c, TF_OP_DROP, hdr, sizeof hdr, NULL, 0, -1, &sp);
+}
+
+int tf_client_stats(tf_client *c, uint64_t *stats)
+{
+    if (!c || !stats)
+        return TF_E_NULL_ARG;
+    uint8_t hdr[16], rep[TF_WIRE_STATS_REPLY];
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, TF_OP_STATS, hdr, sizeof hdr, NULL, 0, -1, &sp);
+    if (!rc)
+        for (int i = 0; i < TF_STAT_COUNT; i++)
+            stats[i] = tf_le64(rep + 8 * i);
+    return rc;
+}
+
+int tf_client_session_open(tf_client *c, const int64_t params[6], uint64_t *session)
+{
+    if (!c || !params || !session)
+        return TF_E_NULL_ARG;
+    uint8_t hdr[64], rep[8];
+    memcpy(hdr + 16, params, 48);
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, TF_OP_SESSION_OPEN, hdr, sizeof hdr, NULL, 0, -1, &sp);
+    if (!rc)
+        *session = tf_le64(rep);
+    return rc;
+}
+
+static void get_state(const uint8_t *p, int with_bars, tf_session_state *st)
+{
+    if (!st)
+        return;
+    st->position = (int32_t)tf_le32(p);
+    st->trades = (int64_t)tf_le64(p + 8);
+    memcpy(&st->pnl, p + 16, 8);
+    st->bars = with_bars ? (int64_t)tf_le64(p + 24) : -1;
+}
+
+int tf_client_session_bar(tf_client *c, uint64_t session, double close, tf_session_state *st)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    uint8_t hdr[32], rep[TF_WIRE_SESSION_BAR_REPLY];
+    tf_put64(hdr + 16, session);
+    memcpy(hdr + 24, &close, 8);
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, TF_OP_SESSION_BAR, hdr, sizeof hdr, NULL, 0, -1, &sp);
+    if (!rc)
+        get_state(rep, 0, st);
+    return rc;
+}
+
+static int session_state_call(tf_client *c, uint8_t op, uint64_t session, tf_session_state *st)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    uint8_t hdr[24], rep[TF_WIRE_SESSION_STATE_REPLY];
+    tf_put64(hdr + 16, session);
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, op, hdr, sizeof hdr, NULL, 0, -1, &sp);
+    if (!rc)
+        get_state(rep, 1, st);
+    return rc;
+}
+
+int tf_client_session_query(tf_client *c, uint64_t session, tf_session_state *st)
+{
+    return session_state_call(c, TF_OP_SESSION_QUERY, session, st);
+}
+
+int tf_client_session_close(tf_client *c, uint64_t session, tf_session_state *st)
+{
+    return session_state_call(c, TF_OP_SESSION_CLOSE, session, st);
+}
+
+/* ---------------------------------------------------------------- v1 */
+
+/* v1 has no error frames of its own: a failure comes back as a v2 error frame (request_id 0).
+ * A reply is taken for one only if it is exactly one, whatever its length. */
+static int looks_like_error(const uint8_t *b, uint64_t len)
+{
+    return len >= 20 && len <= 20 + TF_WIRE_MAX_ERROR_MSG && b[0] == TF_OP_ERROR &&
+           b[1] == TF_WIRE_VERSION && b[2] == 0 && b[3] == 0 && tf_le64(b + 4) == 0 &&
+           (int32_t)tf_le32(b + 12) < 0 && tf_le32(b + 16) == len - 20;
+}
+
+/* Copies k bytes into an iovec sequence, advancing it. */
+static void scatter(struct iovec **iov, int *n, const uint8_t *src, size_t k)
+{
+    while (k && *n > 0) {
+        size_t m = (*iov)[0].iov_len < k ? (*iov)[0].iov_len : k;
+        memcpy((*iov)[0].iov_base, src, m);
+        (*iov)[0].iov_base = (uint8_t *)(*iov)[0].iov_base + m;
+        (*iov)[0].iov_len -= m;
+        src += m;
+        k -= m;
+        if ((*iov)[0].iov_len == 0) {
+            (*iov)++;
+            (*n)--;
+        }
+    }
+}
+
+static int v1_shm_call(tf_client *c, const uint8_t *hdr, const double *close, uint32_t n_bars,
+                       const int64_t *params, uint32_t n_combos, struct iovec *out, int nout,
+                       size_t want)
+{
+    int64_t deadline = deadline_of(c);
+    uint64_t body = tf_le32(hdr), span = TF_SHM_FRAME_SPAN(body);
+    if (span > c->ring_bytes - 8)
+        return TF_E_SHM_TOO_BIG;
+    uint8_t *dst;
+    int rc = tf_ring_wait_room(&c->req, span, c->spin, shm_alive, c, deadline, &dst);
+    if (rc)
+        return fail(c, rc);
+    memcpy(dst, hdr, 13);
+    if (n_bars)
+        memcpy(dst + 13, close, 8 * (size_t)n_bars);
+    if (n_combos)
+        memcpy(dst + 13 + 8 * (size_t)n_bars, params, 48 * (size_t)n_combos);
+    tf_ring_publish(&c->req, span);
+    const uint8_t *f;
+    uint32_t rlen;
+    for (;;) {
+        rc = tf_ring_peek(&c->resp, UINT32_MAX, &f, &rlen);
+        if (rc == 1)
+            break;
+        if (rc < 0)
+            return fail(c, rc);
+        rc = tf_ring_wait_data(&c->resp, c->spin, shm_alive, c, deadline);
+        if (rc)
+            return fail(c, rc);
+    }
+    uint8_t e[20 + TF_WIRE_MAX_ERROR_MSG];
+    if (rlen <= sizeof e) {
+        memcpy(e, f + 4, rlen);
+        if (looks_like_error(e, rlen)) {
+            set_msg(c, e + 20, rlen - 20);
+            tf_ring_consume(&c->resp, rlen);
+            return (int32_t)tf_le32(e + 12);
+        }
+    }
+    if (rlen != want)
+        return fail(c, TF_E_PROTOCOL);
+    scatter(&out, &nout, f + 4, rlen);
+    tf_ring_consume(&c->resp, rlen);
+    return 0;
+}
+
+static int v1_call(tf_client *c, uint8_t op, const double *close, uint32_t n_bars,
+                   const int64_t *params, uint32_t n_combos, struct iovec *out, int nout,
+                   size_t want)
+{
+    if (c->broken)
+        return -ENOTCONN;
+    c->msg[0] = 0;
+    uint64_t body = 9 + 8 * (uint64_t)n_bars + 48 * (uint64_t)n_combos;
+    if (body > UINT32_MAX)
+        return TF_E_FRAME_TOO_LARGE;
+    uint8_t hdr[13];
+    tf_put32(hdr, (uint32_t)body);
+    hdr[4] = op;
+    tf_put32(hdr + 5, n_bars);
+    tf_put32(hdr + 9, n_combos);
+    if (c->kind == K_SHM)
+        return v1_shm_call(c, hdr, close, n_bars, params, n_combos, out, nout, want);
+    struct iovec iov[3] = {{hdr, sizeof hdr},
+                           {(void *)close, 8 * (size_t)n_bars},
+                           {(void *)params, 48 * (size_t)n_combos}};
+    int64_t deadline = deadline_of(c);
+    int rc = send_all(c, iov, 3, -1, deadline);
+    if (rc)
+        return fail(c, rc);
+    uint8_t pre[4];
+    size_t got = 0;
+    rc = recv_buf(c, pre, 4, deadline, &got);
+    if (rc)
+        return fail(c, rc == TF_E_TRUNCATED && got == 0 ? -ECONNRESET : rc);
+    uint32_t len = tf_le32(pre);
+    if (len >= 20 && len <= 20 + TF_WIRE_MAX_ERROR_MSG) {
+        uint8_t e[20 + TF_WIRE_MAX_ERROR_MSG];
+        rc = recv_buf(c, e, 20, deadline, NULL);
+        if (rc)
+            return fail(c, rc);
+        if (looks_like_error(e, len)) {
+            rc = recv_buf(c, e + 20, len - 20, deadline, NULL);
+            if (rc)
+                return fail(c, rc);
+            set_msg(c, e + 20, len - 20);
+            return (int32_t)tf_le32(e + 12);
+        }
+        if (len != want)
+            return fail(c, TF_E_PROTOCOL);
+        scatter(&out, &nout, e, 20);
+    } else if (len != want) {
+        return fail(c, TF_E_PROTOCOL);
+    }
+    rc = recv_all(c, out, nout, deadline, NULL);
+    return rc ? fail(c, rc) : 0;
+}
+
+int tf_client_v1_sweep(tf_client *c, const double *close, uint32_t n_bars, const int64_t *params,
+                       uint32_t n_combos, double *pnl, int64_t *trades)
+{
+    if (!c || (n_bars && !close) || (n_combos && (!params || !pnl || !trades)))
+        return TF_E_NULL_ARG;
+    struct iovec out[2] = {{pnl, 8 * (size_t)n_combos}, {trades, 8 * (size_t)n_combos}};
+    return v1_call(c, TF_OP_V1_SWEEP, close, n_bars, params, n_combos, out, 2,
+                   16 * (size_t)n_combos);
+}
+
+int tf_client_v1_echo(tf_client *c, const double *close, uint32_t n_bars, double *out)
+{
+    if (!c || (n_bars && (!close || !out)))
+        return TF_E_NULL_ARG;
+    struct iovec o = {out, 8 * (size_t)n_bars};
+    return v1_call(c, TF_OP_V1_ECHO, close, n_bars, NULL, 0, &o, 1, 8 * (size_t)n_bars);
+}

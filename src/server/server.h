@@ -1,0 +1,213 @@
+/* Internal to the engine service (`tollfree serve`): configuration, shared state, the
+ * transport-independent request executor, datasets, sessions, and the transports.
+ *
+ * Threads: one event-loop thread owns every socket connection; a worker pool runs heavy requests
+ * of parked connections; one thread per shared-memory connection; one stdio thread. Shared state
+ * (datasets, memory budget, stats) is locked or atomic; sessions belong to one connection and are
+ * only touched by the thread that serves it.
+ */
+#ifndef TF_SERVER_H
+#define TF_SERVER_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "tollfree/kernel.h"
+#include "tollfree/wire.h"
+#include "wire/wire_internal.h"
+
+#define TF_SERVER_MAX_LISTEN 8
+#define TF_SERVER_MAX_SESSIONS 1024 /* per connection */
+#define TF_SERVER_MAX_CONNS 4096
+#define TF_SERVER_MAX_SHM 64
+#define TF_SERVER_MAX_FDS 4 /* received fds kept per connection */
+#define TF_SERVER_MAX_DATASETS_LIMIT 65536
+/* Work (n_bars x n_combos) above which a sweep goes to the worker pool; LOAD bytes likewise. */
+#define TF_SERVER_INLINE_WORK 65536
+#define TF_SERVER_INLINE_LOAD (64 << 10)
+
+typedef struct tf_server_config {
+    const char *unix_paths[TF_SERVER_MAX_LISTEN];
+    int n_unix;
+    const char *tcp_addrs[TF_SERVER_MAX_LISTEN];
+    int n_tcp;
+    const char *shm_paths[TF_SERVER_MAX_LISTEN];
+    int n_shm;
+    int stdio;
+    int threads; /* kernel threads per worker sweep; 0 = all cores */
+    uint64_t max_frame;
+    uint64_t max_memory;
+    uint32_t max_datasets;
+    int spin;
+    int quiet;
+    int stall_timeout_s; /* 0 = never */
+} tf_server_config;
+
+/* Fills the defaults of docs/protocol.md. */
+void tf_server_config_init(tf_server_config *cfg);
+/* Runs the server until SIGINT/SIGTERM (or EOF on stdio when it is the only transport).
+ * Returns 0 after a clean shutdown, or a negative code if it could not start (printed). */
+int tf_server_run(const tf_server_config *cfg);
+
+/* ---- shared server state ---- */
+
+typedef struct srv_dataset {
+    uint64_t handle;
+    uint64_t n_bars;
+    const double *close;
+    size_t bytes;   /* 8 x n_bars: what counts against --max-memory */
+    size_t map_len; /* mmap'ed (LOAD_FD) when > 0, else heap */
+    int refs;       /* the table's reference + users; guarded by the store's lock */
+} srv_dataset;
+
+typedef struct srv_datasets {
+    pthread_mutex_t lock;
+    srv_dataset **slots; /* open addressing by handle, linear probing, cap a power of two */
+    uint32_t cap;
+    uint32_t count;
+    uint64_t bytes;
+} srv_datasets;
+
+typedef struct srv {
+    tf_server_config cfg;
+    int kernel_threads; /* resolved --threads */
+    int64_t start_ns;
+    srv_datasets ds;
+    uint64_t mem_used; /* datasets + sessions (atomic) */
+    /* stats (atomic) */
+    uint64_t st[TF_STAT_COUNT];
+    int stop;              /* atomic: shutting down */
+    int stop_efd;          /* eventfd, readable once stopping (stdio poll) */
+    int shm_threads;       /* live shm threads (atomic) */
+    uint64_t next_conn_id; /* atomic */
+} srv;
+
+void srv_stat_add(srv *s, int which, uint64_t n);
+/* One line on stderr ("tollfree serve: ..."), written with a single write(2). `always` lines are
+ * printed even with --quiet. */
+void srv_log(srv *s, int always, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The shared memory budget (--max-memory) for datasets and sessions. 0 or TF_E_LIMIT. */
+int srv_mem_reserve(srv *s, uint64_t bytes);
+void srv_mem_release(srv *s, uint64_t bytes);
+
+/* ---- datasets (datasets.c) ---- */
+int srv_ds_init(srv *s);
+void srv_ds_fini(srv *s);
+/* Registers a dataset of n_bars closes. `close` is either a heap block the store may adopt
+ * (*adopted set to 1 when it did: the caller must forget it), or, with map_len > 0, a read-only
+ * mapping of map_len bytes (adopted likewise; else the caller unmaps it). Returns 0 with *handle
+ * and *created, TF_E_DATASET_LIMIT, or TF_E_NOMEM. heap_copy: the store must copy the bytes
+ * (they live in a shared ring). */
+int srv_ds_add(srv *s, const double *close, uint64_t n_bars, size_t map_len, int heap_copy,
+               uint64_t *handle, int *created, int *adopted);
+/* A reference to a dataset (NULL if unknown); release it with srv_ds_put. */
+srv_dataset *srv_ds_get(srv *s, uint64_t handle);
+void srv_ds_put(srv *s, srv_dataset *d);
+/* 0 or TF_E_UNKNOWN_DATASET. */
+int srv_ds_drop(srv *s, uint64_t handle);
+
+/* ---- per-connection execution context ---- */
+
+typedef struct srv_session {
+    uint64_t id;
+    tf_strategy *st;
+    size_t bytes;
+    int pos; /* position after the last bar (the strategy API returns it only from step) */
+} srv_session;
+
+/* A reusable, 64-byte-aligned buffer. */
+typedef struct srv_buf {
+    uint8_t *p;
+    size_t cap;
+} srv_buf;
+
+/* Buffers above this are freed after their request instead of being kept for the next one. */
+#define TF_SERVER_KEEP_BYTES ((size_t)16 << 20)
+int srv_buf_reserve(srv_buf *b, size_t n);
+void srv_buf_trim(srv_buf *b);
+void srv_buf_free(srv_buf *b);
+
+/* A reply: a small header block (prefix, v2 header, fixed payload or an error frame) and up to
+ * two arrays sent after it without copying. */
+#define TF_SERVER_REPLY_HEAD 512
+typedef struct srv_reply {
+    uint8_t head[TF_SERVER_REPLY_HEAD];
+    uint32_t head_len;
+    struct iovec seg[2];
+    int nseg;
+    int error;       /* the code of an error frame, 0 for a success */
+    int close_after; /* the connection closes once this reply is out */
+} srv_reply;
+
+static inline uint64_t srv_reply_len(const srv_reply *r)
+{
+    uint64_t n = r->head_len;
+    for (int i = 0; i < r->nseg; i++)
+        n += r->seg[i].iov_len;
+    return n;
+}
+
+typedef struct srv_ctx {
+    srv *s;
+    const char *transport; /* "unix", "tcp", "stdio", "shm" */
+    uint64_t conn_id;
+    uint32_t caps;
+    int sweep_threads;     /* kernel threads for a sweep run by this context right now */
+    srv_session *sessions; /* TF_SERVER_MAX_SESSIONS slots, allocated on first use */
+    uint32_t n_sessions;
+    uint64_t session_gen;
+    int fds[TF_SERVER_MAX_FDS]; /* received fds, oldest first */
+    int n_fds;
+    srv_buf payload; /* the variable part of the current request */
+    srv_buf result;  /* sweep results */
+    srv_buf scratch; /* shm: private copies of params / misaligned arrays */
+    int64_t opened_ns;
+    uint64_t requests, errors;
+} srv_ctx;
+
+void srv_ctx_init(srv_ctx *c, srv *s, const char *transport, uint32_t caps);
+/* Closes sessions (returning their memory) and fds, frees buffers. */
+void srv_ctx_fini(srv_ctx *c);
+/* Keeps a received fd (closes it when TF_SERVER_MAX_FDS are already held). */
+void srv_ctx_push_fd(srv_ctx *c, int fd);
+
+/* The variable part of a request as the executor sees it. Arrays are 8-byte aligned and private
+ * to the server (params are never read from memory the peer can still write). */
+typedef struct srv_req_data {
+    const double *close;   /* n_bars (v1, SWEEP, LOAD) */
+    const int64_t *params; /* n_combos x 6 */
+    const uint8_t *bytes;  /* ECHO payload (v2) */
+    srv_buf *owner;        /* the buffer holding `close` when the store may adopt it (LOAD) */
+    int in_ring;           /* close lives in a shared ring: LOAD must copy */
+} srv_req_data;
+
+/* 1 if this request should run on a worker (long sweep, big LOAD, LOAD_FD). */
+int srv_is_heavy(const tf_wire_request *rq);
+/* Executes one decoded request and fills the reply. Never fails: errors become error frames. */
+void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_reply *rep);
+/* An error frame (request_id from rq, 0 for v1), logged. */
+void srv_reply_error(srv_ctx *c, srv_reply *rep, const tf_wire_request *rq, int code,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Counts a finished request in the stats. */
+void srv_count_reply(srv_ctx *c, const srv_reply *rep);
+/* The one log line of a connection, at its end. */
+void srv_log_close(srv_ctx *c, const char *why);
+
+/* ---- shared memory (shm_server.c) ---- */
+typedef struct srv_shm srv_shm;
+/* Validates a handshake and starts the connection's thread. Returns 0 (and *out, a reference for
+ * the control socket owner) or a negative status for the client. peer_pid from SO_PEERCRED. */
+int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pid_t peer_pid,
+                  int sock_fd, uint64_t conn_id, srv_shm **out);
+/* The control socket is closing: tell the thread, drop the socket owner's reference. Called
+ * before the socket fd is closed. */
+void srv_shm_detach(srv_shm *m);
+/* Waits (bounded) until every shm thread has exited (after s->stop is set). */
+void srv_shm_join_all(srv *s);
+
+#endif

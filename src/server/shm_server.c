@@ -1,0 +1,291 @@
+/* The shared-memory transport, server side: handshake checks and one thread per connection that
+ * consumes the request ring and produces the response ring (docs/protocol.md, "Shared memory").
+ *
+ * The client owns the memfd and can write any byte of it at any time: every position and length
+ * it writes is validated by the ring code, the fixed part and the params of a request are copied
+ * out before they are checked, and the memfd must be sealed against shrinking so that no access
+ * can fault. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/server.h"
+
+struct srv_shm {
+    srv *s;
+    uint8_t *map;
+    size_t map_len;
+    uint64_t ring_bytes;
+    pid_t pid;
+    pthread_mutex_t lock; /* guards sock_open */
+    int sock_fd;
+    int sock_open;
+    int peer_gone; /* atomic: the control socket closed */
+    int refs;      /* atomic: the thread + the control socket's connection */
+    srv_ctx ctx;
+    tf_ring_cons req;
+    tf_ring_prod resp;
+};
+
+static void shm_unref(srv_shm *m)
+{
+    if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    munmap(m->map, m->map_len);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+static uint32_t *word(srv_shm *m, size_t off)
+{
+    return (uint32_t *)(m->map + off);
+}
+
+static int alive(void *arg)
+{
+    srv_shm *m = arg;
+    if (__atomic_load_n(&m->s->stop, __ATOMIC_ACQUIRE))
+        return TF_E_SHUTTING_DOWN;
+    if (__atomic_load_n(&m->peer_gone, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(word(m, TF_SHM_OFF_CLIENT_CLOSED), __ATOMIC_ACQUIRE))
+        return TF_E_SHM_PEER_GONE;
+    if (m->pid > 0 && kill(m->pid, 0) != 0 && errno == ESRCH)
+        return TF_E_SHM_PEER_GONE;
+    return 0;
+}
+
+static int is_array_op(uint8_t op)
+{
+    return op == TF_OP_V1_SWEEP || op == TF_OP_V1_ECHO || op == TF_OP_SWEEP || op == TF_OP_LOAD;
+}
+
+/* Serves one request frame that lies in the request ring. Returns 0, or a negative code when the
+ * connection must be dropped. */
+static int serve_frame(srv_shm *m, const uint8_t *frame, uint32_t body_len)
+{
+    srv *s = m->s;
+    srv_ctx *c = &m->ctx;
+    srv_reply rep;
+    tf_wire_request rq;
+    uint8_t fixed[TF_WIRE_MAX_FIXED];
+    size_t n = body_len < TF_WIRE_MAX_FIXED ? body_len : TF_WIRE_MAX_FIXED;
+    /* A private copy: the peer may rewrite the ring while we decode. */
+    memcpy(fixed, frame + 4, n);
+    srv_stat_add(s, TF_STAT_BYTES_IN, 4 + (uint64_t)body_len);
+    int rc = tf_wire_decode_request(fixed, n, body_len, &rq);
+    rep.close_after = 0;
+    if (rc > 0)
+        rc = TF_E_PROTOCOL; /* cannot happen: n covers every fixed part */
+    if (rc < 0) {
+        srv_reply_error(c, &rep, &rq, rc, "malformed request: %s", tf_strerror(rc));
+    } else {
+        const uint8_t *var = frame + 4 + rq.fixed_len;
+        srv_req_data d = {.in_ring = 1};
+        uint64_t params_bytes = TF_WIRE_PARAMS_BYTES * rq.n_combos;
+        uint64_t close_bytes = is_array_op(rq.opcode) ? 8 * rq.n_bars : 0;
+        const uint8_t *close = var + rq.close_off;
+        int copy_close = close_bytes && (((uintptr_t)close & 7) != 0 || rq.opcode == TF_OP_LOAD);
+        if (srv_buf_reserve(&c->scratch, params_bytes + (copy_close ? close_bytes : 0))) {
+            srv_reply_error(c, &rep, &rq, TF_E_NOMEM, "no memory for the request");
+            goto send;
+        }
+        if (params_bytes) {
+            memcpy(c->scratch.p, var + rq.params_off, params_bytes);
+            d.params = (const int64_t *)c->scratch.p;
+        }
+        if (copy_close) {
+            memcpy(c->scratch.p + params_bytes, close, close_bytes);
+            close = c->scratch.p + params_bytes;
+        }
+        d.close = (const double *)close;
+        d.bytes = var;
+        if (rq.opcode == TF_OP_LOAD && !params_bytes) {
+            /* A private copy the store may adopt (hashing bytes the peer can still change would
+             * break content addressing). */
+            d.owner = &c->scratch;
+            d.in_ring = 0;
+        }
+        c->sweep_threads = s->cfg.threads;
+        srv_exec(c, &rq, &d, &rep);
+    }
+send:;
+    uint64_t len = srv_reply_len(&rep);
+    if (TF_SHM_FRAME_SPAN(len - 4) > m->ring_bytes - 8)
+        srv_reply_error(c, &rep, &rq, TF_E_SHM_TOO_BIG,
+                        "reply of %llu bytes does not fit the %llu-byte ring",
+                        (unsigned long long)len, (unsigned long long)m->ring_bytes);
+    len = srv_reply_len(&rep);
+    uint64_t span = TF_SHM_FRAME_SPAN(len - 4);
+    uint8_t *dst;
+    rc = tf_ring_wait_room(&m->resp, span, s->cfg.spin, alive, m, 0, &dst);
+    if (rc)
+        return rc;
+    memcpy(dst, rep.head, rep.head_len);
+    uint64_t off = rep.head_len;
+    for (int i = 0; i < rep.nseg; i++) {
+        memcpy(dst + off, rep.seg[i].iov_base, rep.seg[i].iov_len);
+        off += rep.seg[i].iov_len;
+    }
+    tf_ring_consume(&m->req, body_len);
+    tf_ring_publish(&m->resp, span);
+    srv_stat_add(s, TF_STAT_BYTES_OUT, len);
+    srv_count_reply(c, &rep);
+    srv_buf_trim(&c->scratch);
+    srv_buf_trim(&c->result);
+    srv_buf_trim(&c->payload);
+    return rep.close_after ? TF_E_FRAME_TOO_LARGE : 0;
+}
+
+static void *shm_main(void *arg)
+{
+    srv_shm *m = arg;
+    srv *s = m->s;
+    const char *why = "peer closed";
+    int rc = 0;
+    for (;;) {
+        const uint8_t *frame;
+        uint32_t body_len;
+        rc = tf_ring_peek(&m->req, s->cfg.max_frame, &frame, &body_len);
+        if (rc == 1) {
+            rc = serve_frame(m, frame, body_len);
+            if (rc)
+                break;
+            continue;
+        }
+        if (rc < 0)
+            break;
+        rc = tf_ring_wait_data(&m->req, s->cfg.spin, alive, m, 0);
+        if (rc)
+            break;
+    }
+    if (rc == TF_E_SHM_CORRUPT)
+        why = "peer wrote an invalid ring position or length (dropped)";
+    else if (rc == TF_E_SHUTTING_DOWN)
+        why = "server shutting down";
+    else if (rc != TF_E_SHM_PEER_GONE)
+        why = tf_strerror(rc);
+    /* Tell the client, wake it if it sleeps, and close the control socket. */
+    __atomic_store_n(word(m, TF_SHM_OFF_SERVER_CLOSED), 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(word(m, TF_SHM_OFF_RESP_SEQ), 1, __ATOMIC_SEQ_CST);
+    tf_futex_wake(word(m, TF_SHM_OFF_RESP_SEQ));
+    pthread_mutex_lock(&m->lock);
+    if (m->sock_open)
+        shutdown(m->sock_fd, SHUT_RDWR);
+    pthread_mutex_unlock(&m->lock);
+    if (rc == TF_E_SHM_CORRUPT)
+        srv_log(s, 0, "conn %llu (shm): error %d: %s", (unsigned long long)m->ctx.conn_id, rc, why);
+    char line[160];
+    snprintf(line, sizeof line, "ring closed: %s; %llu-byte rings, client pid %d", why,
+             (unsigned long long)m->ring_bytes, (int)m->pid);
+    srv_log_close(&m->ctx, line);
+    srv_ctx_fini(&m->ctx);
+    shm_unref(m);
+    __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
+    return NULL;
+}
+
+int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pid_t peer_pid,
+                  int sock_fd, uint64_t conn_id, srv_shm **out)
+{
+    *out = NULL;
+    uint32_t magic = tf_le32(hello), version = tf_le32(hello + 4);
+    uint64_t ring = tf_le64(hello + 8), total = tf_le64(hello + 16);
+    if (magic != TF_SHM_MAGIC || version != TF_SHM_VERSION)
+        return TF_E_SHM_HANDSHAKE;
+    if (ring < TF_SHM_MIN_RING || ring > TF_SHM_MAX_RING || (ring & (ring - 1)) ||
+        total != TF_SHM_TOTAL_BYTES(ring))
+        return TF_E_SHM_HANDSHAKE;
+    if (memfd < 0)
+        return TF_E_BAD_FD;
+    int seals = fcntl(memfd, F_GET_SEALS);
+    if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+        return TF_E_BAD_FD;
+    struct stat st;
+    if (fstat(memfd, &st) != 0 || (uint64_t)st.st_size != total)
+        return TF_E_SHM_HANDSHAKE;
+    if (__atomic_add_fetch(&s->shm_threads, 1, __ATOMIC_ACQ_REL) > TF_SERVER_MAX_SHM) {
+        __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
+        return TF_E_SHM_LIMIT;
+    }
+    int rc = 0;
+    srv_shm *m = NULL;
+    void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (map == MAP_FAILED) {
+        rc = TF_E_NOMEM;
+        map = NULL;
+    }
+    if (!rc) {
+        const uint8_t *pg = map;
+        if (tf_le32(pg + TF_SHM_OFF_MAGIC) != TF_SHM_MAGIC ||
+            tf_le32(pg + TF_SHM_OFF_VERSION) != TF_SHM_VERSION ||
+            tf_le64(pg + TF_SHM_OFF_RING_BYTES) != ring)
+            rc = TF_E_SHM_HANDSHAKE;
+    }
+    if (!rc && !(m = calloc(1, sizeof *m)))
+        rc = TF_E_NOMEM;
+    if (rc) {
+        if (map)
+            munmap(map, total);
+        __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
+        return rc;
+    }
+    m->s = s;
+    m->map = map;
+    m->map_len = total;
+    m->ring_bytes = ring;
+    m->pid = peer_pid;
+    m->sock_fd = sock_fd;
+    m->sock_open = 1;
+    m->refs = 2;
+    pthread_mutex_init(&m->lock, NULL);
+    srv_ctx_init(&m->ctx, s, "shm ring", TF_CAP_LOAD_FD);
+    m->ctx.conn_id = conn_id;
+    tf_ring_setup(map, ring, 1, &m->resp, &m->req);
+    __atomic_store_n(word(m, TF_SHM_OFF_SERVER_PID), (uint32_t)getpid(), __ATOMIC_RELEASE);
+
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &attr, shm_main, m) != 0) {
+        pthread_attr_destroy(&attr);
+        srv_ctx_fini(&m->ctx);
+        m->refs = 1;
+        shm_unref(m);
+        __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
+        return TF_E_NOMEM;
+    }
+    pthread_attr_destroy(&attr);
+    *out = m;
+    return 0;
+}
+
+void srv_shm_detach(srv_shm *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->sock_open = 0;
+    pthread_mutex_unlock(&m->lock);
+    __atomic_store_n(&m->peer_gone, 1, __ATOMIC_RELEASE);
+    /* Wake the thread if it sleeps on the request ring (the mapping lives while we hold a ref).
+     * req_seq is the client's word: only wake, never write it. A wake that races with the
+     * thread going to sleep is caught by its next liveness check. */
+    tf_futex_wake(word(m, TF_SHM_OFF_REQ_SEQ));
+    shm_unref(m);
+}
+
+void srv_shm_join_all(srv *s)
+{
+    /* Threads notice s->stop within TF_SHM_WAIT_NS; allow a sweep in progress to finish. */
+    while (__atomic_load_n(&s->shm_threads, __ATOMIC_ACQUIRE) > 0) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+}

@@ -1,0 +1,237 @@
+/* The request decoder and frame encoders of docs/protocol.md. Pure: no I/O, no allocation, and
+ * every read is bounded by `avail` (the fuzz target places inputs against the end of a heap
+ * block, so an over-read is caught). */
+#include "tollfree/wire.h"
+
+#include <string.h>
+
+/* Bytes of the body before the variable part, per v2 opcode; 0 = unknown opcode. */
+static uint32_t v2_fixed_len(uint8_t op)
+{
+    switch (op) {
+    case TF_OP_HELLO:
+        return TF_WIRE_V2_HEADER + 8;
+    case TF_OP_LOAD:
+        return TF_WIRE_V2_HEADER + 8;
+    case TF_OP_SWEEP_DS:
+        return TF_WIRE_V2_HEADER + 16;
+    case TF_OP_RUN_ONE:
+        return TF_WIRE_V2_HEADER + 8 + TF_WIRE_PARAMS_BYTES;
+    case TF_OP_SWEEP:
+        return TF_WIRE_V2_HEADER + 8;
+    case TF_OP_ECHO:
+        return TF_WIRE_V2_HEADER;
+    case TF_OP_DROP:
+        return TF_WIRE_V2_HEADER + 8;
+    case TF_OP_STATS:
+        return TF_WIRE_V2_HEADER;
+    case TF_OP_LOAD_FD:
+        return TF_WIRE_V2_HEADER + 16;
+    case TF_OP_SESSION_OPEN:
+        return TF_WIRE_V2_HEADER + TF_WIRE_PARAMS_BYTES;
+    case TF_OP_SESSION_BAR:
+        return TF_WIRE_V2_HEADER + 16;
+    case TF_OP_SESSION_QUERY:
+    case TF_OP_SESSION_CLOSE:
+        return TF_WIRE_V2_HEADER + 8;
+    default:
+        return 0;
+    }
+}
+
+static void get_params(int64_t dst[6], const uint8_t *p)
+{
+    for (int k = 0; k < 6; k++)
+        dst[k] = (int64_t)tf_le64(p + 8 * k);
+}
+
+static int decode_v1(const uint8_t *b, size_t avail, uint64_t body_len, tf_wire_request *out)
+{
+    out->version = 1;
+    if (body_len < TF_WIRE_V1_FIXED)
+        return TF_E_FRAME_TOO_SHORT;
+    if (avail < TF_WIRE_V1_FIXED)
+        return TF_WIRE_V1_FIXED;
+    uint64_t n_bars = tf_le32(b + 1), n_combos = tf_le32(b + 5);
+    /* Both are u32, so the sum cannot overflow u64. */
+    if (body_len != TF_WIRE_V1_FIXED + 8 * n_bars + TF_WIRE_PARAMS_BYTES * n_combos)
+        return TF_E_LENGTH_MISMATCH;
+    out->n_bars = n_bars;
+    out->n_combos = n_combos;
+    out->fixed_len = TF_WIRE_V1_FIXED;
+    out->var_len = body_len - TF_WIRE_V1_FIXED;
+    out->close_off = 0;
+    out->params_off = 8 * n_bars;
+    return 0;
+}
+
+int tf_wire_decode_request(const void *body, size_t avail, uint64_t body_len, tf_wire_request *out)
+{
+    if (!out || (!body && avail))
+        return TF_E_NULL_ARG;
+    memset(out, 0, sizeof *out);
+    out->body_len = body_len;
+    if (avail > body_len)
+        avail = (size_t)body_len;
+    const uint8_t *b = body;
+    if (body_len == 0)
+        return TF_E_FRAME_TOO_SHORT;
+    if (avail < 1)
+        return 1;
+    uint8_t op = b[0];
+    out->opcode = op;
+    if (op == TF_OP_V1_SWEEP || op == TF_OP_V1_ECHO)
+        return decode_v1(b, avail, body_len, out);
+    if (op < 0x10)
+        return TF_E_UNKNOWN_OPCODE;
+
+    uint32_t fixed = v2_fixed_len(op);
+    if (body_len < TF_WIRE_V2_HEADER)
+        return fixed ? TF_E_FRAME_TOO_SHORT : TF_E_UNKNOWN_OPCODE;
+    if (avail < TF_WIRE_V2_HEADER)
+        return TF_WIRE_V2_HEADER;
+    out->version = b[1];
+    out->request_id = tf_le64(b + 4);
+    if (b[1] != TF_WIRE_VERSION || b[2] != 0 || b[3] != 0)
+        return TF_E_BAD_HEADER;
+    if (op == TF_OP_ERROR)
+        return TF_E_PROTOCOL;
+    if (!fixed)
+        return TF_E_UNKNOWN_OPCODE;
+    if (body_len < fixed)
+        return TF_E_FRAME_TOO_SHORT;
+    if (avail < fixed)
+        return (int)fixed;
+
+    const uint8_t *p = b + TF_WIRE_V2_HEADER;
+    uint64_t rest = body_len - fixed; /* bytes after the fixed part */
+    out->fixed_len = fixed;
+    out->var_len = rest;
+    switch (op) {
+    case TF_OP_HELLO:
+        out->max_version = tf_le32(p);
+        break;
+    case TF_OP_LOAD:
+        out->n_bars = tf_le64(p);
+        /* n_bars is a u64 from the wire: compare by division, never multiply it. */
+        if (rest % 8 != 0 || out->n_bars != rest / 8)
+            return TF_E_LENGTH_MISMATCH;
+        break;
+    case TF_OP_SWEEP_DS:
+        out->id = tf_le64(p);
+        out->n_combos = tf_le32(p + 8);
+        if (rest != TF_WIRE_PARAMS_BYTES * out->n_combos)
+            return TF_E_LENGTH_MISMATCH;
+        break;
+    case TF_OP_SWEEP:
+        out->n_bars = tf_le32(p);
+        out->n_combos = tf_le32(p + 4);
+        if (rest != 8 * out->n_bars + TF_WIRE_PARAMS_BYTES * out->n_combos)
+            return TF_E_LENGTH_MISMATCH;
+        out->params_off = 8 * out->n_bars;
+        break;
+    case TF_OP_RUN_ONE:
+        out->id = tf_le64(p);
+        get_params(out->params, p + 8);
+        break;
+    case TF_OP_SESSION_OPEN:
+        get_params(out->params, p);
+        break;
+    case TF_OP_SESSION_BAR:
+        out->id = tf_le64(p);
+        memcpy(&out->close, p + 8, 8);
+        break;
+    case TF_OP_DROP:
+    case TF_OP_SESSION_QUERY:
+    case TF_OP_SESSION_CLOSE:
+        out->id = tf_le64(p);
+        break;
+    case TF_OP_LOAD_FD:
+        out->n_bars = tf_le64(p);
+        break;
+    default: /* ECHO, STATS */
+        break;
+    }
+    /* Fixed-size opcodes carry nothing after their fixed part. */
+    if (op != TF_OP_LOAD && op != TF_OP_SWEEP_DS && op != TF_OP_SWEEP && op != TF_OP_ECHO &&
+        rest != 0)
+        return TF_E_LENGTH_MISMATCH;
+    return 0;
+}
+
+size_t tf_wire_put_header(void *dst, uint32_t body_len, uint8_t opcode, uint64_t request_id)
+{
+    uint8_t *d = dst;
+    tf_put32(d, body_len);
+    d[4] = opcode;
+    d[5] = TF_WIRE_VERSION;
+    d[6] = 0;
+    d[7] = 0;
+    tf_put64(d + 8, request_id);
+    return TF_WIRE_PREFIX + TF_WIRE_V2_HEADER;
+}
+
+int tf_wire_put_error(void *dst, size_t cap, uint64_t request_id, int code, const char *msg)
+{
+    const size_t fixed = TF_WIRE_PREFIX + TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED;
+    if (!dst)
+        return TF_E_NULL_ARG;
+    if (cap < fixed)
+        return TF_E_INVALID_ARG;
+    size_t n = msg ? strlen(msg) : 0;
+    if (n > TF_WIRE_MAX_ERROR_MSG)
+        n = TF_WIRE_MAX_ERROR_MSG;
+    if (n > cap - fixed)
+        n = cap - fixed;
+    uint8_t *d = dst;
+    tf_wire_put_header(d, (uint32_t)(TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED + n), TF_OP_ERROR,
+                       request_id);
+    tf_put32(d + 16, (uint32_t)code);
+    tf_put32(d + 20, (uint32_t)n);
+    if (n)
+        memcpy(d + fixed, msg, n);
+    return (int)(fixed + n);
+}
+
+int tf_wire_decode_reply(const void *body, size_t avail, uint64_t body_len, tf_wire_reply *out)
+{
+    if (!out || (!body && avail))
+        return TF_E_NULL_ARG;
+    memset(out, 0, sizeof *out);
+    const uint8_t *b = body;
+    if (body_len < TF_WIRE_V2_HEADER)
+        return TF_E_PROTOCOL;
+    if (avail < TF_WIRE_V2_HEADER)
+        return TF_WIRE_V2_HEADER;
+    out->opcode = b[0];
+    out->request_id = tf_le64(b + 4);
+    if (b[1] != TF_WIRE_VERSION || b[2] != 0 || b[3] != 0)
+        return TF_E_PROTOCOL;
+    if (b[0] != TF_OP_ERROR)
+        return 0;
+    if (body_len < TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED)
+        return TF_E_PROTOCOL;
+    if (avail < TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED)
+        return TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED;
+    out->code = (int32_t)tf_le32(b + 12);
+    out->msg_len = tf_le32(b + 16);
+    if (out->code >= 0 || out->msg_len > TF_WIRE_MAX_ERROR_MSG ||
+        body_len != (uint64_t)TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED + out->msg_len)
+        return TF_E_PROTOCOL;
+    return 0;
+}
+
+uint64_t tf_wire_dataset_hash(const double *close, uint64_t n_bars)
+{
+    const uint64_t prime = 0x100000001b3ull;
+    uint64_t h = 0xcbf29ce484222325ull;
+    uint8_t nb[8];
+    tf_put64(nb, n_bars);
+    for (int i = 0; i < 8; i++)
+        h = (h ^ nb[i]) * prime;
+    const uint8_t *p = (const uint8_t *)close;
+    uint64_t n = 8 * n_bars;
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * prime;
+    return h;
+}
