@@ -25,7 +25,10 @@ static const char usage[] =
     "  --threads N          kernel threads per sweep (default 0 = all cores)\n"
     "  --max-frame BYTES    largest request body (default 256M; suffixes K, M, G)\n"
     "  --max-datasets N     datasets held at once (default 64)\n"
-    "  --max-memory BYTES   bytes held by datasets and sessions (default 4G)\n"
+    "  --max-memory BYTES   bytes held by datasets, sessions and caches (default 4G)\n"
+    "  --dataset-cache BYTES  per dataset: first-stage WMAs kept for later sweeps and\n"
+    "                       RUN_ONE calls (default 256M, 0 = off; all caches together\n"
+    "                       take at most half of --max-memory)\n"
     "  --spin N             shared memory: PAUSE iterations before a futex sleep (default 20000)\n"
     "  --stall-timeout S    close a connection stalled mid-frame for S seconds (default 60,\n"
     "                       0 = never)\n"
@@ -131,6 +134,8 @@ int tf_cmd_serve(int argc, char **argv)
             cfg.max_datasets = (uint32_t)n;
         } else if (!strcmp(a, "--max-memory") && !parse_bytes(v, &b)) {
             cfg.max_memory = b;
+        } else if (!strcmp(a, "--dataset-cache") && !parse_bytes(v, &b)) {
+            cfg.dataset_cache = b;
         } else if (!strcmp(a, "--spin") && !parse_int(v, 0, 1000000000, &n)) {
             cfg.spin = (int)n;
         } else if (!strcmp(a, "--stall-timeout") && !parse_int(v, 0, 86400 * 365, &n)) {

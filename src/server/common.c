@@ -13,6 +13,7 @@ void tf_server_config_init(tf_server_config *cfg)
     cfg->max_frame = TF_WIRE_DEFAULT_MAX_FRAME;
     cfg->max_memory = (uint64_t)4 << 30;
     cfg->max_datasets = 64;
+    cfg->dataset_cache = (uint64_t)256 << 20;
     cfg->spin = TF_SHM_DEFAULT_SPIN;
     cfg->stall_timeout_s = 60;
 }

@@ -52,6 +52,9 @@ static void remove_at(srv_datasets *t, uint32_t i)
 
 static void free_dataset(srv *s, srv_dataset *d)
 {
+    tf_series_close(d->series);
+    srv_mem_release(s, d->cache_reserved);
+    __atomic_fetch_sub(&s->cache_reserved, d->cache_reserved, __ATOMIC_RELAXED);
     if (d->map_len)
         munmap((void *)d->close, d->map_len);
     else
@@ -135,6 +138,19 @@ int srv_ds_add(srv *s, const double *close, uint64_t n_bars, size_t map_len, int
     d->bytes = bytes;
     d->map_len = heap_copy ? 0 : map_len;
     d->refs = 1;
+    /* The first-stage cache is reserved from --max-memory, but caches together never take more
+     * than half of it, so they cannot crowd out datasets and sessions. A dataset without a cache
+     * is still served, just without reuse across calls. */
+    uint64_t cache = s->cfg.dataset_cache;
+    uint64_t cached = __atomic_load_n(&s->cache_reserved, __ATOMIC_RELAXED);
+    if (cache && n_bars && cached + cache <= s->cfg.max_memory / 2 &&
+        srv_mem_reserve(s, cache) == 0) {
+        d->cache_reserved = cache;
+        __atomic_fetch_add(&s->cache_reserved, cache, __ATOMIC_RELAXED);
+    }
+    if (tf_series_open(&d->series, d->close, (int64_t)n_bars, (size_t)d->cache_reserved)) {
+        d->series = NULL; /* plain sweeps; the reservation is returned with the dataset */
+    }
     insert(t, d);
     t->count++;
     t->bytes += bytes;

@@ -58,6 +58,17 @@ void srv_reply_error(srv_ctx *c, srv_reply *rep, const tf_wire_request *rq, int 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* Every v1 reply body is a multiple of 8 bytes (16 x n_combos or 8 x n_bars); an error body
+     * (20 + message) never is, so a v1 client tells them apart by length alone. */
+    size_t len = strlen(msg);
+    if ((20 + len) % 8 == 0) {
+        if (len + 1 < sizeof msg) {
+            msg[len] = '.';
+            msg[len + 1] = '\0';
+        } else {
+            msg[len - 1] = '\0';
+        }
+    }
     /* v1 requests (and bodies too short to carry an id) are answered with request_id 0. */
     uint64_t id = rq && rq->opcode >= 0x10 ? rq->request_id : 0;
     rep->head_len = (uint32_t)tf_wire_put_error(rep->head, sizeof rep->head, id, code, msg);
@@ -125,7 +136,7 @@ static const char *window_msg(int rc)
 
 /* Runs a sweep into the context's result buffer and builds the reply (v1 or v2 layout). */
 static void sweep_reply(srv_ctx *c, const tf_wire_request *rq, const double *close, uint64_t n_bars,
-                        const int64_t *params, uint64_t n_combos, srv_reply *rep)
+                        tf_series *series, const int64_t *params, uint64_t n_combos, srv_reply *rep)
 {
     int rc = tf_params_check(params, (int64_t)n_combos);
     if (rc) {
@@ -143,7 +154,8 @@ static void sweep_reply(srv_ctx *c, const tf_wire_request *rq, const double *clo
      * of distinct window lengths would otherwise ask for gigabytes). */
     tf_sweep_opts opts = {
         .threads = c->sweep_threads, .isa = TF_ISA_AUTO, .max_bytes = c->s->cfg.max_memory};
-    rc = tf_sweep(close, (int64_t)n_bars, params, (int64_t)n_combos, pnl, trades, &opts);
+    rc = series ? tf_series_sweep(series, params, (int64_t)n_combos, pnl, trades, &opts)
+                : tf_sweep(close, (int64_t)n_bars, params, (int64_t)n_combos, pnl, trades, &opts);
     if (rc) {
         srv_reply_error(c, rep, rq, rc, "%s failed: %s%s", op_name(rq->opcode), tf_strerror(rc),
                         rc == TF_E_LIMIT ? " (the sweep's working memory, --max-memory)" : "");
@@ -367,14 +379,16 @@ static void do_dataset_sweep(srv_ctx *c, const tf_wire_request *rq, const srv_re
         return;
     }
     if (rq->opcode == TF_OP_SWEEP_DS) {
-        sweep_reply(c, rq, ds->close, ds->n_bars, d->params, rq->n_combos, rep);
+        sweep_reply(c, rq, ds->close, ds->n_bars, ds->series, d->params, rq->n_combos, rep);
     } else {
         int rc = tf_params_check(rq->params, 1);
         double pnl = 0;
         int64_t trades = 0;
         tf_sweep_opts opts = {.threads = 1, .isa = TF_ISA_AUTO, .max_bytes = c->s->cfg.max_memory};
         if (!rc)
-            rc = tf_sweep(ds->close, (int64_t)ds->n_bars, rq->params, 1, &pnl, &trades, &opts);
+            rc = ds->series ? tf_series_sweep(ds->series, rq->params, 1, &pnl, &trades, &opts)
+                            : tf_sweep(ds->close, (int64_t)ds->n_bars, rq->params, 1, &pnl, &trades,
+                                       &opts);
         if (rc) {
             srv_reply_error(c, rep, rq, rc, "RUN_ONE: %s", tf_strerror(rc));
         } else {
@@ -397,7 +411,7 @@ void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_
     switch (rq->opcode) {
     case TF_OP_V1_SWEEP:
     case TF_OP_SWEEP:
-        sweep_reply(c, rq, d->close, rq->n_bars, d->params, rq->n_combos, rep);
+        sweep_reply(c, rq, d->close, rq->n_bars, NULL, d->params, rq->n_combos, rep);
         break;
     case TF_OP_V1_ECHO:
         tf_put32(rep->head, (uint32_t)(8 * rq->n_bars));

@@ -41,6 +41,8 @@ typedef struct tf_server_config {
     int threads; /* kernel threads per worker sweep; 0 = all cores */
     uint64_t max_frame;
     uint64_t max_memory;
+    uint64_t
+        dataset_cache; /* per-dataset first-stage cache (tf_series), reserved from max_memory */
     uint32_t max_datasets;
     int spin;
     int quiet;
@@ -59,9 +61,11 @@ typedef struct srv_dataset {
     uint64_t handle;
     uint64_t n_bars;
     const double *close;
-    size_t bytes;   /* 8 x n_bars: what counts against --max-memory */
-    size_t map_len; /* mmap'ed (LOAD_FD) when > 0, else heap */
-    int refs;       /* the table's reference + users; guarded by the store's lock */
+    size_t bytes;      /* 8 x n_bars: what counts against --max-memory */
+    size_t map_len;    /* mmap'ed (LOAD_FD) when > 0, else heap */
+    tf_series *series; /* the kernel's prepared series: caches first-stage WMAs across calls */
+    uint64_t cache_reserved; /* bytes of --max-memory reserved for that cache */
+    int refs;                /* the table's reference + users; guarded by the store's lock */
 } srv_dataset;
 
 typedef struct srv_datasets {
@@ -77,7 +81,8 @@ typedef struct srv {
     int kernel_threads; /* resolved --threads */
     int64_t start_ns;
     srv_datasets ds;
-    uint64_t mem_used; /* datasets + sessions (atomic) */
+    uint64_t mem_used;       /* datasets + sessions + dataset caches (atomic) */
+    uint64_t cache_reserved; /* dataset caches' share of mem_used (atomic) */
     /* stats (atomic) */
     uint64_t st[TF_STAT_COUNT];
     int stop;              /* atomic: shutting down */
