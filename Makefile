@@ -12,17 +12,19 @@ export TOLLFREE_BIN := $(CURDIR)/$(BUILD)/tollfree
 C_SOURCES = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all setup build test test-c test-asan test-py format format-check demo \
-        bench bench-kernel bench-orderflow fuzz clean help
+        bench bench-kernel bench-orderflow fuzz fuzz-smoke clean help
 
 all: build
 
 help:
 	@echo "make            build build/tollfree and build/libtollfree.so"
 	@echo "make demo       the default sweep, in-process from Python, against numba"
-	@echo "make test       format check, C tests (release + ASan/UBSan), fuzz corpora, pytest"
+	@echo "make test       format check, C tests (release + ASan/UBSan), fuzz corpora, pytest,"
+	@echo "                and a short libFuzzer run of every fuzz target"
 	@echo "make bench      the boundary benchmark (build/report/)"
 	@echo "make bench-kernel / bench-orderflow   the kernel and order-flow benchmarks"
 	@echo "make fuzz       build libFuzzer targets with clang (build-fuzz/fuzz/)"
+	@echo "make fuzz-smoke run each fuzzer FUZZ_SECONDS (default 8) from its corpus"
 	@echo "make format     clang-format every C file in place"
 
 setup:
@@ -37,7 +39,7 @@ build: $(BUILD)/CMakeCache.txt
 $(ASAN)/CMakeCache.txt:
 	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DTF_SANITIZE=ON >/dev/null
 
-test: setup build format-check test-c test-asan test-py
+test: setup build format-check test-c test-asan test-py fuzz-smoke
 
 test-c: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -72,5 +74,17 @@ fuzz:
 	CC=clang cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=Debug -DTF_FUZZ=ON >/dev/null
 	cmake --build $(FUZZ) -j $(JOBS)
 
+# Each libFuzzer target for FUZZ_SECONDS from its committed corpus (new inputs go to a temp dir,
+# the corpus is never modified). A crash fails the target.
+FUZZ_SECONDS ?= 8
+fuzz-smoke: fuzz
+	@for f in $(FUZZ)/fuzz/*_libfuzzer; do \
+	    n=$$(basename $$f _libfuzzer); n=$${n#fuzz_}; tmp=$$(mktemp -d); \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -error_exitcode=1 -print_final_stats=0 \
+	        $$tmp tests/fuzz/corpus/$$n > $(FUZZ)/$$n.log 2>&1 \
+	        || { tail -40 $(FUZZ)/$$n.log; rm -rf $$tmp; exit 1; }; \
+	    echo "fuzz $$n: $$(grep -o 'Done [0-9]* runs in [0-9]* second' $(FUZZ)/$$n.log), no crash"; \
+	    rm -rf $$tmp; \
+	done
 clean:
 	rm -rf $(BUILD) $(ASAN) $(FUZZ)
