@@ -54,10 +54,85 @@ def kernel_section(close, params):
     return pnl, trades
 
 
+def service_section(close, params, pnl, trades):
+    """The same sweep through a real `tollfree serve` process, over each transport."""
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+
+    from tollfree._lib import bin_path
+
+    tmp = tempfile.mkdtemp(prefix="tollfree-demo-")
+    unix, shm = os.path.join(tmp, "engine.sock"), os.path.join(tmp, "engine.shm")
+    proc = subprocess.Popen([bin_path(), "serve", "--unix", unix, "--shm", shm, "--quiet"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while not (os.path.exists(unix) and os.path.exists(shm)):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("tollfree serve did not start: "
+                                   + proc.stderr.read().decode(errors="replace"))
+            time.sleep(0.01)
+        print("\nthe same sweep through the engine service (tollfree serve, a separate process):")
+        rows = []
+        with tollfree.v1.Client(unix) as v1c:
+            rows.append(("v1 over unix (the published protocol)",
+                         lambda: v1c.sweep(close, params)))
+            with tollfree.connect(f"unix:{unix}") as uc, tollfree.connect(f"shm:{shm}") as sc:
+                ds = sc.load(close)
+                rows.append(("v2 over unix, series + grid in one call",
+                             lambda: uc.sweep(close, params)))
+                rows.append(("v2 over shared memory, dataset loaded once",
+                             lambda: sc.sweep(ds, params)))
+                for name, fn in rows:
+                    t, (p, tr) = _time(fn, 5)
+                    same = np.array_equal(p.view(np.int64), pnl.view(np.int64)) and \
+                        np.array_equal(tr, trades)
+                    print(f"  {name:44s} {t * 1e3:7.1f} ms   bit-identical: "
+                          f"{'yes' if same else 'NO'}")
+                with sc.session(params[0]) as live:
+                    n = 20_000
+                    t0 = time.perf_counter()
+                    for x in close[:n].tolist():
+                        live.on_bar(x)
+                    per_bar = (time.perf_counter() - t0) / n
+                print(f"  live session over shared memory: {per_bar * 1e9:.0f} ns per bar "
+                      f"from Python ({n:,} bars, unpinned; `make bench` pins)")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def headline_section():
+    from tollfree.bench import headline
+
+    print("\nthe boundary benchmark's headline (the study's table on this machine):")
+    try:
+        print(headline())
+        print("(from the last `make bench`, build/report/; run it again to refresh)")
+    except FileNotFoundError:
+        import subprocess
+        import sys
+
+        out = os.path.join("build", "report-quick")
+        print("(no full run yet: a seconds-long quick run follows; `make bench` gives the real "
+              "table)", flush=True)
+        subprocess.run([sys.executable, "-m", "tollfree.bench", "--quick", "--out", out],
+                       check=False)
+
+
 def main() -> int:
     close, params = data.synthetic_close(), grid.default_grid()
     print("tollfree demo: the HMA/HMA3 stop-and-reverse sweep of 'The IPC Tax'\n")
-    kernel_section(close, params)
+    pnl, trades = kernel_section(close, params)
+    service_section(close, params, pnl, trades)
+    headline_section()
     return 0
 
 
