@@ -39,7 +39,7 @@ build: $(BUILD)/CMakeCache.txt
 $(ASAN)/CMakeCache.txt:
 	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DTF_SANITIZE=ON >/dev/null
 
-test: setup build format-check test-c test-asan test-py fuzz-smoke
+test: setup build format-check fuzz-smoke test-c test-asan test-py
 
 test-c: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
