@@ -184,6 +184,8 @@ class ShmTransport:
         base = wire.SHM_REQ_RING
         self.req = mv[base:base + ring]
         self.resp = mv[base + ring:base + 2 * ring]
+        self.req_q = self.req.cast("Q")  # u64 views (frames start 8-aligned): the fast paths
+        self.resp_q = self.resp.cast("Q")
         self._u32_resp_seq = ctypes.c_uint32.from_buffer(self._mm, wire.SHM_OFF_RESP_SEQ)
         self._u32_req_seq = ctypes.c_uint32.from_buffer(self._mm, wire.SHM_OFF_REQ_SEQ)
         self.resp_seq_addr = ctypes.addressof(self._u32_resp_seq)
@@ -379,7 +381,8 @@ class ShmTransport:
 
     # ---- teardown ----------------------------------------------------------------------------
     def _drop_map(self) -> None:
-        for name in ("cq", "ci", "req", "resp", "_mv", "_u32_resp_seq", "_u32_req_seq"):
+        for name in ("cq", "ci", "req_q", "resp_q", "req", "resp", "_mv", "_u32_resp_seq",
+                     "_u32_req_seq"):
             v = self.__dict__.pop(name, None)
             if isinstance(v, memoryview):
                 v.release()
