@@ -132,7 +132,8 @@ typedef struct tf_wire_reply {
 TF_API int tf_wire_decode_reply(const void *body, size_t avail, uint64_t body_len,
                                 tf_wire_reply *out);
 
-/* FNV-1a 64 dataset hash of docs/protocol.md: over the 8 LE bytes of n_bars, then the closes.
+/* The dataset hash of docs/protocol.md: FNV-1a 64 over 64-bit words (n_bars, then each close's
+ * bits as a little-endian u64).
  * (The handle is this value, 0 mapped to 1, probed upward on a collision.) */
 TF_API uint64_t tf_wire_dataset_hash(const double *close, uint64_t n_bars);
 

@@ -154,11 +154,11 @@ def test_hello_and_caps(server, kind):
 
 
 def fnv1a64(close: np.ndarray) -> int:
+    """docs/protocol.md: FNV-1a 64 over u64 words (n_bars, then each close's bits)."""
     h = 0xCBF29CE484222325
-    data = close.shape[0].to_bytes(8, "little") + close.tobytes()
-    arr = np.frombuffer(data, np.uint8)
-    for b in arr.tolist():  # small inputs only
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    words = [close.shape[0]] + close.astype("<f8").view("<u8").tolist()
+    for w in words:  # small inputs only
+        h = ((h ^ w) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return h or 1
 
 

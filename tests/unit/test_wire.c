@@ -285,13 +285,13 @@ static void test_hash(void)
 {
     double c[5] = {1.0, -2.5, 3.25, 1e300, 0.0};
     for (uint64_t n = 0; n <= 5; n++) {
-        /* An independent FNV-1a 64 over the bytes of (u64 n, closes). */
-        uint8_t buf[8 + 40];
-        memcpy(buf, &n, 8);
-        memcpy(buf + 8, c, 8 * n);
+        /* An independent FNV-1a 64 over the u64 words (n, then each close's bits). */
+        uint64_t words[6];
+        words[0] = n;
+        memcpy(words + 1, c, 8 * n);
         uint64_t h = 14695981039346656037ull;
-        for (size_t i = 0; i < 8 + 8 * n; i++) {
-            h ^= buf[i];
+        for (size_t i = 0; i < 1 + n; i++) {
+            h ^= words[i];
             h *= 1099511628211ull;
         }
         CHECK_EQ(tf_wire_dataset_hash(c, n), h);
