@@ -20,51 +20,7 @@
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TF_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TF_ASAN 1
-#endif
-#endif
-
-static volatile int counting;
-static long n_alloc, n_free;
-
-#ifndef TF_ASAN
-void *__libc_malloc(size_t n);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t n);
-void __libc_free(void *p);
-
-void *malloc(size_t n)
-{
-    if (counting)
-        n_alloc++;
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t size)
-{
-    if (counting)
-        n_alloc++;
-    return __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t n)
-{
-    if (counting)
-        n_alloc++;
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    if (counting && p)
-        n_free++;
-    __libc_free(p);
-}
-#endif
+#include "../tests/unit/alloc_count.h"
 
 /* journal_seq, kind and the first payload field (command_seq or event_seq). */
 static uint64_t fold(const tf_ofl_msg *m)
@@ -152,9 +108,9 @@ int main(int argc, char **argv)
     long records = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    counting = 1;
+    tf_alloc_on = 1;
     rc = walk(map.data, map.len, !strcmp(mode, "alloc"), &sum, &records);
-    counting = 0;
+    tf_alloc_on = 0;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     tf_journal_map_close(&map);
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
@@ -162,14 +118,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_alloc_decoder: %s: %s\n", path, tf_strerror(rc));
         return 1;
     }
-#ifdef TF_ASAN
-    (void)n_alloc;
-    (void)n_free;
+#if !TF_ALLOC_COUNTING
     printf("mode=%s records=%ld allocations=n/a frees=n/a walk_ms=%.1f checksum=%" PRIu64 "\n",
            mode, records, ms, sum);
 #else
     printf("mode=%s records=%ld allocations=%ld frees=%ld walk_ms=%.1f checksum=%" PRIu64 "\n",
-           mode, records, n_alloc, n_free, ms, sum);
+           mode, records, tf_alloc_calls, tf_free_calls, ms, sum);
 #endif
     return 0;
 }

@@ -20,54 +20,13 @@
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TF_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TF_ASAN 1
-#endif
-#endif
+#include "alloc_count.h"
 
-static volatile int counting;
-static volatile long n_calls;
-
-#ifndef TF_ASAN
-#define COUNTING 1
-void *__libc_malloc(size_t n);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t n);
-void __libc_free(void *p);
-
-void *malloc(size_t n)
+/* Allocation and free calls counted so far. */
+static long calls(void)
 {
-    if (counting)
-        n_calls++;
-    return __libc_malloc(n);
+    return tf_alloc_calls + tf_free_calls;
 }
-
-void *calloc(size_t n, size_t size)
-{
-    if (counting)
-        n_calls++;
-    return __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t n)
-{
-    if (counting)
-        n_calls++;
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    if (counting && p)
-        n_calls++;
-    __libc_free(p);
-}
-#else
-#define COUNTING 0
-#endif
 
 static uint64_t sink;
 
@@ -170,15 +129,15 @@ int main(void)
     codec_paths(); /* warm up: lazy libc state (e.g. the CPU feature probe) is not ours */
 
     /* Positive control: the counter sees a deliberate allocation. */
-    counting = 1;
+    tf_alloc_on = 1;
     void *volatile p = malloc(24);
     free(p);
-    counting = 0;
-    if (COUNTING)
-        CHECK_EQ(n_calls, 2);
-    n_calls = 0;
+    tf_alloc_on = 0;
+    if (TF_ALLOC_COUNTING)
+        CHECK_EQ(calls(), 2);
+    tf_alloc_calls = tf_free_calls = 0;
 
-    counting = 1;
+    tf_alloc_on = 1;
     codec_paths();
     int records = reader_paths();
     int appended = 0;
@@ -202,12 +161,13 @@ int main(void)
         int n = tf_dgram_recv(rx, ev, TF_DGRAM_BATCH, 100);
         got += n > 0 ? n : 0;
     }
-    counting = 0;
-    long calls = n_calls;
+    tf_alloc_on = 0;
+    long counted = calls();
 
-    if (COUNTING) {
-        printf("allocation calls while encoding/decoding/appending/walking/sending: %ld\n", calls);
-        CHECK_EQ(calls, 0);
+    if (TF_ALLOC_COUNTING) {
+        printf("allocation calls while encoding/decoding/appending/walking/sending: %ld\n",
+               counted);
+        CHECK_EQ(counted, 0);
     } else {
         printf("SKIP allocation counting: AddressSanitizer owns malloc in this build "
                "(the paths still ran under ASan)\n");
