@@ -272,6 +272,22 @@ static int shm_alive(void *arg)
     return 0;
 }
 
+/* Waits (spin, then futex) until the response ring holds a whole frame; 0 with the frame in
+ * place, or a negative code (dead peer, corrupt ring, timeout). */
+static int shm_await_reply(tf_client *c, int64_t deadline, const uint8_t **f, uint32_t *rlen)
+{
+    for (;;) {
+        int rc = tf_ring_peek(&c->resp, UINT32_MAX, f, rlen);
+        if (rc == 1)
+            return 0;
+        if (rc < 0)
+            return rc;
+        rc = tf_ring_wait_data(&c->resp, c->spin, shm_alive, c, deadline);
+        if (rc)
+            return rc;
+    }
+}
+
 static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, const struct iovec *arr,
                     int narr, reply_spec *sp)
 {
@@ -299,16 +315,9 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
 
     const uint8_t *f;
     uint32_t rlen;
-    for (;;) {
-        rc = tf_ring_peek(&c->resp, UINT32_MAX, &f, &rlen);
-        if (rc == 1)
-            break;
-        if (rc < 0)
-            return fail(c, rc);
-        rc = tf_ring_wait_data(&c->resp, c->spin, shm_alive, c, deadline);
-        if (rc)
-            return fail(c, rc);
-    }
+    rc = shm_await_reply(c, deadline, &f, &rlen);
+    if (rc)
+        return fail(c, rc);
     uint8_t rh[TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED];
     size_t hn = rlen < sizeof rh ? rlen : sizeof rh;
     memcpy(rh, f + 4, hn);
@@ -847,16 +856,9 @@ static int v1_shm_call(tf_client *c, const uint8_t *hdr, const double *close, ui
     tf_ring_publish(&c->req, span);
     const uint8_t *f;
     uint32_t rlen;
-    for (;;) {
-        rc = tf_ring_peek(&c->resp, UINT32_MAX, &f, &rlen);
-        if (rc == 1)
-            break;
-        if (rc < 0)
-            return fail(c, rc);
-        rc = tf_ring_wait_data(&c->resp, c->spin, shm_alive, c, deadline);
-        if (rc)
-            return fail(c, rc);
-    }
+    rc = shm_await_reply(c, deadline, &f, &rlen);
+    if (rc)
+        return fail(c, rc);
     uint8_t e[20 + TF_WIRE_MAX_ERROR_MSG];
     if (rlen <= sizeof e) {
         memcpy(e, f + 4, rlen);
