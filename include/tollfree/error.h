@@ -76,6 +76,10 @@ typedef enum tf_error {
     TF_E_OFL_SEQ_GAP = -1422,                    /* journal_seq not the next contiguous value */
     TF_E_OFL_SESSION_MISMATCH = -1423,           /* reopened journal has another session id */
     TF_E_OFL_JOURNAL_FAILED = -1424,             /* an earlier write/fdatasync failed: closed */
+
+    /* -1500..-1599: order engine */
+    TF_E_ENGINE_BASE = -1500,
+    TF_E_ENGINE_SNAPSHOT = -1501, /* a snapshot image is damaged, truncated or not a snapshot */
 } tf_error;
 
 /* A static, never NULL, human description of any code returned by this library (library codes

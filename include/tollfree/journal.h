@@ -147,6 +147,13 @@ TF_API int tf_journal_reader_next(tf_journal_reader *r, tf_ofl_msg *msg);
  * r->frame views the last record decoded. */
 TF_API int tf_journal_reader_next_batch(tf_journal_reader *r, tf_ofl_msg *msgs, int max);
 
+/* Steps over the record at r->pos when the walk stopped there only because its payload does not
+ * decode (UNKNOWN_KIND, RESERVED_KIND, PAYLOAD_LENGTH, INVALID_SIDE, INVALID_REASON) while its
+ * length, CRC and journal_seq are good: a whole record that an engine counts as malformed and
+ * goes past. Returns 1 (r->frame views the skipped record; the walk may go on), or the reason
+ * the record cannot be skipped (it is not a whole record: the valid prefix ends there). */
+TF_API int tf_journal_reader_skip(tf_journal_reader *r);
+
 /* Walks a whole image. */
 typedef struct tf_journal_scan_result {
     int error;            /* 0: whole; else the reason the valid prefix ends */

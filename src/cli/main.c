@@ -14,6 +14,8 @@ static const char usage[] =
     "  sweep     run the parameter sweep on a close series (default: the embedded data)\n"
     "  serve     run the engine service (unix, tcp, stdio, shared memory)\n"
     "  journal   generate, verify and dump OFL1 journals\n"
+    "  engine    the order engine: run, gen, snapshot, serve\n"
+    "  paper     paper-trade a combo through the order engine, with backtest parity\n"
     "\n"
     "Run 'tollfree <command> --help' for a command's options.\n"
     "Examples:\n"
@@ -41,6 +43,10 @@ int main(int argc, char **argv)
         return tf_cmd_serve(argc - 1, argv + 1);
     if (!strcmp(cmd, "journal"))
         return tf_cmd_journal(argc - 1, argv + 1);
+    if (!strcmp(cmd, "engine"))
+        return tf_cmd_engine(argc - 1, argv + 1);
+    if (!strcmp(cmd, "paper"))
+        return tf_cmd_paper(argc - 1, argv + 1);
     fprintf(stderr, "tollfree: unknown command '%s' (try 'tollfree --help')\n", cmd);
     return 2;
 }

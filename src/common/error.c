@@ -19,6 +19,7 @@ static const struct entry table[] = {
 #include "errors_wire.inc"
 #include "errors_shm.inc"
 #include "errors_ofl.inc"
+#include "errors_engine.inc"
 };
 
 const char *tf_strerror(int code)

@@ -244,6 +244,29 @@ int tf_journal_reader_next_batch(tf_journal_reader *r, tf_ofl_msg *msgs, int max
     return walk(r, msgs, (size_t)max, 1);
 }
 
+int tf_journal_reader_skip(tf_journal_reader *r)
+{
+    if (!r)
+        return TF_E_NULL_ARG;
+    int reason = r->error;
+    if (reason != TF_E_OFL_UNKNOWN_KIND && reason != TF_E_OFL_RESERVED_KIND &&
+        reason != TF_E_OFL_PAYLOAD_LENGTH && reason != TF_E_OFL_INVALID_SIDE &&
+        reason != TF_E_OFL_INVALID_REASON)
+        return reason ? reason : TF_E_INVALID_ARG;
+    /* The walk stopped on a payload error; it also found the length and CRC good, but it checks
+     * journal_seq only after them, so check it here before stepping over the record. */
+    const uint8_t *p = r->base + r->pos;
+    size_t fsize = (size_t)ofl_ld16(p) + 2;
+    if (ofl_ld64(p + 3) != r->next_seq)
+        return TF_E_OFL_SEQ_GAP;
+    r->frame = p;
+    r->frame_len = fsize;
+    r->pos += fsize + TF_JOURNAL_CRC_LEN;
+    r->next_seq++;
+    r->error = 0;
+    return 1;
+}
+
 int tf_journal_scan(const void *buf, size_t len, tf_journal_scan_result *res)
 {
     memset(res, 0, sizeof *res);

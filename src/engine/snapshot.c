@@ -1,0 +1,309 @@
+/* Snapshots: the whole engine state in one CRC32C-protected image (format in docs/engine.md).
+ *
+ *   0   "TFES" magic, u16 version = 1, u16 0
+ *   8   u64 total length of the image (trailer included)
+ *   16  u32 n_instruments, u32 max_orders, u64 max_bytes
+ *   32  u64 next_order_id, last_command_seq, next_event_seq
+ *   56  u64 applied, duplicates, skipped, events, trades, rejected
+ *   104 u64 n_orders
+ *   112 u64 instrument id * n_instruments (ascending)
+ *       order * n_orders, in hash order (books ascending, bids then asks, best first, oldest
+ *       first): u64 instrument_id, u64 side, i64 price, u64 order_id, account_id,
+ *       client_order_id, remaining (56 bytes)
+ *       u32 CRC32C of every byte before it
+ * All little-endian. Loading rebuilds the books by resting the orders in that order, which
+ * restores every level's time priority.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/engine_internal.h"
+
+#define HEAD_LEN 112
+#define ORDER_LEN 56
+#define VERSION 1
+
+static void st64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t ld64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void st32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t ld32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint64_t tf_engine_snapshot_size(const tf_engine *e)
+{
+    if (!e)
+        return 0;
+    return HEAD_LEN + 8ull * e->n_books + ORDER_LEN * e->live + 4;
+}
+
+int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64_t *len)
+{
+    if (!e || !buf || !len)
+        return TF_E_NULL_ARG;
+    uint64_t need = tf_engine_snapshot_size(e);
+    if (cap < need)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    uint8_t *p = buf;
+    memcpy(p, "TFES", 4);
+    p[4] = VERSION;
+    p[5] = p[6] = p[7] = 0;
+    st64(p + 8, need);
+    st32(p + 16, e->n_books);
+    st32(p + 20, e->max_orders);
+    const uint64_t head[] = {e->max_bytes,  e->next_order_id, e->last_command_seq,
+                             e->next_event_seq, e->applied,   e->duplicates,
+                             e->skipped,    e->events,        e->trades,
+                             e->rejected,   e->live};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+        st64(p + 24 + 8 * i, head[i]);
+    uint8_t *q = p + HEAD_LEN;
+    for (uint32_t b = 0; b < e->n_books; b++, q += 8)
+        st64(q, e->instrument[b]);
+    for (uint32_t t = 0; t < 2 * e->n_books; t++)
+        for (uint32_t li = e->sides[t].best; li; li = eng_tree_next(e, li))
+            for (uint32_t oi = e->levels[li].head; oi; oi = e->orders[oi].next, q += ORDER_LEN) {
+                const eng_order *o = &e->orders[oi];
+                const uint64_t f[] = {e->instrument[t >> 1], t & 1,       (uint64_t)o->price,
+                                      o->id,                 o->account,  o->coid,
+                                      o->remaining};
+                for (int i = 0; i < 7; i++)
+                    st64(q + 8 * i, f[i]);
+            }
+    st32(q, tf_crc32c(0, p, need - 4));
+    *len = need;
+    return 0;
+}
+
+/* One order of the image, checked against the engine being built and the order before it. */
+static int load_order(tf_engine *e, const uint8_t *q, int *prev_tree, int64_t *prev_key)
+{
+    uint64_t instrument = ld64(q), side = ld64(q + 8), id = ld64(q + 24);
+    int64_t price = (int64_t)ld64(q + 16);
+    uint64_t account = ld64(q + 32), coid = ld64(q + 40), remaining = ld64(q + 48);
+    int book = eng_book_of(e, instrument);
+    if (book < 0 || side > 1 || price <= 0 || remaining < 1 || remaining > (uint64_t)INT64_MAX ||
+        id == 0 || id >= e->next_order_id || e->live >= e->max_orders)
+        return TF_E_ENGINE_SNAPSHOT;
+    int tree = book * 2 + (int)side;
+    int64_t key = eng_key((int)side, price);
+    /* Hash order: trees ascending, keys ascending within a tree (ties: the image's order). */
+    if (tree < *prev_tree || (tree == *prev_tree && key < *prev_key))
+        return TF_E_ENGINE_SNAPSHOT;
+    if (eng_find_id(e, id) || eng_find_client(e, account, coid))
+        return TF_E_ENGINE_SNAPSHOT;
+    eng_rest(e, (uint32_t)tree, price, id, account, coid, remaining);
+    *prev_tree = tree;
+    *prev_key = key;
+    return 0;
+}
+
+int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_config *cfg_override,
+                            tf_engine **out)
+{
+    if (!out)
+        return TF_E_NULL_ARG;
+    *out = NULL;
+    if (!buf)
+        return TF_E_NULL_ARG;
+    const uint8_t *p = buf;
+    if (len < HEAD_LEN + 4 || memcmp(p, "TFES", 4) || p[4] != VERSION || p[5] || p[6] || p[7] ||
+        ld64(p + 8) != len)
+        return TF_E_ENGINE_SNAPSHOT;
+    uint32_t n_books = ld32(p + 16), max_orders = ld32(p + 20);
+    uint64_t n_orders = ld64(p + 104);
+    /* Counts are checked against the length by division before anything is sized by them. */
+    uint64_t body = len - HEAD_LEN - 4;
+    if (n_books == 0 || n_books > TF_ENGINE_MAX_INSTRUMENTS || body < 8ull * n_books ||
+        (body - 8ull * n_books) % ORDER_LEN || (body - 8ull * n_books) / ORDER_LEN != n_orders)
+        return TF_E_ENGINE_SNAPSHOT;
+    if (tf_crc32c(0, p, len - 4) != ld32(p + len - 4))
+        return TF_E_ENGINE_SNAPSHOT;
+    tf_engine_config cfg = {
+        .size = sizeof cfg,
+        .instruments = (const uint64_t *)(p + HEAD_LEN), /* copied below if unaligned */
+        .n_instruments = n_books,
+        .max_orders = max_orders,
+        .max_bytes = ld64(p + 24),
+    };
+    if (cfg_override && cfg_override->size >= sizeof cfg) {
+        if (cfg_override->max_orders)
+            cfg.max_orders = cfg_override->max_orders;
+        if (cfg_override->max_bytes)
+            cfg.max_bytes = cfg_override->max_bytes;
+    }
+    if (n_orders > cfg.max_orders)
+        return cfg.max_orders < max_orders ? TF_E_LIMIT : TF_E_ENGINE_SNAPSHOT;
+    uint64_t *ids = malloc(8ull * n_books);
+    if (!ids)
+        return TF_E_NOMEM;
+    for (uint32_t i = 0; i < n_books; i++)
+        ids[i] = ld64(p + HEAD_LEN + 8ull * i);
+    for (uint32_t i = 1; i < n_books; i++)
+        if (ids[i] <= ids[i - 1]) {
+            free(ids);
+            return TF_E_ENGINE_SNAPSHOT;
+        }
+    cfg.instruments = ids;
+    tf_engine *e;
+    int rc = tf_engine_create(&cfg, &e);
+    free(ids);
+    if (rc)
+        return rc == TF_E_INVALID_ARG ? TF_E_ENGINE_SNAPSHOT : rc;
+    e->next_order_id = ld64(p + 32);
+    e->last_command_seq = ld64(p + 40);
+    e->next_event_seq = ld64(p + 48);
+    e->applied = ld64(p + 56);
+    e->duplicates = ld64(p + 64);
+    e->skipped = ld64(p + 72);
+    e->events = ld64(p + 80);
+    e->trades = ld64(p + 88);
+    e->rejected = ld64(p + 96);
+    if (e->next_order_id == 0 || e->next_event_seq == 0) {
+        tf_engine_destroy(e);
+        return TF_E_ENGINE_SNAPSHOT;
+    }
+    const uint8_t *q = p + HEAD_LEN + 8ull * n_books;
+    int prev_tree = -1;
+    int64_t prev_key = INT64_MIN;
+    for (uint64_t i = 0; i < n_orders; i++, q += ORDER_LEN)
+        if ((rc = load_order(e, q, &prev_tree, &prev_key))) {
+            tf_engine_destroy(e);
+            return rc;
+        }
+    *out = e;
+    return 0;
+}
+
+static int write_all(int fd, const uint8_t *p, uint64_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        n -= (uint64_t)w;
+    }
+    return 0;
+}
+
+static int sync_dir_of(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else
+        return -ENAMETOOLONG;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int tf_engine_snapshot_save(const tf_engine *e, const char *path)
+{
+    if (!e || !path)
+        return TF_E_NULL_ARG;
+    uint64_t n = tf_engine_snapshot_size(e);
+    uint8_t *buf = malloc(n);
+    if (!buf)
+        return TF_E_NOMEM;
+    uint64_t len;
+    int rc = tf_engine_snapshot_write(e, buf, n, &len);
+    char tmp[4096];
+    if (!rc && snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        rc = -ENAMETOOLONG;
+    if (!rc) {
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            rc = -errno;
+        } else {
+            rc = write_all(fd, buf, len);
+            if (!rc && fsync(fd))
+                rc = -errno;
+            if (close(fd) && !rc)
+                rc = -errno;
+            if (!rc && rename(tmp, path))
+                rc = -errno;
+            if (rc)
+                unlink(tmp);
+            else
+                rc = sync_dir_of(path);
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+int tf_engine_snapshot_load(const char *path, const tf_engine_config *cfg_override,
+                            tf_engine **out)
+{
+    if (!out)
+        return TF_E_NULL_ARG;
+    *out = NULL;
+    if (!path)
+        return TF_E_NULL_ARG;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st)) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return TF_E_ENGINE_SNAPSHOT;
+    }
+    uint64_t n = (uint64_t)st.st_size;
+    uint8_t *buf = malloc(n ? n : 1);
+    int rc = buf ? 0 : TF_E_NOMEM;
+    for (uint64_t got = 0; !rc && got < n;) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            rc = r < 0 ? -errno : TF_E_ENGINE_SNAPSHOT;
+        else
+            got += (uint64_t)r;
+    }
+    close(fd);
+    if (!rc)
+        rc = tf_engine_snapshot_read(buf, n, cfg_override, out);
+    free(buf);
+    return rc;
+}
