@@ -20,17 +20,17 @@
 #include "tollfree/error.h"
 #include "tollfree/orderflow.h"
 
-#define TF_ENGINE_MAX_INSTRUMENTS 65536    /* instruments in one engine */
-#define TF_ENGINE_MAX_ORDERS (1u << 30)    /* live orders: pool indices are 32-bit */
+#define TF_ENGINE_MAX_INSTRUMENTS 65536 /* instruments in one engine */
+#define TF_ENGINE_MAX_ORDERS (1u << 30) /* live orders: pool indices are 32-bit */
 #define TF_ENGINE_DEFAULT_MAX_ORDERS 1000000
 
 /* Configuration, read by tf_engine_create only (nothing is kept). */
 typedef struct tf_engine_config {
-    uint32_t size;                 /* sizeof(tf_engine_config): lets the struct grow */
-    const uint64_t *instruments;   /* instrument ids, any order, no duplicates, none 0 */
-    uint32_t n_instruments;        /* 1..TF_ENGINE_MAX_INSTRUMENTS */
-    uint32_t max_orders;           /* live orders at once: 1..TF_ENGINE_MAX_ORDERS */
-    uint64_t max_bytes;            /* memory budget of the engine; 0 = no limit */
+    uint32_t size;               /* sizeof(tf_engine_config): lets the struct grow */
+    const uint64_t *instruments; /* instrument ids, any order, no duplicates, none 0 */
+    uint32_t n_instruments;      /* 1..TF_ENGINE_MAX_INSTRUMENTS */
+    uint32_t max_orders;         /* live orders at once: 1..TF_ENGINE_MAX_ORDERS */
+    uint64_t max_bytes;          /* memory budget of the engine; 0 = no limit */
 } tf_engine_config;
 
 /* Where events go. The engine writes events at ev[n], ev[n+1], ... and increments n; when n
@@ -68,8 +68,9 @@ TF_API uint64_t tf_engine_bytes_needed(const tf_engine_config *cfg);
 
 /* Applies one decoded record (a command, or an event/Heartbeat that is skipped) and appends its
  * events to sink. Returns the tf_engine_outcome (>= 0), or an error: TF_E_NULL_ARG,
- * TF_E_OFL_UNKNOWN_KIND for a kind outside the closed set (nothing changes), or the sink's
- * failure as described above. Never allocates. */
+ * TF_E_OFL_UNKNOWN_KIND for a kind outside the closed set or TF_E_OFL_INVALID_SIDE for a side
+ * byte other than 0/1 (a malformed command: nothing changes, not even last_command_seq), or the
+ * sink's failure as described above. Never allocates. */
 TF_API int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink);
 
 /* Counters. */
@@ -164,7 +165,10 @@ TF_API int tf_engine_parse_instruments(const char *s, uint64_t *ids, uint32_t ca
  *   OFL1: the OFL1 article's cycle of 20 records: 10 NewLimit, 4 CancelByOrder, 2 Replace, and 3
  *     Trade + 1 Rejected event records (copies of the generator engine's own events), which an
  *     engine reading the stream skips. */
-typedef enum tf_engine_mix { TF_ENGINE_MIX_EXCHANGE_CORE = 0, TF_ENGINE_MIX_OFL1 = 1 } tf_engine_mix;
+typedef enum tf_engine_mix {
+    TF_ENGINE_MIX_EXCHANGE_CORE = 0,
+    TF_ENGINE_MIX_OFL1 = 1
+} tf_engine_mix;
 
 typedef struct tf_engine_flow_config {
     uint32_t size; /* sizeof(tf_engine_flow_config) */

@@ -387,13 +387,13 @@ static int open_engine(const char *sub, const struct opts *o, tf_engine **e)
     int n = instruments_of(sub, o->instruments ? o->instruments : "1-16", &ids);
     if (n < 0)
         return -1;
-    tf_engine_config cfg = {
-        .size = sizeof cfg, .instruments = ids, .n_instruments = (uint32_t)n,
-        .max_orders = max_orders};
+    tf_engine_config cfg = {.size = sizeof cfg,
+                            .instruments = ids,
+                            .n_instruments = (uint32_t)n,
+                            .max_orders = max_orders};
     rc = tf_engine_create(&cfg, e);
     if (rc)
-        fprintf(stderr, "tollfree engine %s: cannot create the engine: %s\n", sub,
-                tf_strerror(rc));
+        fprintf(stderr, "tollfree engine %s: cannot create the engine: %s\n", sub, tf_strerror(rc));
     return rc ? -1 : 0;
 }
 
@@ -444,8 +444,8 @@ static int cmd_run(int argc, char **argv)
 {
     struct opts o = {0};
     int rc = parse_opts("run", run_usage,
-                        "--instruments --max-orders --events --book --from-snapshot --quiet ",
-                        argc, argv, &o);
+                        "--instruments --max-orders --events --book --from-snapshot --quiet ", argc,
+                        argv, &o);
     if (rc)
         return rc == 1 ? 0 : 2;
     if (!o.input || o.out) {
@@ -459,11 +459,11 @@ static int cmd_run(int argc, char **argv)
     }
     tf_journal_map map;
     tf_engine *e = NULL;
-    if (map_input("run", o.input, &map))
-        return 1;
-    if (open_engine("run", &o, &e)) {
-        tf_journal_map_close(&map);
+    if (open_engine("run", &o, &e))
         return o.snapshot_in ? 1 : 2;
+    if (map_input("run", o.input, &map)) {
+        tf_engine_destroy(e);
+        return 1;
     }
     tf_ofl_msg *ev = malloc(4096 * sizeof *ev);
     struct event_out w = {0};
@@ -479,8 +479,8 @@ static int cmd_run(int argc, char **argv)
         tf_engine_get_counters(e, &c);
         tf_engine_sink sink = {.ev = ev, .cap = 4096, .flush = write_events, .ctx = &w};
         int progress = !o.quiet && isatty(2);
-        rc = apply_journal(e, &map, 0, o.snapshot_in ? c.last_command_seq : 0, &sink, &st,
-                           progress);
+        rc =
+            apply_journal(e, &map, 0, o.snapshot_in ? c.last_command_seq : 0, &sink, &st, progress);
         if (rc >= 0 && sink.n)
             rc = write_events(&w, ev, sink.n);
         t1 = now_s();
@@ -517,14 +517,15 @@ static int cmd_snapshot(int argc, char **argv)
     }
     tf_journal_map map;
     tf_engine *e = NULL;
-    if (map_input("snapshot", o.input, &map))
-        return 1;
-    if (open_engine("snapshot", &o, &e)) {
-        tf_journal_map_close(&map);
+    if (open_engine("snapshot", &o, &e))
         return 2;
+    if (map_input("snapshot", o.input, &map)) {
+        tf_engine_destroy(e);
+        return 1;
     }
     static tf_ofl_msg ev[256];
-    tf_engine_sink sink = {.ev = ev, .cap = 256, .flush = write_events, .ctx = &(struct event_out){0}};
+    tf_engine_sink sink = {
+        .ev = ev, .cap = 256, .flush = write_events, .ctx = &(struct event_out){0}};
     struct run_stats st = {0};
     rc = apply_journal(e, &map, o.have_at ? o.at : 0, 0, &sink, &st, 0);
     int status = 0;
@@ -644,8 +645,11 @@ static int cmd_gen(int argc, char **argv)
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp || gen_check(&o, tmp))
         return 1;
-    tf_engine_flow_config fc = {.size = sizeof fc, .mix = (uint32_t)mix, .seed = o.seed,
-                                .instruments = ids, .n_instruments = (uint32_t)n,
+    tf_engine_flow_config fc = {.size = sizeof fc,
+                                .mix = (uint32_t)mix,
+                                .seed = o.seed,
+                                .instruments = ids,
+                                .n_instruments = (uint32_t)n,
                                 .target_orders = (uint32_t)o.orders};
     tf_engine_flow *f;
     if ((rc = tf_engine_flow_open(&fc, &f))) {

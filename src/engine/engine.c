@@ -366,6 +366,10 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
     default:
         return TF_E_OFL_UNKNOWN_KIND;
     }
+    /* A side the codec would refuse: malformed, nothing changes (a hand-built message). */
+    if ((cmd->kind == TF_OFL_NEW_LIMIT && cmd->new_limit.side > TF_OFL_SELL) ||
+        (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL))
+        return TF_E_OFL_INVALID_SIDE;
     if (seq <= e->last_command_seq) {
         e->duplicates++;
         return TF_ENGINE_DUPLICATE;

@@ -70,8 +70,8 @@ int tf_engine_flow_open(const tf_engine_flow_config *cfg, tf_engine_flow **out)
         return TF_E_NULL_ARG;
     *out = NULL;
     if (cfg->size < sizeof *cfg || cfg->mix > TF_ENGINE_MIX_OFL1 ||
-        (cfg->instruments && (cfg->n_instruments == 0 ||
-                              cfg->n_instruments > TF_ENGINE_MAX_INSTRUMENTS)) ||
+        (cfg->instruments &&
+         (cfg->n_instruments == 0 || cfg->n_instruments > TF_ENGINE_MAX_INSTRUMENTS)) ||
         cfg->target_orders > TF_ENGINE_MAX_ORDERS / 8)
         return TF_E_INVALID_ARG;
     tf_engine_flow *f = calloc(1, sizeof *f);
@@ -222,8 +222,9 @@ static void make_command(tf_engine_flow *f, enum op op, tf_ofl_msg *m)
             m->cancel_by_order = (tf_ofl_cancel_by_order){.command_seq = seq, .order_id = id};
         } else {
             m->kind = TF_OFL_CANCEL_BY_CLIENT;
-            m->cancel_by_client = (tf_ofl_cancel_by_client){
-                .command_seq = seq, .account_id = o.account_id, .client_order_id = o.client_order_id};
+            m->cancel_by_client = (tf_ofl_cancel_by_client){.command_seq = seq,
+                                                            .account_id = o.account_id,
+                                                            .client_order_id = o.client_order_id};
         }
         break;
     case REPLACE:

@@ -150,8 +150,8 @@ static int each_order(void *ctx, const tf_engine *e, uint32_t oi)
     return c->fn(c->ctx, &o);
 }
 
-int tf_engine_for_each_order(const tf_engine *e,
-                             int (*fn)(void *ctx, const tf_engine_order *o), void *ctx)
+int tf_engine_for_each_order(const tf_engine *e, int (*fn)(void *ctx, const tf_engine_order *o),
+                             void *ctx)
 {
     if (!e || !fn)
         return TF_E_NULL_ARG;

@@ -74,10 +74,10 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
     st64(p + 8, need);
     st32(p + 16, e->n_books);
     st32(p + 20, e->max_orders);
-    const uint64_t head[] = {e->max_bytes,  e->next_order_id, e->last_command_seq,
-                             e->next_event_seq, e->applied,   e->duplicates,
-                             e->skipped,    e->events,        e->trades,
-                             e->rejected,   e->live};
+    const uint64_t head[] = {e->max_bytes,      e->next_order_id, e->last_command_seq,
+                             e->next_event_seq, e->applied,       e->duplicates,
+                             e->skipped,        e->events,        e->trades,
+                             e->rejected,       e->live};
     for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
         st64(p + 24 + 8 * i, head[i]);
     uint8_t *q = p + HEAD_LEN;
@@ -87,9 +87,9 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
         for (uint32_t li = e->sides[t].best; li; li = eng_tree_next(e, li))
             for (uint32_t oi = e->levels[li].head; oi; oi = e->orders[oi].next, q += ORDER_LEN) {
                 const eng_order *o = &e->orders[oi];
-                const uint64_t f[] = {e->instrument[t >> 1], t & 1,       (uint64_t)o->price,
-                                      o->id,                 o->account,  o->coid,
-                                      o->remaining};
+                const uint64_t f[] = {
+                    e->instrument[t >> 1], t & 1, (uint64_t)o->price, o->id, o->account, o->coid,
+                    o->remaining};
                 for (int i = 0; i < 7; i++)
                     st64(q + 8 * i, f[i]);
             }
@@ -268,8 +268,7 @@ int tf_engine_snapshot_save(const tf_engine *e, const char *path)
     return rc;
 }
 
-int tf_engine_snapshot_load(const char *path, const tf_engine_config *cfg_override,
-                            tf_engine **out)
+int tf_engine_snapshot_load(const char *path, const tf_engine_config *cfg_override, tf_engine **out)
 {
     if (!out)
         return TF_E_NULL_ARG;

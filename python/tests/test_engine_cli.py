@@ -1,0 +1,271 @@
+"""`tollfree engine run | gen | snapshot` as a user runs them: the real binary on real files.
+
+Every comparison of state is a state hash printed by the engine; the journals are cut, corrupted
+and hand-built here (OFL1 frames + CRC32C written by this file, independently of the C codec)."""
+import json
+import os
+import random
+import struct
+import subprocess
+
+import pytest
+
+from tollfree._lib import bin_path
+
+
+def run(*args, check=True):
+    r = subprocess.run([bin_path(), "engine", *map(str, args)], capture_output=True, text=True,
+                       timeout=600)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def run_json(*args):
+    return json.loads(run("run", *args, "--quiet").stdout)
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory):
+    d = tmp_path_factory.mktemp("engine")
+    path = d / "flow.ofl"
+    run("gen", "--count", 60000, "--seed", 11, path)
+    return path
+
+
+# ---- an independent OFL1 writer: stream frames + CRC32C --------------------------------------
+
+def _crc_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+CRC_TABLE = _crc_table()
+
+
+def crc32c(data: bytes) -> int:
+    c = 0xFFFFFFFF
+    for b in data:
+        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def record(kind: int, seq: int, payload: bytes) -> bytes:
+    frame = struct.pack("<HBQ", 9 + len(payload), kind, seq) + payload
+    return frame + struct.pack("<I", crc32c(frame))
+
+
+def journal(records, session=5) -> bytes:
+    head = b"OFL1" + struct.pack("<HQB", 1, session, 0)
+    return head + b"".join(record(k, i, p) for i, (k, p) in enumerate(records))
+
+
+def new_limit(cseq, account, coid, instr, side, price, qty):
+    return 0x01, struct.pack("<QQQQBqQQ", cseq, account, coid, instr, side, price, qty, 0)
+
+
+def new_market(cseq, account, coid, instr, side, qty):
+    return 0x02, struct.pack("<QQQQBQQ", cseq, account, coid, instr, side, qty, 0)
+
+
+def cancel(cseq, order_id):
+    return 0x03, struct.pack("<QQ", cseq, order_id)
+
+
+# ---- tests -----------------------------------------------------------------------------------
+
+def test_help_and_usage_errors(tmp_path):
+    for sub in ("run", "gen", "snapshot"):
+        r = run(sub, "--help")
+        assert "usage: tollfree engine " + sub in r.stdout
+    assert "run" in run("--help").stdout
+    for args, msg in ((["run"], "required"), (["gen", "x.ofl"], "--count"),
+                      (["gen", "--count", "5", "--mix", "nope", tmp_path / "a.ofl"], "--mix"),
+                      (["run", tmp_path / "a", "--bogus"], "unknown option"),
+                      (["run", "x", "--instruments", "5-2"], "bad list"),
+                      (["frobnicate"], "unknown subcommand")):
+        r = run(*args, check=False)
+        assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
+    r = run("run", tmp_path / "missing.ofl", check=False)
+    assert r.returncode == 1 and "missing.ofl" in r.stderr
+
+
+def test_gen_is_deterministic_and_refuses_what_cannot_fit(tmp_path, flow):
+    other = tmp_path / "again.ofl"
+    run("gen", "--count", 60000, "--seed", 11, other)
+    assert other.read_bytes() == flow.read_bytes()
+    r = run("gen", "--count", 10, other, check=False)
+    assert r.returncode == 1 and "exists" in r.stderr
+    huge = tmp_path / "huge.ofl"
+    r = run("gen", "--count", 99999999999999, huge, check=False)
+    assert r.returncode == 1 and "GB" in r.stderr
+    assert not huge.exists() and not (tmp_path / "huge.ofl.tmp").exists()
+
+
+def test_run_summary_and_replay_give_the_same_hash(flow):
+    a, b = run_json(flow), run_json(flow)
+    for key in ("commands", "applied", "duplicates", "skipped", "malformed", "events", "trades",
+                "rejected", "resting_orders", "last_command_seq", "next_order_id", "state_hash",
+                "seconds"):
+        assert key in a, key
+    assert a["state_hash"] == b["state_hash"] and len(a["state_hash"]) == 18
+    assert a["commands"] == a["applied"] == 60000 and a["journal"] == {"whole": True}
+    assert 0 < a["trades"] < a["commands"] and 500 <= a["resting_orders"] <= 1500
+
+
+def test_exchange_core_mix_proportions(tmp_path):
+    path = tmp_path / "mix.ofl"
+    run("gen", "--count", 40000, "--seed", 3, path)
+    dump = subprocess.run([bin_path(), "journal", "dump", str(path)], capture_output=True,
+                          text=True, timeout=600).stdout.splitlines()
+    kinds = [json.loads(line)["kind"] for line in dump]
+    share = {k: kinds.count(k) / len(kinds) for k in set(kinds)}
+    assert 0.78 < share["Replace"] < 0.86
+    assert 0.06 < share["NewLimit"] < 0.13 and 0.02 < share["NewMarket"] < 0.04
+    assert 0.02 < share.get("CancelByOrder", 0) + share.get("CancelByClient", 0) < 0.09
+    s = run_json(path)
+    assert s["rejected"] == 0  # cancels and replaces hit live orders; client ids are unique
+
+
+def test_events_journal_is_readable_and_counts_match(tmp_path, flow):
+    ev = tmp_path / "events.ofl"
+    s = json.loads(run("run", flow, "--events", ev, "--quiet").stdout)
+    v = subprocess.run([bin_path(), "journal", "verify", str(ev)], capture_output=True, text=True,
+                       timeout=600)
+    assert v.returncode == 0 and f"{s['events']} records" in v.stdout
+    lines = subprocess.run([bin_path(), "journal", "dump", str(ev)], capture_output=True,
+                           text=True, timeout=600).stdout.splitlines()
+    evs = [json.loads(x) for x in lines]
+    assert [e["event_seq"] for e in evs] == list(range(1, s["events"] + 1))
+    assert sum(e["kind"] == "Trade" for e in evs) == s["trades"]
+
+
+def test_snapshot_plus_tail_equals_full_run(tmp_path, flow):
+    full_ev, tail_ev = tmp_path / "full.ofl", tmp_path / "tail.ofl"
+    full = json.loads(run("run", flow, "--events", full_ev, "--quiet").stdout)
+    for at in (1, 12345, 59999, 60000):
+        snap = tmp_path / f"s{at}.tfs"
+        info = json.loads(run("snapshot", flow, "--at", at, "--out", snap).stdout)
+        assert info["last_command_seq"] == at
+        tail = json.loads(run("run", flow, "--from-snapshot", snap, "--events", tail_ev,
+                              "--quiet").stdout)
+        assert tail["state_hash"] == full["state_hash"]
+        assert tail["covered_by_snapshot"] == at
+        dump = lambda p: subprocess.run([bin_path(), "journal", "dump", str(p)],  # noqa: E731
+                                        capture_output=True, text=True, timeout=600).stdout
+        full_tail = [json.loads(x) for x in dump(full_ev).splitlines()]
+        full_tail = [e for e in full_tail if e["command_seq"] > at]
+        got = [json.loads(x) for x in dump(tail_ev).splitlines()]
+        for e in full_tail + got:
+            del e["journal_seq"]
+        assert got == full_tail
+
+
+def test_damaged_snapshot_is_refused(tmp_path, flow):
+    snap = tmp_path / "s.tfs"
+    run("snapshot", flow, "--at", 30000, "--out", snap)
+    good = snap.read_bytes()
+    rng = random.Random(5)
+    for trial in range(20):
+        bad = bytearray(good)
+        if trial % 3 == 0:
+            bad = bad[:rng.randrange(len(bad))]
+        else:
+            i = rng.randrange(len(bad))
+            bad[i] ^= 1 << rng.randrange(8)
+        snap.write_bytes(bytes(bad))
+        r = run("run", flow, "--from-snapshot", snap, check=False)
+        assert r.returncode == 1 and "snapshot" in r.stderr and r.stdout == ""
+
+
+def test_torn_and_corrupt_journals_stop_at_the_valid_prefix(tmp_path, flow):
+    data = flow.read_bytes()
+    rng = random.Random(9)
+    for trial in range(12):
+        cut = tmp_path / "cut.ofl"
+        if trial % 2:
+            cut.write_bytes(data[:rng.randrange(16, len(data))])
+        else:
+            b = bytearray(data)
+            b[rng.randrange(15, len(b))] ^= 0x40
+            cut.write_bytes(bytes(b))
+        s = run_json(cut)
+        if s["journal"]["whole"]:
+            continue  # the cut fell on a record boundary
+        prefix = tmp_path / "prefix.ofl"
+        prefix.write_bytes(cut.read_bytes()[:s["journal"]["offset"]])
+        p = run_json(prefix)
+        assert p["journal"] == {"whole": True}
+        assert p["state_hash"] == s["state_hash"]
+        assert p["records"] == s["journal"]["journal_seq"]
+
+
+def test_hand_built_journal_semantics(tmp_path):
+    # 1: rests; 2: duplicate seq; 3: market sweeps 1 and is partly canceled;
+    # a heartbeat, an event record and a malformed (side 7, CRC valid) record are stepped over.
+    recs = [new_limit(1, 10, 100, 1, 1, 5000, 3),
+            new_limit(1, 10, 101, 1, 1, 5000, 3),
+            (0x00, b""),
+            (0x84, struct.pack("<QQQQ", 1, 1, 1, 1)),
+            new_limit(2, 11, 200, 1, 7, 5000, 3),
+            new_market(3, 12, 300, 1, 0, 5),
+            cancel(4, 99)]
+    path = tmp_path / "hand.ofl"
+    path.write_bytes(journal(recs))
+    ev = tmp_path / "ev.ofl"
+    s = json.loads(run("run", path, "--events", ev, "--quiet").stdout)
+    assert (s["records"], s["commands"], s["applied"], s["duplicates"], s["skipped"],
+            s["malformed"]) == (7, 5, 3, 1, 2, 1)
+    assert (s["trades"], s["rejected"], s["resting_orders"], s["next_order_id"]) == (1, 1, 0, 3)
+    lines = subprocess.run([bin_path(), "journal", "dump", str(ev)], capture_output=True,
+                           text=True, timeout=600).stdout.splitlines()
+    kinds = [(e["kind"], e.get("order_id", e.get("maker_order_id"))) for e in map(json.loads, lines)]
+    assert kinds == [("Accepted", 1), ("Accepted", 2), ("Trade", 1), ("Canceled", 2),
+                     ("Rejected", None)]
+    # The state hash of the empty book after these commands, computed here from the spec.
+    h = 0xcbf29ce484222325
+
+    def fnv(h, v):
+        for byte in struct.pack("<Q", v):
+            h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        return h
+    for instr in range(1, 17):
+        h = fnv(fnv(fnv(h, instr), 0), 0)
+    for v in (3, 4, 6):  # next_order_id, last_command_seq, next_event_seq
+        h = fnv(h, v)
+    assert s["state_hash"] == f"0x{h:016x}"
+
+
+def test_book_lists_priority_order(tmp_path):
+    recs = [new_limit(1, 1, 1, 2, 0, 100, 5), new_limit(2, 1, 2, 2, 0, 101, 5),
+            new_limit(3, 1, 3, 2, 0, 100, 7), new_limit(4, 1, 4, 2, 1, 105, 1)]
+    path = tmp_path / "b.ofl"
+    path.write_bytes(journal(recs))
+    s = json.loads(run("run", path, "--book", "--quiet").stdout)
+    assert s["book"] == [{"instrument_id": 2,
+                          "bids": [{"order_id": 2, "account_id": 1, "client_order_id": 2,
+                                    "price": 101, "remaining": 5},
+                                   {"order_id": 1, "account_id": 1, "client_order_id": 1,
+                                    "price": 100, "remaining": 5},
+                                   {"order_id": 3, "account_id": 1, "client_order_id": 3,
+                                    "price": 100, "remaining": 7}],
+                          "asks": [{"order_id": 4, "account_id": 1, "client_order_id": 4,
+                                    "price": 105, "remaining": 1}]}]
+
+
+def test_live_order_limit_and_far_apart_prices(tmp_path):
+    # Prices anywhere in 1..INT64_MAX cost one level each, never memory by distance.
+    big = 2**63 - 1
+    recs = [new_limit(i + 1, 1, i + 1, 1, i % 2, [1, big, 2**40, big - 1, 7][i], 1)
+            for i in range(5)]
+    path = tmp_path / "far.ofl"
+    path.write_bytes(journal(recs))
+    s = json.loads(run("run", path, "--max-orders", 5, "--quiet").stdout)
+    assert (s["resting_orders"], s["rejected"], s["trades"], s["price_levels"]) == (5, 0, 0, 5)
+    s = json.loads(run("run", path, "--max-orders", 2, "--quiet").stdout)
+    assert (s["resting_orders"], s["rejected"]) == (2, 3)  # Rejected(Other) at the limit
