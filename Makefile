@@ -12,7 +12,7 @@ export TOLLFREE_BIN := $(CURDIR)/$(BUILD)/tollfree
 C_SOURCES = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all setup build test test-c test-asan test-py format format-check demo \
-        bench bench-kernel bench-orderflow fuzz fuzz-smoke clean help
+        bench bench-kernel bench-orderflow bench-engine fuzz fuzz-smoke clean help
 
 all: build
 
@@ -22,7 +22,7 @@ help:
 	@echo "make test       format check, C tests (release + ASan/UBSan), fuzz corpora, pytest,"
 	@echo "                and a short libFuzzer run of every fuzz target"
 	@echo "make bench      the boundary benchmark (build/report/)"
-	@echo "make bench-kernel / bench-orderflow   the kernel and order-flow benchmarks"
+	@echo "make bench-kernel / bench-orderflow / bench-engine   the kernel, order-flow and engine benchmarks"
 	@echo "make fuzz       build libFuzzer targets with clang (build-fuzz/fuzz/)"
 	@echo "make fuzz-smoke run each fuzzer FUZZ_SECONDS (default 8) from its corpus"
 	@echo "make format     clang-format every C file in place"
@@ -66,6 +66,11 @@ bench-kernel: setup build
 
 bench-orderflow: setup build
 	$(BUILD)/bench/bench_orderflow
+
+# The order engine: throughput, open-loop latency, replay, snapshots (build/report/engine.json).
+bench-engine: setup build
+	@mkdir -p $(BUILD)/report
+	$(BUILD)/bench/bench_engine $(BUILD)/report/engine.json
 
 bench: setup build
 	$(PY) -m tollfree.bench
