@@ -106,6 +106,8 @@ void eng_remove_level(tf_engine *e, uint32_t li);
 void eng_tree_insert(tf_engine *e, eng_side *s, uint32_t li);
 void eng_tree_remove(tf_engine *e, eng_side *s, uint32_t li);
 uint32_t eng_tree_next(const tf_engine *e, uint32_t li); /* the next worse level, or 0 */
+/* 0 when the side's tree keeps every red-black rule and its cached best and count (tests). */
+int eng_tree_check(const tf_engine *e, const eng_side *s);
 
 /* book.c: resting and removing orders */
 int eng_book_of(const tf_engine *e, uint64_t instrument_id); /* book index or -1 */

@@ -187,6 +187,46 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sorts ids[0..n) and drops duplicates; returns the new count. */
+static uint64_t compact(uint64_t *ids, uint64_t n)
+{
+    qsort(ids, n, sizeof *ids, cmp_u64);
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (!k || ids[i] != ids[k - 1])
+            ids[k++] = ids[i];
+    return k;
+}
+
+static int present(const uint64_t *sorted, uint64_t n, uint64_t v)
+{
+    return bsearch(&v, sorted, n, sizeof v, cmp_u64) != NULL;
+}
+
+/* Appends lo..hi to ids[0..*n); the cap counts distinct ids: when the buffer fills, the ids are
+ * compacted and only values not already there need room. */
+static int add_range(uint64_t *ids, uint64_t *n, uint32_t cap, uint64_t lo, uint64_t hi)
+{
+    if (hi - lo < (uint64_t)cap - *n) {
+        for (uint64_t v = lo;; v++) {
+            ids[(*n)++] = v;
+            if (v == hi)
+                return 0;
+        }
+    }
+    *n = compact(ids, *n);
+    uint64_t sorted = *n;
+    for (uint64_t v = lo;; v++) {
+        if (!present(ids, sorted, v)) {
+            if (*n == cap)
+                return TF_E_LIMIT;
+            ids[(*n)++] = v;
+        }
+        if (v == hi)
+            return 0;
+    }
+}
+
 int tf_engine_parse_instruments(const char *s, uint64_t *ids, uint32_t cap)
 {
     if (!s || (!ids && cap))
@@ -203,23 +243,14 @@ int tf_engine_parse_instruments(const char *s, uint64_t *ids, uint32_t cap)
             if (parse_id(&p, &hi) || hi < lo)
                 return TF_E_INVALID_ARG;
         }
-        if (hi - lo >= (uint64_t)cap - n || n >= cap)
-            return TF_E_LIMIT;
-        for (uint64_t v = lo;; v++) {
-            ids[n++] = v;
-            if (v == hi)
-                break;
-        }
+        int rc = add_range(ids, &n, cap, lo, hi);
+        if (rc)
+            return rc;
         if (*p == '\0')
             break;
         if (*p != ',')
             return TF_E_INVALID_ARG;
         p++;
     }
-    qsort(ids, n, sizeof *ids, cmp_u64);
-    uint64_t k = 0;
-    for (uint64_t i = 0; i < n; i++)
-        if (!k || ids[i] != ids[k - 1])
-            ids[k++] = ids[i];
-    return (int)k;
+    return (int)compact(ids, n);
 }

@@ -225,3 +225,33 @@ void eng_tree_remove(tf_engine *e, eng_side *s, uint32_t z)
     L(0).parent = 0;
     L(0).red = 0;
 }
+
+/* Black height of the subtree at x, or -1 when it breaks a rule: keys strictly increasing in
+ * order, parent links consistent, no red node with a red child, equal black heights. */
+static int check(const tf_engine *e, uint32_t x, uint32_t parent, const int64_t *lo,
+                 const int64_t *hi, uint64_t *count)
+{
+    if (!x)
+        return 1;
+    const eng_level *l = &e->levels[x];
+    if (l->parent != parent || (lo && l->key <= *lo) || (hi && l->key >= *hi) ||
+        (l->red && (L(l->left).red || L(l->right).red)))
+        return -1;
+    (*count)++;
+    int a = check(e, l->left, x, lo, &l->key, count);
+    int b = check(e, l->right, x, &l->key, hi, count);
+    if (a < 0 || b < 0 || a != b)
+        return -1;
+    return a + !l->red;
+}
+
+int eng_tree_check(const tf_engine *e, const eng_side *s)
+{
+    uint64_t count = 0;
+    if (L(s->root).red || check(e, s->root, 0, NULL, NULL, &count) < 0 || count != s->n_levels)
+        return -1;
+    uint32_t min = s->root;
+    while (min && L(min).left)
+        min = L(min).left;
+    return min == s->best ? 0 : -1;
+}

@@ -1,0 +1,201 @@
+/* Hostile streams for the order engine's data structures: prices spread over all of
+ * 1..INT64_MAX, a level per order, sweeps that empty a hundred thousand levels at once, the
+ * live-order limit, a full pool, and the red-black rules of every book side checked as levels
+ * come and go (src/engine/tree.c). Nothing here is timed; a structure that went linear in the
+ * number of levels would make this program take hours instead of a second. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "harness.h"
+#include "tollfree/engine.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static uint64_t seq;
+static tf_ofl_msg ev[1 << 20];
+
+static int limit(tf_engine *e, uint64_t coid, int side, int64_t price, uint64_t qty)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_NEW_LIMIT};
+    m.new_limit = (tf_ofl_new_limit){.command_seq = ++seq,
+                                     .account_id = 1 + coid % 7,
+                                     .client_order_id = coid,
+                                     .instrument_id = 1,
+                                     .price = price,
+                                     .quantity = {qty, 0},
+                                     .side = (uint8_t)side};
+    tf_engine_sink s = {.ev = ev, .cap = 1 << 20};
+    return tf_engine_apply(e, &m, &s) < 0 ? -1 : (int)s.n;
+}
+
+static size_t market(tf_engine *e, uint64_t coid, int side, uint64_t qty)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_NEW_MARKET};
+    m.new_market = (tf_ofl_new_market){.command_seq = ++seq,
+                                       .account_id = 99,
+                                       .client_order_id = coid,
+                                       .instrument_id = 1,
+                                       .quantity = {qty, 0},
+                                       .side = (uint8_t)side};
+    tf_engine_sink s = {.ev = ev, .cap = 1 << 20};
+    CHECK_RC(tf_engine_apply(e, &m, &s), TF_ENGINE_APPLIED);
+    return s.n;
+}
+
+static int trees_ok(const tf_engine *e)
+{
+    for (uint32_t t = 0; t < 2 * e->n_books; t++)
+        if (eng_tree_check(e, &e->sides[t]))
+            return 0;
+    return 1;
+}
+
+static void far_apart_prices(void)
+{
+    enum { N = 200000 };
+    static const uint64_t one = 1;
+    tf_engine_config cfg = {
+        .size = sizeof cfg, .instruments = &one, .n_instruments = 1, .max_orders = N};
+    tf_engine *e;
+    CHECK_RC(tf_engine_create(&cfg, &e), 0);
+    if (!e)
+        return;
+    int64_t best_bid = 0, best_ask = INT64_MAX;
+    int bad = 0;
+    /* bids anywhere in [1, 2^62), asks anywhere in [2^62, 2^63 - 1]: nothing crosses. */
+    for (uint64_t i = 0; i < N; i++) {
+        int side = (int)(i & 1);
+        int64_t p = side == TF_OFL_BUY ? (int64_t)(1 + next() % ((1ull << 62) - 1))
+                                       : (int64_t)((1ull << 62) + next() % (1ull << 62));
+        if (i == N - 2)
+            p = 1; /* the extremes */
+        if (i == N - 1)
+            p = INT64_MAX;
+        bad += limit(e, i + 1, side, p, 1 + next() % 1000) != 1;
+        if (side == TF_OFL_BUY && p > best_bid)
+            best_bid = p;
+        if (side == TF_OFL_SELL && p < best_ask)
+            best_ask = p;
+        if (i % 20000 == 0)
+            bad += !trees_ok(e);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(trees_ok(e));
+    tf_engine_counters c;
+    tf_engine_get_counters(e, &c);
+    CHECK_EQ(c.resting_orders, N);
+    CHECK(c.price_levels > N - 10);
+    int64_t px;
+    uint64_t q;
+    CHECK_RC(tf_engine_best(e, 1, TF_OFL_BUY, &px, &q), 1);
+    CHECK_EQ(px, best_bid);
+    CHECK_RC(tf_engine_best(e, 1, TF_OFL_SELL, &px, &q), 1);
+    CHECK_EQ(px, best_ask);
+    /* The pool is full: one more limit order is Rejected(Other). */
+    CHECK_EQ(limit(e, 10 * N, TF_OFL_BUY, 5, 1), 1);
+    CHECK_EQ(ev[0].kind, TF_OFL_REJECTED);
+    CHECK_EQ(ev[0].rejected.reason, TF_OFL_REASON_OTHER);
+    /* One market order larger than every ask: a trade per ask, then its remainder canceled. */
+    size_t n = market(e, 10 * N + 1, TF_OFL_BUY, (uint64_t)INT64_MAX);
+    CHECK_EQ(n, 1 + N / 2 + 1);
+    CHECK_EQ(ev[n - 1].kind, TF_OFL_CANCELED);
+    int sorted = 1;
+    for (size_t k = 2; k + 1 < n; k++)
+        sorted &= ev[k].trade.price >= ev[k - 1].trade.price;
+    CHECK(sorted);
+    CHECK(trees_ok(e));
+    CHECK_RC(tf_engine_best(e, 1, TF_OFL_SELL, &px, &q), 0);
+    /* Refill the freed half at far-apart prices and sweep the bids too. */
+    for (uint64_t i = 0; i < N / 2; i++)
+        bad += limit(e, 20 * N + i, TF_OFL_SELL, (int64_t)((1ull << 62) + next() % (1ull << 62)),
+                     1) != 1;
+    CHECK_EQ(bad, 0);
+    n = market(e, 30 * N, TF_OFL_SELL, (uint64_t)INT64_MAX);
+    CHECK_EQ(n, 1 + N / 2 + 1);
+    CHECK(trees_ok(e));
+    tf_engine_get_counters(e, &c);
+    CHECK_EQ(c.resting_orders, N / 2);
+    tf_engine_destroy(e);
+}
+
+/* Random levels added and emptied in every pattern, with the tree checked after each step. */
+static void churn(void)
+{
+    static const uint64_t one = 1;
+    tf_engine_config cfg = {
+        .size = sizeof cfg, .instruments = &one, .n_instruments = 1, .max_orders = 4096};
+    tf_engine *e;
+    CHECK_RC(tf_engine_create(&cfg, &e), 0);
+    if (!e)
+        return;
+    int bad = 0;
+    for (uint64_t i = 0; i < 60000; i++) {
+        uint64_t r = next();
+        tf_ofl_msg m = {0};
+        tf_engine_sink s = {.ev = ev, .cap = 1 << 20};
+        if (r % 3) {
+            int side = (int)(r >> 8 & 1);
+            int64_t p = 1000 + (int64_t)(r >> 16) % 300 + (side == TF_OFL_BUY ? -150 : 150);
+            bad += limit(e, 100000 + i, side, p, 1 + (r >> 40) % 5) < 1;
+        } else {
+            m.kind = TF_OFL_CANCEL_BY_ORDER;
+            m.cancel_by_order = (tf_ofl_cancel_by_order){++seq, 1 + (r >> 20) % (i + 1)};
+            bad += tf_engine_apply(e, &m, &s) != TF_ENGINE_APPLIED;
+        }
+        if (i % 97 == 0)
+            bad += !trees_ok(e);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(trees_ok(e));
+    tf_engine_destroy(e);
+}
+
+static void config_errors(void)
+{
+    static const uint64_t ids[] = {3, 1, 3};
+    tf_engine *e = (tf_engine *)1;
+    tf_engine_config cfg = {
+        .size = sizeof cfg, .instruments = ids, .n_instruments = 3, .max_orders = 10};
+    CHECK_RC(tf_engine_create(&cfg, &e), TF_E_INVALID_ARG); /* a duplicate id */
+    CHECK(e == NULL);
+    cfg.n_instruments = 2;
+    cfg.max_bytes = 1000;
+    CHECK_RC(tf_engine_create(&cfg, &e), TF_E_LIMIT);
+    CHECK(tf_engine_bytes_needed(&cfg) > 1000);
+    cfg.max_bytes = 0;
+    cfg.max_orders = 0;
+    CHECK_RC(tf_engine_create(&cfg, &e), TF_E_INVALID_ARG);
+    cfg.max_orders = 10;
+    cfg.size = 4;
+    CHECK_RC(tf_engine_create(&cfg, &e), TF_E_INVALID_ARG);
+    CHECK_RC(tf_engine_create(NULL, &e), TF_E_NULL_ARG);
+    CHECK_RC(tf_engine_apply(NULL, NULL, NULL), TF_E_NULL_ARG);
+    uint64_t out[4];
+    CHECK_RC(tf_engine_parse_instruments("1-3,2,9", out, 4), 4);
+    CHECK_RC(tf_engine_parse_instruments("1-5", out, 4), TF_E_LIMIT);
+    CHECK_RC(tf_engine_parse_instruments("0", out, 4), TF_E_INVALID_ARG);
+    CHECK_RC(tf_engine_parse_instruments("3-1", out, 4), TF_E_INVALID_ARG);
+    CHECK_RC(tf_engine_parse_instruments("1,,2", out, 4), TF_E_INVALID_ARG);
+    CHECK_RC(tf_engine_parse_instruments("", out, 4), TF_E_INVALID_ARG);
+    char h[19];
+    tf_engine_format_hash(0xabcull, h);
+    CHECK(!strcmp(h, "0x0000000000000abc"));
+    tf_engine_destroy(NULL);
+}
+
+int main(void)
+{
+    config_errors();
+    churn();
+    far_apart_prices();
+    return tf_test_report();
+}
