@@ -1,0 +1,602 @@
+/* The order engine's slow model (engine_model.h): spec/engine.md, line by line. */
+#include "engine_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tollfree/error.h"
+
+struct em_model {
+    uint64_t *instruments; /* ascending */
+    uint32_t n_instruments;
+    uint32_t max_orders;
+
+    em_order *orders; /* the live orders, in no particular order */
+    size_t n_orders, cap_orders;
+    uint64_t clock; /* the next priority stamp */
+
+    uint64_t next_order_id, last_command_seq, next_event_seq;
+    uint64_t applied, duplicates, skipped, events, trades, rejected;
+
+    /* the events of the current/last command */
+    tf_ofl_msg *ev;
+    size_t n_ev, cap_ev;
+    int ev_nomem;
+    uint64_t cur_seq; /* command_seq of the command being applied */
+};
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int known_instrument(const em_model *m, uint64_t id)
+{
+    for (uint32_t i = 0; i < m->n_instruments; i++)
+        if (m->instruments[i] == id)
+            return 1;
+    return 0;
+}
+
+static int valid_quantity(tf_ofl_qty q)
+{
+    return q.hi == 0 && q.lo >= 1 && q.lo <= (uint64_t)INT64_MAX;
+}
+
+/* Index of the live order with this id, or -1. */
+static long find_by_id(const em_model *m, uint64_t order_id)
+{
+    for (size_t i = 0; i < m->n_orders; i++)
+        if (m->orders[i].order_id == order_id)
+            return (long)i;
+    return -1;
+}
+
+/* Index of the live order with this (account, client id), or -1. */
+static long find_by_client(const em_model *m, uint64_t account_id, uint64_t client_order_id)
+{
+    for (size_t i = 0; i < m->n_orders; i++)
+        if (m->orders[i].account_id == account_id &&
+            m->orders[i].client_order_id == client_order_id)
+            return (long)i;
+    return -1;
+}
+
+/* Removing swaps the last order in: the array's order means nothing (priority is `time`). */
+static void remove_at(em_model *m, size_t i)
+{
+    m->orders[i] = m->orders[m->n_orders - 1];
+    m->n_orders--;
+}
+
+static int add_order(em_model *m, const em_order *o)
+{
+    if (m->n_orders == m->cap_orders) {
+        size_t cap = m->cap_orders ? m->cap_orders * 2 : 64;
+        em_order *p = realloc(m->orders, cap * sizeof *p);
+        if (!p)
+            return TF_E_NOMEM;
+        m->orders = p;
+        m->cap_orders = cap;
+    }
+    m->orders[m->n_orders++] = *o;
+    return 0;
+}
+
+/* A new event with the common fields set and every other byte 0. */
+static tf_ofl_msg *new_event(em_model *m, uint8_t kind)
+{
+    static tf_ofl_msg scratch; /* where events go once an allocation failed */
+    if (m->n_ev == m->cap_ev && !m->ev_nomem) {
+        size_t cap = m->cap_ev ? m->cap_ev * 2 : 16;
+        tf_ofl_msg *p = realloc(m->ev, cap * sizeof *p);
+        if (p) {
+            m->ev = p;
+            m->cap_ev = cap;
+        } else {
+            m->ev_nomem = 1;
+        }
+    }
+    tf_ofl_msg *e = m->ev_nomem ? &scratch : &m->ev[m->n_ev++];
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    e->journal_seq = 0;
+    e->session_id = 0;
+    /* event_seq, command_seq and timestamp_ns are the first three u64 of every event payload */
+    e->accepted.event_seq = m->next_event_seq++;
+    e->accepted.command_seq = m->cur_seq;
+    e->accepted.timestamp_ns = m->cur_seq; /* the logical clock */
+    m->events++;
+    return e;
+}
+
+static void emit_rejected(em_model *m, uint64_t client_order_id, uint8_t reason)
+{
+    tf_ofl_msg *e = new_event(m, TF_OFL_REJECTED);
+    e->rejected.client_order_id = client_order_id;
+    e->rejected.reason = reason;
+    m->rejected++;
+}
+
+static void emit_accepted(em_model *m, uint64_t order_id, uint64_t client_order_id,
+                          uint64_t account_id)
+{
+    tf_ofl_msg *e = new_event(m, TF_OFL_ACCEPTED);
+    e->accepted.order_id = order_id;
+    e->accepted.client_order_id = client_order_id;
+    e->accepted.account_id = account_id;
+}
+
+static void emit_canceled(em_model *m, uint64_t order_id)
+{
+    tf_ofl_msg *e = new_event(m, TF_OFL_CANCELED);
+    e->canceled.order_id = order_id;
+}
+
+static void emit_replaced(em_model *m, uint64_t order_id, uint64_t client_order_id)
+{
+    tf_ofl_msg *e = new_event(m, TF_OFL_REPLACED);
+    e->replaced.order_id = order_id;
+    e->replaced.client_order_id = client_order_id;
+}
+
+static void emit_trade(em_model *m, uint64_t maker, uint64_t taker, uint64_t instrument,
+                       int64_t price, uint64_t qty)
+{
+    tf_ofl_msg *e = new_event(m, TF_OFL_TRADE);
+    e->trade.maker_order_id = maker;
+    e->trade.taker_order_id = taker;
+    e->trade.instrument_id = instrument;
+    e->trade.price = price;
+    e->trade.quantity.lo = qty;
+    e->trade.quantity.hi = 0;
+    m->trades++;
+}
+
+/* ---- matching ----------------------------------------------------------------------------- */
+
+/* Is a better than b for its side's priority: better price, then older. */
+static int better(const em_order *a, const em_order *b)
+{
+    if (a->price != b->price)
+        return a->side == TF_OFL_BUY ? a->price > b->price : a->price < b->price;
+    return a->time < b->time;
+}
+
+/* Index of the first order in priority of one side of one book, or -1. */
+static long best_of(const em_model *m, uint64_t instrument, uint8_t side)
+{
+    long best = -1;
+    for (size_t i = 0; i < m->n_orders; i++) {
+        const em_order *o = &m->orders[i];
+        if (o->instrument_id != instrument || o->side != side)
+            continue;
+        if (best < 0 || better(o, &m->orders[best]))
+            best = (long)i;
+    }
+    return best;
+}
+
+/* The aggressor (not in the book) takes from the opposite side while it has quantity left and
+ * the best opposite price is acceptable. has_limit = 0 for a market order. Updates *remaining. */
+static void match(em_model *m, uint64_t taker_id, uint64_t instrument, uint8_t side, int has_limit,
+                  int64_t limit, uint64_t *remaining)
+{
+    uint8_t other = side == TF_OFL_BUY ? TF_OFL_SELL : TF_OFL_BUY;
+    while (*remaining > 0) {
+        long b = best_of(m, instrument, other);
+        if (b < 0)
+            break;
+        em_order *maker = &m->orders[b];
+        if (has_limit) {
+            if (side == TF_OFL_BUY && maker->price > limit)
+                break;
+            if (side == TF_OFL_SELL && maker->price < limit)
+                break;
+        }
+        uint64_t q = maker->remaining < *remaining ? maker->remaining : *remaining;
+        emit_trade(m, maker->order_id, taker_id, instrument, maker->price, q);
+        maker->remaining -= q;
+        *remaining -= q;
+        if (maker->remaining == 0)
+            remove_at(m, (size_t)b); /* a maker with nothing left leaves the book, no event */
+    }
+}
+
+/* ---- commands ----------------------------------------------------------------------------- */
+
+static int new_limit(em_model *m, const tf_ofl_new_limit *c)
+{
+    if (!known_instrument(m, c->instrument_id)) {
+        emit_rejected(m, c->client_order_id, TF_OFL_UNKNOWN_INSTRUMENT);
+        return 0;
+    }
+    if (!valid_quantity(c->quantity)) {
+        emit_rejected(m, c->client_order_id, TF_OFL_INVALID_QUANTITY);
+        return 0;
+    }
+    if (c->price <= 0) {
+        emit_rejected(m, c->client_order_id, TF_OFL_INVALID_PRICE);
+        return 0;
+    }
+    if (find_by_client(m, c->account_id, c->client_order_id) >= 0) {
+        emit_rejected(m, c->client_order_id, TF_OFL_DUPLICATE_CLIENT_ORDER_ID);
+        return 0;
+    }
+    /* "the live-order limit reached": checked before matching, so even a limit order that would
+     * fill at once is refused when the book already holds max_orders */
+    if (m->n_orders >= m->max_orders) {
+        emit_rejected(m, c->client_order_id, TF_OFL_REASON_OTHER);
+        return 0;
+    }
+    uint64_t id = m->next_order_id++;
+    emit_accepted(m, id, c->client_order_id, c->account_id);
+    uint64_t rem = c->quantity.lo;
+    match(m, id, c->instrument_id, c->side, 1, c->price, &rem);
+    if (rem == 0)
+        return 0;
+    em_order o = {.order_id = id,
+                  .account_id = c->account_id,
+                  .client_order_id = c->client_order_id,
+                  .instrument_id = c->instrument_id,
+                  .price = c->price,
+                  .remaining = rem,
+                  .time = m->clock++,
+                  .side = c->side};
+    return add_order(m, &o);
+}
+
+static int new_market(em_model *m, const tf_ofl_new_market *c)
+{
+    /* Checks 1, 2, 4 only (the spec's list): no price, and no live-order limit because a market
+     * order never rests. */
+    if (!known_instrument(m, c->instrument_id)) {
+        emit_rejected(m, c->client_order_id, TF_OFL_UNKNOWN_INSTRUMENT);
+        return 0;
+    }
+    if (!valid_quantity(c->quantity)) {
+        emit_rejected(m, c->client_order_id, TF_OFL_INVALID_QUANTITY);
+        return 0;
+    }
+    if (find_by_client(m, c->account_id, c->client_order_id) >= 0) {
+        emit_rejected(m, c->client_order_id, TF_OFL_DUPLICATE_CLIENT_ORDER_ID);
+        return 0;
+    }
+    uint64_t id = m->next_order_id++;
+    emit_accepted(m, id, c->client_order_id, c->account_id);
+    uint64_t rem = c->quantity.lo;
+    match(m, id, c->instrument_id, c->side, 0, 0, &rem);
+    if (rem > 0)
+        emit_canceled(m, id); /* the remainder, after the trades */
+    return 0;
+}
+
+static int cancel_by_order(em_model *m, const tf_ofl_cancel_by_order *c)
+{
+    long i = find_by_id(m, c->order_id);
+    if (i < 0) {
+        emit_rejected(m, 0, TF_OFL_ORDER_NOT_FOUND); /* 0: the command has no client id */
+        return 0;
+    }
+    uint64_t id = m->orders[i].order_id;
+    remove_at(m, (size_t)i);
+    emit_canceled(m, id);
+    return 0;
+}
+
+static int cancel_by_client(em_model *m, const tf_ofl_cancel_by_client *c)
+{
+    long i = find_by_client(m, c->account_id, c->client_order_id);
+    if (i < 0) {
+        emit_rejected(m, c->client_order_id, TF_OFL_ORDER_NOT_FOUND);
+        return 0;
+    }
+    uint64_t id = m->orders[i].order_id;
+    remove_at(m, (size_t)i);
+    emit_canceled(m, id);
+    return 0;
+}
+
+static int replace(em_model *m, const tf_ofl_replace *c)
+{
+    long i = find_by_id(m, c->order_id);
+    if (i < 0) {
+        emit_rejected(m, c->client_order_id, TF_OFL_ORDER_NOT_FOUND);
+        return 0;
+    }
+    if (!valid_quantity(c->quantity)) {
+        emit_rejected(m, c->client_order_id, TF_OFL_INVALID_QUANTITY);
+        return 0;
+    }
+    if (c->price <= 0) {
+        emit_rejected(m, c->client_order_id, TF_OFL_INVALID_PRICE);
+        return 0;
+    }
+    em_order o = m->orders[i];
+    if (c->client_order_id != o.client_order_id &&
+        find_by_client(m, o.account_id, c->client_order_id) >= 0) {
+        emit_rejected(m, c->client_order_id, TF_OFL_DUPLICATE_CLIENT_ORDER_ID);
+        return 0;
+    }
+    emit_replaced(m, o.order_id, c->client_order_id);
+    if (c->price == o.price && c->quantity.lo <= o.remaining) {
+        /* keeps its place in the level */
+        m->orders[i].client_order_id = c->client_order_id;
+        m->orders[i].remaining = c->quantity.lo;
+        return 0;
+    }
+    /* leaves the level, matches as the aggressor, rests at the back of its new level */
+    remove_at(m, (size_t)i);
+    o.client_order_id = c->client_order_id;
+    o.price = c->price;
+    o.remaining = c->quantity.lo;
+    match(m, o.order_id, o.instrument_id, o.side, 1, o.price, &o.remaining);
+    if (o.remaining == 0)
+        return 0;
+    o.time = m->clock++;
+    return add_order(m, &o);
+}
+
+/* ---- public ------------------------------------------------------------------------------- */
+
+int em_create(const uint64_t *instruments, uint32_t n, uint32_t max_orders, em_model **out)
+{
+    if (!out || (!instruments && n))
+        return TF_E_NULL_ARG;
+    *out = NULL;
+    if (n == 0 || max_orders == 0)
+        return TF_E_INVALID_ARG;
+    em_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return TF_E_NOMEM;
+    m->instruments = malloc(n * sizeof *m->instruments);
+    if (!m->instruments) {
+        free(m);
+        return TF_E_NOMEM;
+    }
+    memcpy(m->instruments, instruments, n * sizeof *instruments);
+    qsort(m->instruments, n, sizeof *m->instruments, cmp_u64);
+    for (uint32_t i = 0; i < n; i++) {
+        if (m->instruments[i] == 0 || (i > 0 && m->instruments[i] == m->instruments[i - 1])) {
+            free(m->instruments);
+            free(m);
+            return TF_E_INVALID_ARG;
+        }
+    }
+    m->n_instruments = n;
+    m->max_orders = max_orders;
+    m->next_order_id = 1;
+    m->last_command_seq = 0;
+    m->next_event_seq = 1;
+    *out = m;
+    return 0;
+}
+
+void em_destroy(em_model *m)
+{
+    if (!m)
+        return;
+    free(m->instruments);
+    free(m->orders);
+    free(m->ev);
+    free(m);
+}
+
+static int is_command(uint8_t kind)
+{
+    return kind >= TF_OFL_NEW_LIMIT && kind <= TF_OFL_REPLACE;
+}
+
+static int is_skipped_kind(uint8_t kind)
+{
+    return kind == TF_OFL_HEARTBEAT || (kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE);
+}
+
+int em_apply(em_model *m, const tf_ofl_msg *cmd, tf_ofl_msg *events, size_t cap, size_t *n_events)
+{
+    if (!m || !cmd || (!events && cap))
+        return TF_E_NULL_ARG;
+    m->n_ev = 0;
+    m->ev_nomem = 0;
+    if (n_events)
+        *n_events = 0;
+    if (is_skipped_kind(cmd->kind)) {
+        m->skipped++;
+        return EM_SKIPPED;
+    }
+    if (!is_command(cmd->kind))
+        return TF_E_OFL_UNKNOWN_KIND;
+    /* the decoder refuses such a side byte: a malformed record changes nothing */
+    if ((cmd->kind == TF_OFL_NEW_LIMIT && cmd->new_limit.side > TF_OFL_SELL) ||
+        (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL))
+        return TF_E_OFL_INVALID_SIDE;
+    /* command_seq is the first u64 of every command payload */
+    uint64_t seq = cmd->new_limit.command_seq;
+    if (seq <= m->last_command_seq) {
+        m->duplicates++;
+        return EM_DUPLICATE;
+    }
+    m->last_command_seq = seq;
+    m->cur_seq = seq;
+    m->applied++;
+    int rc = 0;
+    switch (cmd->kind) {
+    case TF_OFL_NEW_LIMIT:
+        rc = new_limit(m, &cmd->new_limit);
+        break;
+    case TF_OFL_NEW_MARKET:
+        rc = new_market(m, &cmd->new_market);
+        break;
+    case TF_OFL_CANCEL_BY_ORDER:
+        rc = cancel_by_order(m, &cmd->cancel_by_order);
+        break;
+    case TF_OFL_CANCEL_BY_CLIENT:
+        rc = cancel_by_client(m, &cmd->cancel_by_client);
+        break;
+    case TF_OFL_REPLACE:
+        rc = replace(m, &cmd->replace);
+        break;
+    }
+    if (rc < 0)
+        return rc;
+    if (m->ev_nomem)
+        return TF_E_NOMEM;
+    if (n_events)
+        *n_events = m->n_ev;
+    if (events) {
+        size_t k = m->n_ev < cap ? m->n_ev : cap;
+        if (k)
+            memcpy(events, m->ev, k * sizeof *events);
+    }
+    if (m->n_ev > cap && events)
+        return TF_E_LIMIT;
+    return EM_APPLIED;
+}
+
+const tf_ofl_msg *em_last_events(const em_model *m, size_t *n)
+{
+    *n = m->n_ev;
+    return m->ev;
+}
+
+/* ---- state -------------------------------------------------------------------------------- */
+
+/* Hash order: instrument ascending, bids before asks, best price first, oldest first. */
+static int cmp_hash_order(const void *pa, const void *pb)
+{
+    const em_order *a = pa, *b = pb;
+    if (a->instrument_id != b->instrument_id)
+        return a->instrument_id < b->instrument_id ? -1 : 1;
+    if (a->side != b->side)
+        return a->side == TF_OFL_BUY ? -1 : 1;
+    if (a->price != b->price) {
+        if (a->side == TF_OFL_BUY)
+            return a->price > b->price ? -1 : 1;
+        return a->price < b->price ? -1 : 1;
+    }
+    return a->time < b->time ? -1 : a->time > b->time;
+}
+
+size_t em_orders_in_order(const em_model *m, em_order *out, size_t cap)
+{
+    em_order *all = malloc((m->n_orders ? m->n_orders : 1) * sizeof *all);
+    if (!all)
+        return 0;
+    if (m->n_orders)
+        memcpy(all, m->orders, m->n_orders * sizeof *all);
+    qsort(all, m->n_orders, sizeof *all, cmp_hash_order);
+    size_t k = m->n_orders < cap ? m->n_orders : cap;
+    if (k)
+        memcpy(out, all, k * sizeof *all);
+    free(all);
+    return m->n_orders;
+}
+
+static uint64_t fnv_u64(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (uint8_t)(v >> (8 * i)); /* little-endian byte order, whatever the host */
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t fnv_order(uint64_t h, const em_order *o)
+{
+    h = fnv_u64(h, o->order_id);
+    h = fnv_u64(h, o->account_id);
+    h = fnv_u64(h, o->client_order_id);
+    h = fnv_u64(h, (uint64_t)o->price);
+    return fnv_u64(h, o->remaining);
+}
+
+uint64_t em_state_hash(const em_model *m)
+{
+    em_order *all = malloc((m->n_orders ? m->n_orders : 1) * sizeof *all);
+    if (!all)
+        return 0;
+    size_t n = em_orders_in_order(m, all, m->n_orders);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (uint32_t k = 0; k < m->n_instruments; k++) {
+        uint64_t id = m->instruments[k];
+        h = fnv_u64(h, id);
+        for (uint8_t side = TF_OFL_BUY; side <= TF_OFL_SELL; side++) {
+            uint64_t count = 0;
+            for (size_t i = 0; i < n; i++)
+                count += all[i].instrument_id == id && all[i].side == side;
+            h = fnv_u64(h, count);
+            for (size_t i = 0; i < n; i++)
+                if (all[i].instrument_id == id && all[i].side == side)
+                    h = fnv_order(h, &all[i]);
+        }
+    }
+    h = fnv_u64(h, m->next_order_id);
+    h = fnv_u64(h, m->last_command_seq);
+    h = fnv_u64(h, m->next_event_seq);
+    free(all);
+    return h;
+}
+
+void em_get_counters(const em_model *m, em_counters *out)
+{
+    memset(out, 0, sizeof *out);
+    out->next_order_id = m->next_order_id;
+    out->last_command_seq = m->last_command_seq;
+    out->next_event_seq = m->next_event_seq;
+    out->resting_orders = m->n_orders;
+    /* a level is counted by its first order in array position */
+    for (size_t i = 0; i < m->n_orders; i++) {
+        const em_order *o = &m->orders[i];
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            if (m->orders[j].instrument_id == o->instrument_id && m->orders[j].side == o->side &&
+                m->orders[j].price == o->price)
+                first = 0;
+        out->price_levels += first;
+    }
+    out->applied = m->applied;
+    out->duplicates = m->duplicates;
+    out->skipped = m->skipped;
+    out->events = m->events;
+    out->trades = m->trades;
+    out->rejected = m->rejected;
+}
+
+int em_find_order(const em_model *m, uint64_t order_id, em_order *out)
+{
+    long i = find_by_id(m, order_id);
+    if (i < 0)
+        return 0;
+    *out = m->orders[i];
+    return 1;
+}
+
+int em_best(const em_model *m, uint64_t instrument_id, int side, int64_t *price, uint64_t *quantity)
+{
+    if (!known_instrument(m, instrument_id) || (side != TF_OFL_BUY && side != TF_OFL_SELL))
+        return TF_E_INVALID_ARG;
+    long b = best_of(m, instrument_id, (uint8_t)side);
+    if (b < 0)
+        return 0;
+    int64_t px = m->orders[b].price;
+    uint64_t total = 0;
+    for (size_t i = 0; i < m->n_orders; i++) {
+        const em_order *o = &m->orders[i];
+        if (o->instrument_id == instrument_id && o->side == side && o->price == px)
+            total = UINT64_MAX - total < o->remaining ? UINT64_MAX : total + o->remaining;
+    }
+    *price = px;
+    *quantity = total;
+    return 1;
+}
+
+int em_live_at(const em_model *m, size_t k, em_order *out)
+{
+    if (k >= m->n_orders)
+        return 0;
+    *out = m->orders[k];
+    return 1;
+}
