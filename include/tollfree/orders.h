@@ -1,0 +1,116 @@
+/* tollfree order client: OFL1 commands to `tollfree engine serve` over a Unix socket or TCP.
+ *
+ * The protocol (docs/engine.md, "the engine service"): the client sends OFL1 stream frames
+ * (11-byte header, no CRC) carrying commands; the server's sequencer assigns command_seq (the
+ * value the client puts in the payload is ignored). For each command the server sends the
+ * command's events as stream frames, then a Heartbeat whose journal_seq field is the command's
+ * command_seq: "this reply is complete". A reply starts with Accepted, Rejected, Replaced or
+ * Canceled. A Trade of a resting order this connection placed, hit by someone else's command,
+ * arrives unsolicited, between replies (never inside one). A command the server cannot decode is
+ * answered Rejected(Other, event_seq 0) + Heartbeat(0). Replies are sent only once the command is
+ * durable, so an event a client has seen is never lost by a crash of the engine.
+ *
+ * One tf_orders is one connection, used by one thread at a time. Every buffer is sized by
+ * tf_orders_connect; no call allocates after it. Calls return a count (>= 0) or a negative code:
+ * -errno from the OS (-ECONNREFUSED, -ECONNRESET when the server closed between frames, ...),
+ * -ETIMEDOUT when a call ran past its timeout, TF_E_TRUNCATED when the server closed in the
+ * middle of a frame or a reply, TF_E_PROTOCOL when it sent something the protocol does not
+ * allow (an undecodable frame, a reply that does not start with its first event, a Heartbeat
+ * that closes no reply), TF_E_INVALID_ARG / TF_E_NULL_ARG for bad arguments, and the codec's
+ * TF_E_OFL_* for a command that cannot be encoded (a bad side byte). After a timeout, a transport
+ * failure or a protocol violation the position in the stream is unknown: the connection is
+ * closed and every later call returns -ENOTCONN. Business outcomes (a reject) are events, never
+ * error codes.
+ */
+#ifndef TOLLFREE_ORDERS_H
+#define TOLLFREE_ORDERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tollfree/api.h"
+#include "tollfree/error.h"
+#include "tollfree/orderflow.h"
+
+#define TF_ORDERS_DEFAULT_TIMEOUT_MS 30000
+#define TF_ORDERS_DEFAULT_MAX_FILLS 4096
+#define TF_ORDERS_DEFAULT_MAX_INFLIGHT 1024
+
+typedef struct tf_orders tf_orders;
+
+/* Called for each unsolicited Trade, from inside whichever tf_orders_* call read it, with the
+ * connection in a consistent state; it must not call back into this tf_orders. The message is
+ * valid during the call only. */
+typedef void (*tf_orders_fill_fn)(void *ctx, const tf_ofl_msg *trade);
+
+/* Options, read by tf_orders_connect only. A zeroed struct (or NULL) gives the defaults. */
+typedef struct tf_orders_opts {
+    uint32_t size;             /* sizeof(tf_orders_opts), or 0: lets the struct grow */
+    int timeout_ms;            /* per call; 0 = TF_ORDERS_DEFAULT_TIMEOUT_MS; < 0 = wait forever */
+    uint32_t max_fills;        /* unsolicited Trades queued for tf_orders_poll_fills; 0 = default */
+    uint32_t max_inflight;     /* commands tf_orders_send_many keeps unanswered; 0 = default */
+    tf_orders_fill_fn on_fill; /* when set, unsolicited Trades go here instead of the queue */
+    void *on_fill_ctx;
+} tf_orders_opts;
+
+/* One command's reply. ev/cap are the caller's (in); the rest is written by the call. */
+typedef struct tf_orders_reply {
+    tf_ofl_msg *ev;       /* in: room for the reply's events (may be NULL when cap is 0) */
+    size_t cap;           /* in */
+    size_t n;             /* out: events in the reply; min(n, cap) were stored, in order (the
+                             rest were read and dropped: the connection stays usable) */
+    uint64_t command_seq; /* out: assigned by the server; 0 when it could not decode the command */
+} tf_orders_reply;
+
+/* Connects to "unix:PATH" or "tcp:HOST:PORT" ("tcp:[::1]:PORT" for IPv6). opts may be NULL.
+ * TF_E_INVALID_ARG for a bad url or opts, -errno when the connection fails, TF_E_NOMEM. */
+TF_API int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *opts);
+/* Closes the connection and frees the client. Queued fills are dropped. Accepts NULL. */
+TF_API void tf_orders_close(tf_orders *c);
+/* Changes the per-call timeout (as tf_orders_opts.timeout_ms; 0 = the default). */
+TF_API int tf_orders_set_timeout(tf_orders *c, int timeout_ms);
+
+/* One command: sends it, waits for its reply (reading, and queueing or passing to on_fill, any
+ * unsolicited Trade that arrives first) and stores it in *r. Returns r->n (>= 1). The payload's
+ * command_seq is ignored (the server assigns it); cmd->journal_seq is ignored too. */
+TF_API int tf_orders_call(tf_orders *c, const tf_ofl_msg *cmd, tf_orders_reply *r);
+
+/* The five commands, as tf_orders_call. quantity is in lots (the u128 wire quantity's low half;
+ * use tf_orders_call for a high half). side is TF_OFL_BUY or TF_OFL_SELL. */
+TF_API int tf_orders_new_limit(tf_orders *c, uint64_t account_id, uint64_t client_order_id,
+                               uint64_t instrument_id, int side, int64_t price_ticks,
+                               uint64_t qty_lots, tf_orders_reply *r);
+TF_API int tf_orders_new_market(tf_orders *c, uint64_t account_id, uint64_t client_order_id,
+                                uint64_t instrument_id, int side, uint64_t qty_lots,
+                                tf_orders_reply *r);
+TF_API int tf_orders_cancel(tf_orders *c, uint64_t order_id, tf_orders_reply *r);
+TF_API int tf_orders_cancel_client(tf_orders *c, uint64_t account_id, uint64_t client_order_id,
+                                   tf_orders_reply *r);
+TF_API int tf_orders_replace(tf_orders *c, uint64_t order_id, uint64_t client_order_id,
+                             int64_t price_ticks, uint64_t qty_lots, tf_orders_reply *r);
+
+/* Pipelined bulk flow: sends cmds[0..n) without waiting for replies (at most max_inflight
+ * unanswered at a time), reading replies as they come, and returns when every reply is in.
+ * Every event of every reply goes to ev[0..cap) in order (like tf_orders_reply: min(total, cap)
+ * stored); command_seq[i] (may be NULL) gets command i's assigned sequence and reply_end[i]
+ * (may be NULL) the index one past its reply's last event. Returns the total number of events.
+ * A command that cannot be encoded fails the call before anything is sent. */
+TF_API int64_t tf_orders_send_many(tf_orders *c, const tf_ofl_msg *cmds, size_t n, tf_ofl_msg *ev,
+                                   size_t cap, uint64_t *command_seq, size_t *reply_end);
+
+/* Unsolicited Trades (fills of this connection's resting orders hit by other connections).
+ * They are read by every call on the connection; without on_fill they wait in a bounded queue
+ * (max_fills; when it is full the oldest is dropped and counted, see tf_orders_fills_dropped).
+ * tf_orders_poll_fills moves up to cap queued Trades to out, oldest first. When the queue is
+ * empty and timeout_ms != 0 it first reads the socket for up to timeout_ms (< 0: until one
+ * arrives) for new ones. Returns how many were stored (0: none). With on_fill set it only reads
+ * what has already arrived (passing each Trade to on_fill) and returns 0. When the server has
+ * closed, the queued Trades are returned first; then the call fails like any other. */
+TF_API int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_ms);
+/* Unsolicited Trades dropped because the queue was full (since connect). */
+TF_API uint64_t tf_orders_fills_dropped(const tf_orders *c);
+
+/* The socket, for a caller's poll loop (readable: call tf_orders_poll_fills). -1 when closed. */
+TF_API int tf_orders_fd(const tf_orders *c);
+
+#endif

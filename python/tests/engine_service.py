@@ -1,0 +1,98 @@
+"""A `tollfree engine serve` process for the order-client and paper tests (one per test module).
+
+Skipped, with the reason, only while the binary's ``engine serve`` still says "not built yet".
+The listening lines are read from stderr ("listening unix PATH", "listening tcp HOST:PORT").
+"""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DEADLINE
+from tollfree._lib import bin_path
+
+
+def service_available() -> tuple[bool, str]:
+    try:
+        p = subprocess.run([bin_path(), "engine", "serve", "--help"], capture_output=True,
+                           text=True, timeout=DEADLINE)
+    except OSError as e:
+        return False, f"{bin_path()}: {e}"
+    out = p.stdout + p.stderr
+    if "not built yet" in out or "--journal" not in out:
+        return False, f"`{bin_path()} engine serve` is not built yet ({out.strip()[:80]!r})"
+    return True, ""
+
+
+class EngineService:
+    def __init__(self, workdir: Path, instruments: str = "1-4", durability: str = "group"):
+        self.dir = Path(tempfile.mkdtemp(prefix="eng", dir=workdir))
+        self.journal = self.dir / "j"
+        self.sock = str(self.dir / "e.sock")
+        self.instruments = instruments
+        self.log_path = self.dir / "stderr.log"
+        self.out_path = self.dir / "stdout.log"
+        self._log = open(self.log_path, "wb")
+        self._out = open(self.out_path, "wb")
+        self.proc = subprocess.Popen(
+            [bin_path(), "engine", "serve", "--journal", str(self.journal), "--instruments",
+             instruments, "--unix", self.sock, "--tcp", "127.0.0.1:0", "--durability", durability],
+            stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._log)
+        self.tcp_port = None
+        until = time.monotonic() + DEADLINE
+        while True:
+            log = self.log()
+            m = re.search(r"listening tcp \S*?:(\d+)", log)
+            if m and "listening unix" in log:
+                self.tcp_port = int(m.group(1))
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"engine serve exited with {self.proc.returncode}: {log}")
+            if time.monotonic() > until:
+                self.proc.kill()
+                raise RuntimeError(f"engine serve did not start: deadline exceeded after "
+                                   f"{DEADLINE:g} s: {log}")
+            time.sleep(0.01)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def url(self, kind: str) -> str:
+        return f"unix:{self.sock}" if kind == "unix" else f"tcp:127.0.0.1:{self.tcp_port}"
+
+    def stop(self) -> dict:
+        """SIGTERM; returns its one JSON line (commands, events, last_command_seq, state_hash)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"engine serve ignored SIGTERM: {self.log()[-2000:]}")
+        self._log.close()
+        self._out.close()
+        assert rc == 0, f"engine serve exited with {rc}: {self.log()[-2000:]}"
+        lines = [ln for ln in self.out_path.read_text().splitlines() if ln.strip()]
+        return json.loads(lines[-1]) if lines else {}
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+        self._out.close()
+
+
+def engine_service(tmp_path_factory, **kw):
+    ok, why = service_available()
+    if not ok:
+        pytest.skip(why)
+    return EngineService(tmp_path_factory.mktemp("engine"), **kw)

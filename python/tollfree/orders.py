@@ -1,0 +1,621 @@
+"""The order client: OFL1 commands to ``tollfree engine serve`` over a Unix socket or TCP.
+
+    with tollfree.orders.connect("unix:/tmp/engine.sock", timeout=5.0) as c:
+        evs = c.new_limit(account_id=7, client_order_id=1, instrument_id=1, side="buy",
+                          price=1_000_000, quantity=3)
+        evs[0]                  # Accepted(event_seq=1, command_seq=1, ..., order_id=1, ...)
+        c.fills(timeout=0.1)    # Trades of this connection's resting orders hit by others
+
+The protocol (the same as :mod:`include/tollfree/orders.h`): each command goes out as one OFL1
+stream frame (11-byte header ``<HBQ``: frame_len = 9 + payload, kind, journal_seq; no CRC); the
+server assigns ``command_seq`` (the client's value is ignored) and answers with the command's
+events, then a Heartbeat whose journal_seq field is the command's ``command_seq``. A reply starts
+with Accepted, Rejected, Replaced or Canceled; a Trade between replies is an unsolicited fill of
+a resting order placed through this connection, set aside for :meth:`Client.fills`.
+
+Events are small frozen dataclasses with the spec's field names (``event_seq``, ``command_seq``,
+``timestamp_ns``, ``order_id``, ``client_order_id``, ``account_id``, ``reason``,
+``maker_order_id``, ``taker_order_id``, ``instrument_id``, ``price``, ``quantity``). Each command
+method returns a :class:`Reply`: a list of its events with ``.command_seq`` set.
+
+Errors are :class:`tollfree.EngineError` (code + message), as in the sweep client: ``-errno`` for
+OS failures (``-ECONNREFUSED``; ``-ECONNRESET`` when the server closed between replies),
+``TRUNCATED`` (-1210) when it closed inside a frame or a reply, ``PROTOCOL`` (-1213) for a frame
+or reply the protocol does not allow, and :class:`tollfree.EngineTimeout` past ``timeout``. After
+any of those the client is closed. Bad arguments raise ``ValueError``/``TypeError`` before anything
+is sent. A reject is an event (:class:`Rejected`), never an exception.
+"""
+from __future__ import annotations
+
+import errno
+import select
+import socket
+import struct
+import time
+from collections import deque
+from dataclasses import dataclass, fields
+from typing import Iterable, Sequence, Union
+
+from tollfree.errors import EngineError, EngineTimeout, os_error
+
+__all__ = ["connect", "Client", "Reply", "NewLimit", "NewMarket", "CancelByOrder", "CancelByClient",
+           "Replace", "Accepted", "Rejected", "Replaced", "Canceled", "Trade", "Heartbeat",
+           "encode_frame", "decode_frame", "FrameError", "BUY", "SELL", "REASONS",
+           "E_TRUNCATED", "E_PROTOCOL"]
+
+E_TRUNCATED = -1210
+E_PROTOCOL = -1213
+
+HEADER = struct.Struct("<HBQ")
+HEADER_LEN = 11
+FRAME_LEN_BASE = 9
+MAX_FRAME = 128
+U64 = (1 << 64) - 1
+BUY, SELL = 0, 1
+REASONS = {0: "InvalidQuantity", 1: "UnknownInstrument", 2: "OrderNotFound", 3: "InvalidPrice",
+           4: "DuplicateClientOrderId", 255: "Other"}
+RESERVED = (0x06, 0x40, 0xA0)
+
+
+class FrameError(ValueError):
+    """A frame the codec refuses: ``.code`` is the tollfree TF_E_OFL_* code (orderflow.h)."""
+
+    def __init__(self, code: int, text: str):
+        self.code = code
+        super().__init__(f"{text} (code {code})")
+
+
+# ---------------------------------------------------------------- messages
+
+@dataclass(frozen=True)
+class NewLimit:
+    account_id: int
+    client_order_id: int
+    instrument_id: int
+    side: int
+    price: int
+    quantity: int
+    command_seq: int = 0
+    KIND = 0x01
+
+
+@dataclass(frozen=True)
+class NewMarket:
+    account_id: int
+    client_order_id: int
+    instrument_id: int
+    side: int
+    quantity: int
+    command_seq: int = 0
+    KIND = 0x02
+
+
+@dataclass(frozen=True)
+class CancelByOrder:
+    order_id: int
+    command_seq: int = 0
+    KIND = 0x03
+
+
+@dataclass(frozen=True)
+class CancelByClient:
+    account_id: int
+    client_order_id: int
+    command_seq: int = 0
+    KIND = 0x04
+
+
+@dataclass(frozen=True)
+class Replace:
+    order_id: int
+    client_order_id: int
+    price: int
+    quantity: int
+    command_seq: int = 0
+    KIND = 0x05
+
+
+@dataclass(frozen=True)
+class Accepted:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    order_id: int
+    client_order_id: int
+    account_id: int
+    KIND = 0x81
+
+
+@dataclass(frozen=True)
+class Rejected:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    client_order_id: int
+    reason: int
+    KIND = 0x82
+
+    @property
+    def reason_name(self) -> str:
+        return REASONS[self.reason]
+
+
+@dataclass(frozen=True)
+class Replaced:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    order_id: int
+    client_order_id: int
+    KIND = 0x83
+
+
+@dataclass(frozen=True)
+class Canceled:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    order_id: int
+    KIND = 0x84
+
+
+@dataclass(frozen=True)
+class Trade:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    maker_order_id: int
+    taker_order_id: int
+    instrument_id: int
+    price: int
+    quantity: int
+    KIND = 0x85
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    journal_seq: int = 0
+    KIND = 0x00
+
+
+Command = Union[NewLimit, NewMarket, CancelByOrder, CancelByClient, Replace]
+Event = Union[Accepted, Rejected, Replaced, Canceled, Trade]
+
+# Wire layouts (spec/orderflow.md). Quantities are u128: two u64 halves, low first.
+_S_NEW_LIMIT = struct.Struct("<QQQQBqQQ")    # 57
+_S_NEW_MARKET = struct.Struct("<QQQQBQQ")    # 49
+_S_CANCEL_ORDER = struct.Struct("<QQ")       # 16
+_S_CANCEL_CLIENT = struct.Struct("<QQQ")     # 24
+_S_REPLACE = struct.Struct("<QQQqQQ")        # 48
+_S_ACCEPTED = struct.Struct("<QQQQQQ")       # 48
+_S_REJECTED = struct.Struct("<QQQQB")        # 33
+_S_REPLACED = struct.Struct("<QQQQQ")        # 40
+_S_CANCELED = struct.Struct("<QQQQ")         # 32
+_S_TRADE = struct.Struct("<QQQQQQqQQ")       # 72
+
+PAYLOAD_SIZE = {0x00: 0, 0x01: 57, 0x02: 49, 0x03: 16, 0x04: 24, 0x05: 48,
+                0x81: 48, 0x82: 33, 0x83: 40, 0x84: 32, 0x85: 72}
+KIND_NAMES = {0x00: "Heartbeat", 0x01: "NewLimit", 0x02: "NewMarket", 0x03: "CancelByOrder",
+              0x04: "CancelByClient", 0x05: "Replace", 0x81: "Accepted", 0x82: "Rejected",
+              0x83: "Replaced", 0x84: "Canceled", 0x85: "Trade"}
+CLASSES = {c.KIND: c for c in (Heartbeat, NewLimit, NewMarket, CancelByOrder, CancelByClient,
+                               Replace, Accepted, Rejected, Replaced, Canceled, Trade)}
+
+# TF_E_OFL_* codes (include/tollfree/error.h), checked against the C codec by the vector tests.
+E_OFL_HEADER_TOO_SHORT = -1401
+E_OFL_FRAME_LENGTH_TOO_SMALL = -1402
+E_OFL_PAYLOAD_TOO_SHORT = -1403
+E_OFL_UNKNOWN_KIND = -1404
+E_OFL_RESERVED_KIND = -1405
+E_OFL_PAYLOAD_LENGTH = -1406
+E_OFL_INVALID_SIDE = -1407
+E_OFL_INVALID_REASON = -1408
+E_OFL_FRAME_TOO_LARGE = -1411
+
+
+def _side(side) -> int:
+    if side in (0, "buy", "Buy", "BUY", "b"):
+        return BUY
+    if side in (1, "sell", "Sell", "SELL", "s"):
+        return SELL
+    raise ValueError(f"side must be 0/'buy' or 1/'sell', got {side!r}")
+
+
+def _qty(q: int) -> tuple[int, int]:
+    q = int(q)
+    if not 0 <= q < (1 << 128):
+        raise ValueError(f"quantity must fit in u128, got {q}")
+    return q & U64, q >> 64
+
+
+def encode_payload(m) -> bytes:
+    """The payload bytes of a command or an event (the Heartbeat has none)."""
+    k = m.KIND
+    if k == 0x01:
+        lo, hi = _qty(m.quantity)
+        return _S_NEW_LIMIT.pack(m.command_seq, m.account_id, m.client_order_id, m.instrument_id,
+                                 _side(m.side), m.price, lo, hi)
+    if k == 0x02:
+        lo, hi = _qty(m.quantity)
+        return _S_NEW_MARKET.pack(m.command_seq, m.account_id, m.client_order_id,
+                                  m.instrument_id, _side(m.side), lo, hi)
+    if k == 0x03:
+        return _S_CANCEL_ORDER.pack(m.command_seq, m.order_id)
+    if k == 0x04:
+        return _S_CANCEL_CLIENT.pack(m.command_seq, m.account_id, m.client_order_id)
+    if k == 0x05:
+        lo, hi = _qty(m.quantity)
+        return _S_REPLACE.pack(m.command_seq, m.order_id, m.client_order_id, m.price, lo, hi)
+    if k == 0x81:
+        return _S_ACCEPTED.pack(m.event_seq, m.command_seq, m.timestamp_ns, m.order_id,
+                                m.client_order_id, m.account_id)
+    if k == 0x82:
+        if m.reason not in REASONS:
+            raise FrameError(E_OFL_INVALID_REASON, f"invalid reason {m.reason}")
+        return _S_REJECTED.pack(m.event_seq, m.command_seq, m.timestamp_ns, m.client_order_id,
+                                m.reason)
+    if k == 0x83:
+        return _S_REPLACED.pack(m.event_seq, m.command_seq, m.timestamp_ns, m.order_id,
+                                m.client_order_id)
+    if k == 0x84:
+        return _S_CANCELED.pack(m.event_seq, m.command_seq, m.timestamp_ns, m.order_id)
+    if k == 0x85:
+        lo, hi = _qty(m.quantity)
+        return _S_TRADE.pack(m.event_seq, m.command_seq, m.timestamp_ns, m.maker_order_id,
+                             m.taker_order_id, m.instrument_id, m.price, lo, hi)
+    return b""
+
+
+def encode_frame(m, journal_seq: int = 0) -> bytes:
+    """One OFL1 stream frame: the 11-byte header, then the payload."""
+    if isinstance(m, Heartbeat):
+        journal_seq = m.journal_seq
+    p = encode_payload(m)
+    return HEADER.pack(FRAME_LEN_BASE + len(p), m.KIND, journal_seq) + p
+
+
+def decode_payload(kind: int, buf, off: int):
+    """Decodes the payload of ``kind`` at ``buf[off:]`` (its length already checked)."""
+    if kind == 0x81:
+        return Accepted(*_S_ACCEPTED.unpack_from(buf, off))
+    if kind == 0x85:
+        a = _S_TRADE.unpack_from(buf, off)
+        return Trade(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7] | (a[8] << 64))
+    if kind == 0x84:
+        return Canceled(*_S_CANCELED.unpack_from(buf, off))
+    if kind == 0x82:
+        a = _S_REJECTED.unpack_from(buf, off)
+        if a[4] not in REASONS:
+            raise FrameError(E_OFL_INVALID_REASON, f"invalid reason {a[4]}")
+        return Rejected(*a)
+    if kind == 0x83:
+        return Replaced(*_S_REPLACED.unpack_from(buf, off))
+    if kind == 0x01:
+        a = _S_NEW_LIMIT.unpack_from(buf, off)
+        if a[4] > 1:
+            raise FrameError(E_OFL_INVALID_SIDE, f"invalid side {a[4]}")
+        return NewLimit(a[1], a[2], a[3], a[4], a[5], a[6] | (a[7] << 64), a[0])
+    if kind == 0x02:
+        a = _S_NEW_MARKET.unpack_from(buf, off)
+        if a[4] > 1:
+            raise FrameError(E_OFL_INVALID_SIDE, f"invalid side {a[4]}")
+        return NewMarket(a[1], a[2], a[3], a[4], a[5] | (a[6] << 64), a[0])
+    if kind == 0x03:
+        a = _S_CANCEL_ORDER.unpack_from(buf, off)
+        return CancelByOrder(a[1], a[0])
+    if kind == 0x04:
+        a = _S_CANCEL_CLIENT.unpack_from(buf, off)
+        return CancelByClient(a[1], a[2], a[0])
+    if kind == 0x05:
+        a = _S_REPLACE.unpack_from(buf, off)
+        return Replace(a[1], a[2], a[3], a[4] | (a[5] << 64), a[0])
+    raise FrameError(E_OFL_UNKNOWN_KIND, f"unknown kind 0x{kind:02x}")
+
+
+def decode_frame(buf, off: int = 0):
+    """Decodes the stream frame at ``buf[off:]``: ``(message, journal_seq, size)``, or ``None``
+    when more bytes are needed. A malformed frame raises :class:`FrameError` with the C codec's
+    code, checked in the C codec's order (header, frame_len, the 128-byte cap, length, kind,
+    payload length, side/reason)."""
+    avail = len(buf) - off
+    if avail < HEADER_LEN:
+        return None
+    frame_len, kind, jseq = HEADER.unpack_from(buf, off)
+    if frame_len < FRAME_LEN_BASE:
+        raise FrameError(E_OFL_FRAME_LENGTH_TOO_SMALL, f"frame_len {frame_len} < 9")
+    if 2 + frame_len > MAX_FRAME:
+        raise FrameError(E_OFL_FRAME_TOO_LARGE, f"frame of {2 + frame_len} bytes over the cap")
+    if avail < 2 + frame_len:
+        return None
+    size = PAYLOAD_SIZE.get(kind)
+    if size is None:
+        if kind in RESERVED:
+            raise FrameError(E_OFL_RESERVED_KIND, f"reserved kind 0x{kind:02x}")
+        raise FrameError(E_OFL_UNKNOWN_KIND, f"unknown kind 0x{kind:02x}")
+    if frame_len - FRAME_LEN_BASE != size:
+        raise FrameError(E_OFL_PAYLOAD_LENGTH,
+                         f"{KIND_NAMES[kind]} payload of {frame_len - 9} bytes, want {size}")
+    msg = Heartbeat(jseq) if kind == 0 else decode_payload(kind, buf, off + HEADER_LEN)
+    return msg, jseq, 2 + frame_len
+
+
+def as_dict(m) -> dict:
+    """A message's fields (and its ``kind`` name) as a plain dict, for JSON."""
+    d = {"kind": KIND_NAMES[m.KIND]}
+    d.update({f.name: getattr(m, f.name) for f in fields(m)})
+    return d
+
+
+# ---------------------------------------------------------------- the client
+
+class Reply(list):
+    """The events of one command's reply, in order; ``command_seq`` is the sequence the server
+    assigned (0 when it could not decode the command)."""
+
+    command_seq: int = 0
+
+    def __repr__(self) -> str:
+        return f"Reply(command_seq={self.command_seq}, {list.__repr__(self)})"
+
+
+def parse_url(url: str) -> tuple:
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    scheme, sep, rest = url.partition(":")
+    if scheme == "unix" and sep and rest:
+        return socket.AF_UNIX, rest
+    if scheme == "tcp" and sep:
+        host, sep2, port = rest.rpartition(":")
+        if not sep2 or not host:
+            raise ValueError(f"url {url!r}: expected tcp:HOST:PORT")
+        try:
+            p = int(port)
+        except ValueError:
+            raise ValueError(f"url {url!r}: bad TCP port {port!r}") from None
+        if not 0 < p < 65536:
+            raise ValueError(f"url {url!r}: TCP port out of range")
+        return socket.AF_INET6 if host.startswith("[") else socket.AF_INET, (host.strip("[]"), p)
+    raise ValueError(f"url {url!r}: expected unix:PATH or tcp:HOST:PORT")
+
+
+class Client:
+    """One connection to the engine service. Not thread-safe: one client per thread.
+
+    ``timeout`` (seconds, ``None`` = forever) bounds each call as a whole. ``max_fills`` bounds
+    the queue of unsolicited Trades (when full the oldest is dropped and counted in
+    :attr:`fills_dropped`); ``max_inflight`` bounds the commands :meth:`send_many` leaves
+    unanswered."""
+
+    def __init__(self, url: str, timeout: float | None = 30.0, max_fills: int = 4096,
+                 max_inflight: int = 256):
+        family, addr = parse_url(url)
+        if max_fills < 1 or max_inflight < 1:
+            raise ValueError("max_fills and max_inflight must be >= 1")
+        self.url = url
+        self.timeout = timeout
+        self.max_inflight = int(max_inflight)
+        self._fills: deque = deque(maxlen=int(max_fills))
+        self.fills_dropped = 0
+        self._rx = bytearray()
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self._sock.settimeout(timeout)
+            self._sock.connect(addr)
+        except OSError as e:
+            self._sock.close()
+            self._sock = None
+            raise os_error(e, f"connect {url}") from None
+        if family != socket.AF_UNIX:
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    # -- plumbing
+
+    def _fail(self, err: EngineError):
+        self.close()
+        raise err
+
+    def _deadline(self) -> float | None:
+        return None if self.timeout is None else time.monotonic() + self.timeout
+
+    def _recv(self, deadline: float | None, inside: bool) -> None:
+        """One recv into the buffer, bounded by the deadline."""
+        if self._sock is None:
+            raise EngineError(-errno.ENOTCONN, "the connection is closed")
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._fail(EngineTimeout(message=f"{self.url}: timed out waiting for the engine"))
+            self._sock.settimeout(left)
+        try:
+            data = self._sock.recv(65536)
+        except OSError as e:
+            self._fail(os_error(e, f"recv from {self.url}"))
+        if not data:
+            if self._rx or inside:
+                self._fail(EngineError(E_TRUNCATED, "the engine closed the connection inside a "
+                                                    "frame or a reply"))
+            self._fail(EngineError(-errno.ECONNRESET, "the engine closed the connection"))
+        self._rx += data
+
+    def _frames(self):
+        """Whole frames in the buffer, consumed as they are yielded."""
+        buf = self._rx
+        off = 0
+        try:
+            while True:
+                r = decode_frame(buf, off)
+                if r is None:
+                    break
+                off += r[2]
+                yield r[0], r[1]
+        except FrameError as e:
+            del buf[:off]
+            self._fail(EngineError(E_PROTOCOL, f"the engine sent a bad frame: {e}"))
+        del buf[:off]
+
+    def _queue_fill(self, t: Trade) -> None:
+        if len(self._fills) == self._fills.maxlen:
+            self.fills_dropped += 1
+        self._fills.append(t)
+
+    def _exchange(self, frames: Sequence[bytes], n: int) -> list[Reply]:
+        """Sends encoded commands (at most max_inflight unanswered) and collects n replies."""
+        if self._sock is None:
+            raise EngineError(-errno.ENOTCONN, "the connection is closed")
+        deadline = self._deadline()
+        replies: list[Reply] = []
+        cur: Reply | None = None
+        sent = 0
+        while len(replies) < n:
+            if sent < n and sent - len(replies) < self.max_inflight:
+                k = min(n, len(replies) + self.max_inflight)
+                try:
+                    if deadline is not None:
+                        self._sock.settimeout(max(deadline - time.monotonic(), 1e-6))
+                    self._sock.sendall(b"".join(frames[sent:k]))
+                except OSError as e:
+                    self._fail(os_error(e, f"send to {self.url}"))
+                sent = k
+            self._recv(deadline, cur is not None)
+            for msg, jseq in self._frames():
+                kind = msg.KIND
+                if kind == 0:
+                    if cur is None or cur.command_seq != jseq:
+                        self._fail(EngineError(E_PROTOCOL, "a Heartbeat that closes no reply"))
+                    replies.append(cur)
+                    cur = None
+                elif kind < 0x81:
+                    self._fail(EngineError(E_PROTOCOL, f"the engine sent a command "
+                                                       f"({KIND_NAMES[kind]})"))
+                elif cur is None:
+                    if kind == 0x85:
+                        self._queue_fill(msg)
+                        continue
+                    if len(replies) >= sent:
+                        self._fail(EngineError(E_PROTOCOL, "a reply to no command"))
+                    cur = Reply([msg])
+                    cur.command_seq = msg.command_seq
+                else:
+                    if msg.command_seq != cur.command_seq:
+                        self._fail(EngineError(E_PROTOCOL, "an event of another command "
+                                                           "inside a reply"))
+                    cur.append(msg)
+        return replies
+
+    # -- commands
+
+    def call(self, cmd: Command) -> Reply:
+        """Sends one command and returns its reply (the events, in order)."""
+        if not isinstance(cmd, (NewLimit, NewMarket, CancelByOrder, CancelByClient, Replace)):
+            raise TypeError(f"not a command: {cmd!r}")
+        return self._exchange([encode_frame(cmd)], 1)[0]
+
+    def new_limit(self, account_id: int, client_order_id: int, instrument_id: int, side,
+                  price: int, quantity: int) -> Reply:
+        return self.call(NewLimit(account_id, client_order_id, instrument_id, _side(side), price,
+                                  quantity))
+
+    def new_market(self, account_id: int, client_order_id: int, instrument_id: int, side,
+                   quantity: int) -> Reply:
+        return self.call(NewMarket(account_id, client_order_id, instrument_id, _side(side),
+                                   quantity))
+
+    def cancel(self, order_id: int) -> Reply:
+        return self.call(CancelByOrder(order_id))
+
+    def cancel_client(self, account_id: int, client_order_id: int) -> Reply:
+        return self.call(CancelByClient(account_id, client_order_id))
+
+    def replace(self, order_id: int, client_order_id: int, price: int, quantity: int) -> Reply:
+        return self.call(Replace(order_id, client_order_id, price, quantity))
+
+    def send_many(self, cmds: Iterable[Command]) -> list[Reply]:
+        """Pipelined bulk flow: sends every command without waiting (at most ``max_inflight``
+        unanswered) and returns their replies in order. Every command is encoded (and so
+        checked) before anything is sent."""
+        frames = [encode_frame(c) for c in cmds]
+        if not frames:
+            return []
+        return self._exchange(frames, len(frames))
+
+    def _read_nowait(self) -> bool:
+        """Reads whatever has arrived without waiting; False when the server has closed."""
+        try:
+            self._sock.setblocking(False)
+            try:
+                while True:
+                    data = self._sock.recv(65536)
+                    if not data:
+                        return False
+                    self._rx += data
+            except (BlockingIOError, InterruptedError):
+                return True
+            finally:
+                self._sock.settimeout(self.timeout)
+        except OSError as e:
+            self._fail(os_error(e, f"recv from {self.url}"))
+
+    def fills(self, timeout: float | None = 0.0, max: int | None = None) -> list[Trade]:
+        """The unsolicited Trades received so far (oldest first), taken from the queue. When none
+        is queued, waits up to ``timeout`` seconds (``None`` = until one comes) for one. If the
+        server has closed, the queued Trades are returned first and the next call raises."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._sock is not None:
+            alive = self._read_nowait()
+            for msg, _ in self._frames():
+                if msg.KIND != 0x85:
+                    self._fail(EngineError(E_PROTOCOL, f"unexpected {KIND_NAMES[msg.KIND]} "
+                                                       "with no command outstanding"))
+                self._queue_fill(msg)
+            if not alive:
+                if self._fills:
+                    self.close()
+                    break
+                self._fail(EngineError(-errno.ECONNRESET, "the engine closed the connection"))
+            if self._fills or timeout == 0:
+                break
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            if not select.select([self._sock], [], [], left)[0]:
+                break
+        if self._sock is None and not self._fills:
+            raise EngineError(-errno.ENOTCONN, "the connection is closed")
+        out = []
+        while self._fills and (max is None or len(out) < max):
+            out.append(self._fills.popleft())
+        return out
+
+    # -- lifetime
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def fileno(self) -> int:
+        return -1 if self._sock is None else self._sock.fileno()
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def connect(url: str, timeout: float | None = 30.0, max_fills: int = 4096,
+            max_inflight: int = 256) -> Client:
+    """Connects to ``tollfree engine serve`` at ``unix:PATH`` or ``tcp:HOST:PORT``."""
+    return Client(url, timeout=timeout, max_fills=max_fills, max_inflight=max_inflight)

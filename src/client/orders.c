@@ -1,0 +1,553 @@
+/* The order client (include/tollfree/orders.h): OFL1 stream frames to `tollfree engine serve`.
+ *
+ * One non-blocking socket, one receive and one send buffer sized at connect. Every call runs the
+ * same pump: write what is pending, read what has come, and hand each whole frame to
+ * on_frame(), which assembles replies (events up to the closing Heartbeat) and sets unsolicited
+ * Trades aside. A single command is a pipeline of one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "tollfree/orders.h"
+
+/* Buffers: many frames per system call when pipelining; a frame is at most TF_OFL_MAX_FRAME. */
+#define RX_BYTES (64 * 1024)
+#define TX_BYTES (64 * 1024)
+#define SOCKBUF_BYTES (1 << 20)
+
+struct tf_orders {
+    int fd;
+    int timeout_ms;
+    uint32_t max_inflight;
+    tf_orders_fill_fn on_fill;
+    void *on_fill_ctx;
+    /* unsolicited Trades: a ring of fills_cap messages */
+    tf_ofl_msg *fills;
+    uint32_t fills_cap, fills_head, fills_n;
+    uint64_t fills_dropped;
+    /* received bytes not yet consumed are rx[rpos..rlen) */
+    uint8_t *rx;
+    size_t rpos, rlen;
+    /* bytes to send are tx[tpos..tlen) */
+    uint8_t *tx;
+    size_t tpos, tlen;
+};
+
+/* The replies one call is waiting for. */
+typedef struct rx_target {
+    size_t expected;   /* replies this call waits for */
+    size_t done;       /* replies complete */
+    tf_ofl_msg *ev;    /* every event of every reply, in order */
+    size_t cap;        /* room in ev */
+    size_t n;          /* events seen (those past cap are dropped) */
+    size_t cur;        /* events of the reply in progress (0: between replies) */
+    uint64_t cur_seq;  /* command_seq of the reply in progress (from its first event) */
+    uint64_t *seqs;    /* [expected] or NULL */
+    size_t *ends;      /* [expected] or NULL */
+    uint64_t last_seq; /* command_seq of the last reply completed */
+} rx_target;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t deadline_of(int timeout_ms)
+{
+    return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+}
+
+/* Milliseconds left for poll(): -1 forever, 0 when the deadline has passed. */
+static int ms_left(int64_t deadline)
+{
+    if (deadline < 0)
+        return -1;
+    int64_t left = deadline - now_ms();
+    if (left <= 0)
+        return 0;
+    return left > 1000000 ? 1000000 : (int)left;
+}
+
+/* After a failure the stream position is unknown: close it for good. */
+static int fail(tf_orders *c, int rc)
+{
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    return rc;
+}
+
+static int is_event(uint8_t kind)
+{
+    return kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE;
+}
+
+static void queue_fill(tf_orders *c, const tf_ofl_msg *m)
+{
+    if (c->on_fill) {
+        c->on_fill(c->on_fill_ctx, m);
+        return;
+    }
+    if (c->fills_n == c->fills_cap) { /* full: the oldest goes, and is counted */
+        c->fills_head = (c->fills_head + 1) % c->fills_cap;
+        c->fills_n--;
+        c->fills_dropped++;
+    }
+    c->fills[(c->fills_head + c->fills_n) % c->fills_cap] = *m;
+    c->fills_n++;
+}
+
+/* One whole frame from the server. Every event payload starts with event_seq, command_seq,
+ * timestamp_ns, so the union's common initial sequence reads command_seq of any event. */
+static int on_frame(tf_orders *c, rx_target *t, const tf_ofl_msg *m)
+{
+    if (m->kind == TF_OFL_HEARTBEAT) {
+        /* A Heartbeat closes the reply in progress; one that closes nothing is a violation. */
+        if (t->cur == 0 || t->cur_seq != m->journal_seq)
+            return TF_E_PROTOCOL;
+        if (t->seqs)
+            t->seqs[t->done] = m->journal_seq;
+        if (t->ends)
+            t->ends[t->done] = t->n;
+        t->last_seq = m->journal_seq;
+        t->done++;
+        t->cur = 0;
+        return 0;
+    }
+    if (!is_event(m->kind))
+        return TF_E_PROTOCOL;
+    if (t->cur == 0) {
+        /* Between replies a Trade is a fill of a resting order hit by someone else. */
+        if (m->kind == TF_OFL_TRADE) {
+            queue_fill(c, m);
+            return 0;
+        }
+        if (t->done >= t->expected)
+            return TF_E_PROTOCOL; /* a reply to no command of ours */
+        t->cur_seq = m->accepted.command_seq;
+    } else if (m->accepted.command_seq != t->cur_seq) {
+        return TF_E_PROTOCOL;
+    }
+    if (t->n < t->cap)
+        t->ev[t->n] = *m;
+    t->n++;
+    t->cur++;
+    return 0;
+}
+
+/* Decodes and handles every whole frame in rx; keeps a partial one at the front. */
+static int drain_rx(tf_orders *c, rx_target *t)
+{
+    /* A call stops at its last reply: what follows is the next call's (or a fill's). */
+    while (c->rpos < c->rlen && !(t->expected && t->done == t->expected)) {
+        tf_ofl_msg m;
+        int rc = tf_ofl_frame_decode(c->rx + c->rpos, c->rlen - c->rpos, &m);
+        if (rc == TF_E_OFL_HEADER_TOO_SHORT || rc == TF_E_OFL_PAYLOAD_TOO_SHORT)
+            break; /* need more bytes */
+        if (rc < 0)
+            return TF_E_PROTOCOL;
+        c->rpos += (size_t)rc;
+        rc = on_frame(c, t, &m);
+        if (rc)
+            return rc;
+    }
+    if (c->rpos == c->rlen) {
+        c->rpos = c->rlen = 0;
+    } else if (c->rpos > RX_BYTES - TF_OFL_MAX_FRAME) {
+        memmove(c->rx, c->rx + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+    }
+    return 0;
+}
+
+/* One read. 1: bytes came; 0: would block; < 0: the peer closed (-ECONNRESET between frames
+ * and replies, TF_E_TRUNCATED inside one) or an error. */
+static int read_some(tf_orders *c, const rx_target *t)
+{
+    if (RX_BYTES - c->rlen < TF_OFL_MAX_FRAME && c->rpos) { /* room for at least one frame */
+        memmove(c->rx, c->rx + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+    }
+    for (;;) {
+        ssize_t r = recv(c->fd, c->rx + c->rlen, RX_BYTES - c->rlen, 0);
+        if (r > 0) {
+            c->rlen += (size_t)r;
+            return 1;
+        }
+        if (r == 0)
+            return (c->rlen > c->rpos || t->cur) ? TF_E_TRUNCATED : -ECONNRESET;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        return -errno;
+    }
+}
+
+static int write_some(tf_orders *c)
+{
+    while (c->tpos < c->tlen) {
+        ssize_t w = send(c->fd, c->tx + c->tpos, c->tlen - c->tpos, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return -errno;
+        }
+        c->tpos += (size_t)w;
+    }
+    c->tpos = c->tlen = 0;
+    return 0;
+}
+
+/* Sends cmds[0..n) and waits for their n replies, per rx_target. The workhorse of every call. */
+static int run(tf_orders *c, const tf_ofl_msg *cmds, size_t n, rx_target *t, int64_t deadline)
+{
+    size_t sent = 0;
+    for (;;) {
+        /* Encode while there is room and the window allows: at most max_inflight unanswered. */
+        while (sent < n && sent - t->done < c->max_inflight &&
+               TX_BYTES - c->tlen >= TF_OFL_MAX_FRAME) {
+            int w = tf_ofl_frame_encode(c->tx + c->tlen, TX_BYTES - c->tlen, &cmds[sent]);
+            if (w < 0)
+                return fail(c, TF_E_PROTOCOL); /* checked before; cannot happen */
+            c->tlen += (size_t)w;
+            sent++;
+        }
+        int rc = write_some(c);
+        if (!rc)
+            rc = drain_rx(c, t); /* frames already buffered first */
+        if (rc)
+            return fail(c, rc);
+        if (t->done == t->expected && sent == n)
+            return 0;
+        rc = read_some(c, t);
+        if (rc < 0)
+            return fail(c, rc);
+        if (rc > 0)
+            continue; /* read until it would block, so replies never wait behind a poll */
+        struct pollfd pf = {c->fd, POLLIN, 0};
+        if (c->tlen > c->tpos)
+            pf.events |= POLLOUT;
+        int left = ms_left(deadline);
+        if (left == 0)
+            return fail(c, -ETIMEDOUT);
+        int pr = poll(&pf, 1, left);
+        if (pr < 0 && errno != EINTR)
+            return fail(c, -errno);
+        if (pr == 0)
+            return fail(c, -ETIMEDOUT);
+    }
+}
+
+/* A command the encoder refuses is the caller's error, found before anything is sent. */
+static int check_cmd(const tf_ofl_msg *m)
+{
+    if (m->kind < TF_OFL_NEW_LIMIT || m->kind > TF_OFL_REPLACE)
+        return TF_E_INVALID_ARG;
+    uint8_t scratch[TF_OFL_MAX_FRAME];
+    int rc = tf_ofl_frame_encode(scratch, sizeof scratch, m);
+    return rc < 0 ? rc : 0;
+}
+
+int tf_orders_call(tf_orders *c, const tf_ofl_msg *cmd, tf_orders_reply *r)
+{
+    if (!c || !cmd || !r || (!r->ev && r->cap))
+        return TF_E_NULL_ARG;
+    if (c->fd < 0)
+        return -ENOTCONN;
+    int rc = check_cmd(cmd);
+    if (rc)
+        return rc;
+    rx_target t = {.expected = 1, .ev = r->ev, .cap = r->cap};
+    rc = run(c, cmd, 1, &t, deadline_of(c->timeout_ms));
+    if (rc)
+        return rc;
+    r->n = t.n;
+    r->command_seq = t.last_seq;
+    return (int)(t.n > INT32_MAX ? INT32_MAX : t.n);
+}
+
+int64_t tf_orders_send_many(tf_orders *c, const tf_ofl_msg *cmds, size_t n, tf_ofl_msg *ev,
+                            size_t cap, uint64_t *command_seq, size_t *reply_end)
+{
+    if (!c || (!cmds && n) || (!ev && cap))
+        return TF_E_NULL_ARG;
+    if (c->fd < 0)
+        return -ENOTCONN;
+    for (size_t i = 0; i < n; i++) {
+        int rc = check_cmd(&cmds[i]);
+        if (rc)
+            return rc;
+    }
+    if (n == 0)
+        return 0;
+    rx_target t = {.expected = n, .ev = ev, .cap = cap, .seqs = command_seq, .ends = reply_end};
+    int rc = run(c, cmds, n, &t, deadline_of(c->timeout_ms));
+    return rc ? rc : (int64_t)t.n;
+}
+
+int tf_orders_new_limit(tf_orders *c, uint64_t account_id, uint64_t client_order_id,
+                        uint64_t instrument_id, int side, int64_t price_ticks, uint64_t qty_lots,
+                        tf_orders_reply *r)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_NEW_LIMIT};
+    m.new_limit.account_id = account_id;
+    m.new_limit.client_order_id = client_order_id;
+    m.new_limit.instrument_id = instrument_id;
+    m.new_limit.side = (uint8_t)side;
+    m.new_limit.price = price_ticks;
+    m.new_limit.quantity.lo = qty_lots;
+    if (side != TF_OFL_BUY && side != TF_OFL_SELL)
+        return TF_E_OFL_INVALID_SIDE;
+    return tf_orders_call(c, &m, r);
+}
+
+int tf_orders_new_market(tf_orders *c, uint64_t account_id, uint64_t client_order_id,
+                         uint64_t instrument_id, int side, uint64_t qty_lots, tf_orders_reply *r)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_NEW_MARKET};
+    m.new_market.account_id = account_id;
+    m.new_market.client_order_id = client_order_id;
+    m.new_market.instrument_id = instrument_id;
+    m.new_market.side = (uint8_t)side;
+    m.new_market.quantity.lo = qty_lots;
+    if (side != TF_OFL_BUY && side != TF_OFL_SELL)
+        return TF_E_OFL_INVALID_SIDE;
+    return tf_orders_call(c, &m, r);
+}
+
+int tf_orders_cancel(tf_orders *c, uint64_t order_id, tf_orders_reply *r)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_CANCEL_BY_ORDER};
+    m.cancel_by_order.order_id = order_id;
+    return tf_orders_call(c, &m, r);
+}
+
+int tf_orders_cancel_client(tf_orders *c, uint64_t account_id, uint64_t client_order_id,
+                            tf_orders_reply *r)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_CANCEL_BY_CLIENT};
+    m.cancel_by_client.account_id = account_id;
+    m.cancel_by_client.client_order_id = client_order_id;
+    return tf_orders_call(c, &m, r);
+}
+
+int tf_orders_replace(tf_orders *c, uint64_t order_id, uint64_t client_order_id,
+                      int64_t price_ticks, uint64_t qty_lots, tf_orders_reply *r)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_REPLACE};
+    m.replace.order_id = order_id;
+    m.replace.client_order_id = client_order_id;
+    m.replace.price = price_ticks;
+    m.replace.quantity.lo = qty_lots;
+    return tf_orders_call(c, &m, r);
+}
+
+/* ---------------------------------------------------------------- fills */
+
+int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_ms)
+{
+    if (!c || (!out && cap))
+        return TF_E_NULL_ARG;
+    /* No command of ours is outstanding here: any event but a Trade between replies is a
+     * violation. A failure is reported once the fills queued before it have been taken. */
+    rx_target t = {0};
+    int err = 0;
+    int64_t deadline = deadline_of(timeout_ms);
+    while (c->fd >= 0) {
+        int rc = drain_rx(c, &t);
+        if (!rc)
+            rc = read_some(c, &t);
+        if (rc < 0) {
+            err = fail(c, rc);
+            break;
+        }
+        if (rc > 0)
+            continue; /* read until it would block */
+        if (c->fills_n || c->on_fill || timeout_ms == 0)
+            break;
+        int left = ms_left(deadline);
+        if (left == 0)
+            break;
+        struct pollfd pf = {c->fd, POLLIN, 0};
+        int pr = poll(&pf, 1, left);
+        if (pr < 0 && errno != EINTR) {
+            err = fail(c, -errno);
+            break;
+        }
+        if (pr == 0)
+            break;
+    }
+    size_t k = 0;
+    while (k < cap && c->fills_n) {
+        out[k++] = c->fills[c->fills_head];
+        c->fills_head = (c->fills_head + 1) % c->fills_cap;
+        c->fills_n--;
+    }
+    if (k)
+        return (int)k;
+    return err ? err : (c->fd < 0 && !c->fills_n ? -ENOTCONN : 0);
+}
+
+uint64_t tf_orders_fills_dropped(const tf_orders *c)
+{
+    return c ? c->fills_dropped : 0;
+}
+
+int tf_orders_fd(const tf_orders *c)
+{
+    return c ? c->fd : -1;
+}
+
+/* ---------------------------------------------------------------- connect / close */
+
+static int connect_unix(const char *path, int *out)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof sa.sun_path)
+        return TF_E_INVALID_ARG;
+    memcpy(sa.sun_path, path, len + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    *out = fd;
+    return 0;
+}
+
+static int connect_tcp(const char *spec, int *out)
+{
+    char host[256], port[32];
+    const char *colon = strrchr(spec, ':');
+    if (!colon)
+        return TF_E_INVALID_ARG;
+    size_t hl = (size_t)(colon - spec);
+    const char *h = spec;
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    size_t pl = strlen(colon + 1);
+    if (hl == 0 || hl >= sizeof host || pl == 0 || pl >= sizeof port)
+        return TF_E_INVALID_ARG;
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    memcpy(port, colon + 1, pl + 1);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return TF_E_INVALID_ARG;
+    int fd = -1, e = ECONNREFUSED;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+            break;
+        e = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return -e;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    *out = fd;
+    return 0;
+}
+
+int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *opts)
+{
+    if (!out || !url)
+        return TF_E_NULL_ARG;
+    *out = NULL;
+    tf_orders_opts o = {0};
+    if (opts) {
+        if (opts->size != 0 && opts->size < sizeof o)
+            return TF_E_INVALID_ARG;
+        o = *opts;
+    }
+    if (o.max_fills > (1u << 24) || o.max_inflight > (1u << 24))
+        return TF_E_INVALID_ARG;
+    tf_orders *c = calloc(1, sizeof *c);
+    if (!c)
+        return TF_E_NOMEM;
+    c->fd = -1;
+    c->timeout_ms = o.timeout_ms ? o.timeout_ms : TF_ORDERS_DEFAULT_TIMEOUT_MS;
+    c->max_inflight = o.max_inflight ? o.max_inflight : TF_ORDERS_DEFAULT_MAX_INFLIGHT;
+    c->fills_cap = o.max_fills ? o.max_fills : TF_ORDERS_DEFAULT_MAX_FILLS;
+    c->on_fill = o.on_fill;
+    c->on_fill_ctx = o.on_fill_ctx;
+    c->rx = malloc(RX_BYTES);
+    c->tx = malloc(TX_BYTES);
+    c->fills = c->on_fill ? NULL : calloc(c->fills_cap, sizeof *c->fills);
+    if (!c->rx || !c->tx || (!c->on_fill && !c->fills)) {
+        tf_orders_close(c);
+        return TF_E_NOMEM;
+    }
+    int rc;
+    if (!strncmp(url, "unix:", 5))
+        rc = connect_unix(url + 5, &c->fd);
+    else if (!strncmp(url, "tcp:", 4))
+        rc = connect_tcp(url + 4, &c->fd);
+    else
+        rc = TF_E_INVALID_ARG;
+    if (!rc) {
+        int sz = SOCKBUF_BYTES;
+        setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+        int fl = fcntl(c->fd, F_GETFL);
+        if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) != 0)
+            rc = -errno;
+    }
+    if (rc) {
+        tf_orders_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int tf_orders_set_timeout(tf_orders *c, int timeout_ms)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    c->timeout_ms = timeout_ms ? timeout_ms : TF_ORDERS_DEFAULT_TIMEOUT_MS;
+    return 0;
+}
+
+void tf_orders_close(tf_orders *c)
+{
+    if (!c)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->rx);
+    free(c->tx);
+    free(c->fills);
+    free(c);
+}
