@@ -5,7 +5,7 @@
  * Price levels live in `levels`; each side of each book keeps its non-empty levels in a red-black
  * tree ordered best first (the key is the price for asks and -price for bids, so "best" is the
  * smallest key on both sides) with the best level cached. Three open-addressing tables of u32
- * indices (linear probing, load <= 1/2, backward-shift deletion) find an order by id, an order by
+ * indices (linear probing, load <= 1/4, backward-shift deletion) find an order by id, an order by
  * (account, client_order_id), and a level by (side, price); they store only indices and compare
  * against the pool entry, so each probe costs one 4-byte slot and the entry the caller needs next.
  */
@@ -46,7 +46,7 @@ typedef struct eng_side {
 } eng_side;
 
 /* A table starts small and doubles (rehashing into its spare array) when it would pass load
- * 1/2, up to the capacity its pool needs; both arrays are allocated at create, so growing never
+ * 1/4, up to the capacity its pool needs; both arrays are allocated at create, so growing never
  * allocates. A small table stays in cache: the common book of a few thousand orders never pays a
  * miss for a table sized for a million. */
 typedef struct eng_table {

@@ -1,4 +1,4 @@
-/* Open-addressing lookup tables of pool indices: linear probing, load factor <= 1/2, backward
+/* Open-addressing lookup tables of pool indices: linear probing, load factor <= 1/4, backward
  * shift on delete (no tombstones, so probe lengths never degrade over a long run). */
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 uint64_t eng_table_capacity(uint64_t entries)
 {
     uint64_t cap = 16;
-    while (cap < 2 * entries)
+    while (cap < 4 * entries)
         cap <<= 1;
     return cap;
 }
@@ -98,7 +98,7 @@ static void grow(tf_engine *e, eng_table *t, uint64_t (*hash)(const tf_engine *,
 static inline void insert(tf_engine *e, eng_table *t, uint64_t h, uint32_t idx,
                           uint64_t (*hash)(const tf_engine *, uint32_t))
 {
-    if (++t->count * 2 > t->mask + 1 && t->mask + 1 < t->max_cap) {
+    if (++t->count * 4 > t->mask + 1 && t->mask + 1 < t->max_cap) {
         grow(e, t, hash);
         h = hash(e, idx);
     }
