@@ -12,7 +12,8 @@ export TOLLFREE_BIN := $(CURDIR)/$(BUILD)/tollfree
 C_SOURCES = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all setup build test test-c test-asan test-py format format-check demo \
-        bench bench-kernel bench-orderflow bench-engine fuzz fuzz-smoke clean help
+        bench bench-kernel bench-orderflow bench-engine bench-orders bench-distributed fuzz fuzz-smoke clean help \
+        install
 
 all: build
 
@@ -23,9 +24,12 @@ help:
 	@echo "                and a short libFuzzer run of every fuzz target"
 	@echo "make bench      the boundary benchmark (build/report/)"
 	@echo "make bench-kernel / bench-orderflow / bench-engine   the kernel, order-flow and engine benchmarks"
+	@echo "make bench-distributed   the panel sweep in-process vs on Dask (docs/distributed.md)"
 	@echo "make fuzz       build libFuzzer targets with clang (build-fuzz/fuzz/)"
 	@echo "make fuzz-smoke run each fuzzer FUZZ_SECONDS (default 8) from its corpus"
 	@echo "make format     clang-format every C file in place"
+	@echo "make install PREFIX=DIR   the CLI, libtollfree.so, headers, tollfree.pc and docs"
+	@echo "                (default PREFIX=/usr/local); Python: pip install --no-build-isolation ."
 
 setup:
 	@scripts/setup.sh
@@ -63,6 +67,7 @@ demo: setup build
 
 bench-kernel: setup build
 	$(PY) -m tollfree.bench_kernel
+	$(BUILD)/bench/bench_kernel
 
 bench-orderflow: setup build
 	$(BUILD)/bench/bench_orderflow
@@ -71,6 +76,16 @@ bench-orderflow: setup build
 bench-engine: setup build
 	@mkdir -p $(BUILD)/report
 	$(BUILD)/bench/bench_engine $(BUILD)/report/engine.json
+
+# The order clients (C and Python, unix/tcp round trips, pipelining) and the paper loop.
+bench-orders: setup build
+	$(BUILD)/bench/bench_orders
+	$(PY) -m tollfree.bench_orders
+
+# The panel sweep in-process vs Dask LocalClusters of 1 and 2 workers (BENCH_DIST_ARGS, e.g.
+# --instruments 100; docs/distributed.md).
+bench-distributed: setup build
+	$(PY) -m tollfree.bench_distributed $(BENCH_DIST_ARGS)
 
 bench: setup build
 	$(PY) -m tollfree.bench
@@ -91,5 +106,11 @@ fuzz-smoke: fuzz
 	    echo "fuzz $$n: $$(grep -o 'Done [0-9]* runs in [0-9]* second' $(FUZZ)/$$n.log), no crash"; \
 	    rm -rf $$tmp; \
 	done
+# The CLI, libtollfree.so.0 (SONAME + version), include/tollfree/, lib/pkgconfig/tollfree.pc,
+# share/doc/tollfree/ and the Python package for `sweep --report` (CMakeLists.txt).
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
 clean:
 	rm -rf $(BUILD) $(ASAN) $(FUZZ)

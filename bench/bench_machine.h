@@ -1,6 +1,7 @@
-/* What every C benchmark prints first: the CPU (model name, family/model), the ISA paths this
- * build and CPU can run, and the 1-minute load average, so a figure is never quoted without its
- * machine. Header-only; benchmarks are single programs. */
+/* The machine line every C benchmark prints first, so a figure never travels without the machine
+ * it was measured on: CPU model name, vendor, family/model (from /proc/cpuinfo), the kernel ISA
+ * path AUTO resolves to (after any TF_ISA_MAX cap) and the 1-minute load average. Header-only:
+ * each bench_*.c is its own program. */
 #ifndef TF_BENCH_MACHINE_H
 #define TF_BENCH_MACHINE_H
 
@@ -10,36 +11,68 @@
 
 #include "tollfree/kernel.h"
 
-static inline void bench_machine_print(FILE *out, const char *program)
+typedef struct bench_machine {
+    char model_name[128];
+    char vendor[32];
+    int family, model;
+    const char *isa; /* tf_isa_name of what AUTO picks here */
+    const char *cap; /* TF_ISA_MAX, or NULL */
+    double load1;    /* 1-minute load average at the call, -1 if unknown */
+} bench_machine;
+
+static inline void bench_cpuinfo_value(const char *line, char *out, size_t n)
 {
-    char line[512], model[256] = "unknown", family[32] = "?", mnum[32] = "?";
+    const char *c = strchr(line, ':');
+    if (!c)
+        return;
+    c++;
+    while (*c == ' ' || *c == '\t')
+        c++;
+    snprintf(out, n, "%s", c);
+    out[strcspn(out, "\n")] = 0;
+}
+
+static inline void bench_machine_read(bench_machine *m)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->model_name, sizeof m->model_name, "unknown");
+    snprintf(m->vendor, sizeof m->vendor, "unknown");
+    m->family = m->model = -1;
+    char line[512], v[128];
     FILE *f = fopen("/proc/cpuinfo", "r");
     while (f && fgets(line, sizeof line, f)) {
-        char *v = strchr(line, ':');
-        if (!v)
-            continue;
-        v += v[1] == ' ' ? 2 : 1;
-        v[strcspn(v, "\n")] = '\0';
+        if (line[0] == '\n')
+            break; /* the first processor is enough */
+        v[0] = 0;
+        bench_cpuinfo_value(line, v, sizeof v);
         if (!strncmp(line, "model name", 10))
-            snprintf(model, sizeof model, "%s", v);
+            snprintf(m->model_name, sizeof m->model_name, "%s", v);
+        else if (!strncmp(line, "vendor_id", 9))
+            snprintf(m->vendor, sizeof m->vendor, "%.*s", (int)sizeof m->vendor - 1, v);
         else if (!strncmp(line, "cpu family", 10))
-            snprintf(family, sizeof family, "%s", v);
-        else if (!strncmp(line, "model\t", 6))
-            snprintf(mnum, sizeof mnum, "%s", v);
-        else if (!strncmp(line, "processor", 9) && strcmp(v, "0"))
-            break; /* the first CPU is enough */
+            m->family = atoi(v);
+        else if (!strncmp(line, "model\t", 6) || !strncmp(line, "model ", 6))
+            m->model = atoi(v);
     }
     if (f)
         fclose(f);
-    double load[1] = {-1};
-    if (getloadavg(load, 1) != 1)
-        load[0] = -1;
-    const char *isa = tf_isa_supported(TF_ISA_AVX512) ? "avx512"
-                      : tf_isa_supported(TF_ISA_AVX2) ? "avx2"
-                      : tf_isa_supported(TF_ISA_SSE2) ? "sse2"
-                                                      : "scalar";
-    fprintf(out, "%s: CPU %s (family %s, model %s), widest kernel ISA path %s, load average %.2f\n",
-            program, model, family, mnum, isa, load[0]);
+    m->isa = tf_isa_name(tf_isa_best());
+    m->cap = getenv("TF_ISA_MAX");
+    double load[1];
+    m->load1 = getloadavg(load, 1) == 1 ? load[0] : -1.0;
+}
+
+/* "machine: AMD EPYC (AuthenticAMD, family 26, model 2); kernel ISA path: avx512 (auto); load
+ * average (1 min): 0.52" */
+static inline void bench_machine_print(FILE *out, const char *prefix)
+{
+    bench_machine m;
+    bench_machine_read(&m);
+    fprintf(out,
+            "%smachine: %s (%s, family %d, model %d); kernel ISA path: %s (auto%s%s); "
+            "load average (1 min): %.2f\n",
+            prefix ? prefix : "", m.model_name, m.vendor, m.family, m.model, m.isa,
+            m.cap ? ", TF_ISA_MAX=" : "", m.cap ? m.cap : "", m.load1);
 }
 
 #endif

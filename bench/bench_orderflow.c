@@ -2,7 +2,7 @@
  * in cache, 1M cold), append throughput per durability policy with fdatasync p50/p99, datagram
  * ingress on loopback. Prints a Markdown table and writes JSON.
  *
- *   bench_orderflow [--quick] [--only codec|walk|append|datagram] [--pin CPU] [--dir DIR]
+ *   bench_orderflow [--quick] [--only codec|walk|flow|append|datagram] [--pin CPU] [--dir DIR]
  *                   [OUT.json]
  *
  * OUT.json defaults to build/report/orderflow.json; journal files go to DIR (default: OUT's
@@ -29,6 +29,7 @@
 #include "tollfree/datagram.h"
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
+#include "bench_machine.h"
 
 #define MAXREPS 15
 
@@ -466,6 +467,283 @@ static void bench_walk(void)
     unlink(p);
 }
 
+/* ---- a realistic flow (issue 12) ------------------------------------------------------------ */
+
+/* The codec and the walk on the flow a decoder really sees, beside the fixed cycle above: every
+ * kind at realistic proportions (per 1,000 frames: an Accepted or Canceled event answers most
+ * commands), shuffled so the kind sequence cannot be learned, over a buffer far larger than L2;
+ * and a memcpy-into-struct floor over the same frames (length from the header, one variable
+ * copy of the payload, no checks). Every variant feeds the same consumer, which reads every
+ * field of the decoded message, so no decoded byte is dead. Variants are interleaved (the order
+ * rotates each repetition) on one pinned CPU; min and median are reported. Time is the thread's
+ * CPU time (CLOCK_THREAD_CPUTIME_ID), so other processes' turns on a loaded machine are not
+ * counted (their cache pollution still is). */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const struct {
+    uint8_t kind;
+    int per_mille;
+} flow_mix[11] = {
+    {TF_OFL_NEW_LIMIT, 300}, {TF_OFL_ACCEPTED, 280}, {TF_OFL_CANCEL_BY_ORDER, 150},
+    {TF_OFL_CANCELED, 140},  {TF_OFL_TRADE, 50},     {TF_OFL_REPLACE, 30},
+    {TF_OFL_REPLACED, 28},   {TF_OFL_NEW_MARKET, 8}, {TF_OFL_CANCEL_BY_CLIENT, 6},
+    {TF_OFL_REJECTED, 5},    {TF_OFL_HEARTBEAT, 3},
+};
+
+typedef struct flow_buf {
+    uint8_t *bytes;
+    size_t len;
+    long frames;
+} flow_buf;
+
+/* Every field of a decoded message: the envelope and all nine payload words (the union's
+ * largest member is 72 bytes; a shorter kind's tail words are the previous message's). No
+ * branch on the kind, so the consumer costs the same in every variant. */
+static inline uint64_t consume(const tf_ofl_msg *m)
+{
+    uint64_t w[9], s = m->kind + m->journal_seq + m->session_id;
+    memcpy(w, &m->new_limit, sizeof w);
+    for (int i = 0; i < 9; i++)
+        s += w[i];
+    return s;
+}
+
+/* n frames of the realistic mix, shuffled, encoded back to back. */
+static int flow_build(flow_buf *f, long n, tf_ofl_msg **msgs_out)
+{
+    uint8_t *kinds_of = malloc((size_t)n);
+    tf_ofl_msg *msgs = malloc(sizeof(tf_ofl_msg) * (size_t)n);
+    f->bytes = malloc((size_t)n * TF_OFL_MAX_FRAME);
+    if (!kinds_of || !msgs || !f->bytes)
+        return -1;
+    long at = 0;
+    for (int k = 0; k < 11; k++)
+        for (long i = 0; i < n * flow_mix[k].per_mille / 1000; i++)
+            kinds_of[at++] = flow_mix[k].kind;
+    while (at < n)
+        kinds_of[at++] = TF_OFL_NEW_LIMIT;
+    for (long i = n - 1; i > 0; i--) { /* Fisher-Yates */
+        long j = (long)(rnd() % (uint64_t)(i + 1));
+        uint8_t t = kinds_of[i];
+        kinds_of[i] = kinds_of[j];
+        kinds_of[j] = t;
+    }
+    f->len = 0;
+    for (long i = 0; i < n; i++) {
+        make_msg(kinds_of[i], (uint64_t)i, &msgs[i]);
+        int w = tf_ofl_frame_encode(f->bytes + f->len, TF_OFL_MAX_FRAME, &msgs[i]);
+        if (w < 0)
+            return -1;
+        f->len += (size_t)w;
+    }
+    f->frames = n;
+    free(kinds_of);
+    *msgs_out = msgs;
+    return 0;
+}
+
+/* ns per frame of tf_ofl_frame_decode over the buffer, `passes` times. exact: each call is
+ * given only its frame's bytes (as a caller holding one frame does), so the decoder cannot take
+ * its wide path and dispatches on the kind, as every call did before issue 12. */
+static double flow_decode(const uint8_t *b, size_t len, long frames, long passes, int exact)
+{
+    tf_ofl_msg m;
+    memset(&m, 0, sizeof m);
+    uint64_t sum = 0;
+    double t0 = cpu_s();
+    for (long it = 0; it < passes; it++) {
+        for (const uint8_t *p = b, *end = b + len; p < end;) {
+            uint16_t flen;
+            memcpy(&flen, p, 2);
+            size_t avail = exact ? (size_t)flen + 2 : (size_t)(end - p);
+            int n = tf_ofl_frame_decode(p, avail, &m);
+            if (n <= 0) {
+                failures++;
+                return 0;
+            }
+            sum += consume(&m);
+            p += n;
+        }
+    }
+    double t = cpu_s() - t0;
+    checksum += sum;
+    return t * 1e9 / ((double)passes * (double)frames);
+}
+
+/* The floor: what moving the bytes into the struct costs with no codec at all. */
+static double flow_memcpy(const uint8_t *b, size_t len, long frames, long passes)
+{
+    tf_ofl_msg m;
+    memset(&m, 0, sizeof m);
+    uint64_t sum = 0;
+    double t0 = cpu_s();
+    for (long it = 0; it < passes; it++) {
+        for (const uint8_t *p = b, *end = b + len; p < end;) {
+            uint16_t flen;
+            memcpy(&flen, p, 2);
+            m.kind = p[2];
+            memcpy(&m.journal_seq, p + 3, 8);
+            memcpy(&m.new_limit, p + TF_OFL_FRAME_HEADER_LEN, (size_t)flen - 9);
+            sum += consume(&m);
+            p += (size_t)flen + 2;
+        }
+    }
+    double t = cpu_s() - t0;
+    checksum += sum;
+    return t * 1e9 / ((double)passes * (double)frames);
+}
+
+/* ns per record of a batch walk (length, CRC32C, decode, contiguous seq) over a mapped journal. */
+static double flow_walk(const uint8_t *data, size_t len, long records, long passes)
+{
+    static tf_ofl_msg m[BATCH];
+    uint64_t sum = 0;
+    double t0 = cpu_s();
+    for (long it = 0; it < passes; it++) {
+        tf_journal_reader r;
+        long n = 0;
+        int k;
+        if (tf_journal_reader_init(&r, data, len))
+            return failures++, 0;
+        while ((k = tf_journal_reader_next_batch(&r, m, BATCH)) > 0) {
+            for (int i = 0; i < k; i++)
+                sum += consume(&m[i]);
+            n += k;
+        }
+        if (k < 0 || n != records)
+            failures++;
+    }
+    double t = cpu_s() - t0;
+    checksum += sum;
+    return t * 1e9 / ((double)passes * (double)records);
+}
+
+static int flow_journal(const char *path, const tf_ofl_msg *msgs, long n, tf_journal_map *map)
+{
+    unlink(path);
+    tf_journal *j;
+    tf_journal_opts o = {.durability = TF_JOURNAL_NONE, .session_id = 1};
+    int rc = tf_journal_open(path, &o, &j, NULL);
+    for (long i = 0; !rc && i < n; i++)
+        rc = tf_journal_append(j, &msgs[i], NULL);
+    if (!rc)
+        rc = tf_journal_close(j);
+    if (!rc)
+        rc = tf_journal_map_open(path, map);
+    if (rc) {
+        fprintf(stderr, "bench: flow journal: %s\n", tf_strerror(rc));
+        failures++;
+    }
+    return rc;
+}
+
+static void pin_flow(cpu_set_t *saved)
+{
+    sched_getaffinity(0, sizeof *saved, saved);
+    if (CPU_COUNT(saved) <= 1)
+        return; /* --pin already chose */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET((int)sysconf(_SC_NPROCESSORS_ONLN) - 1, &one);
+    sched_setaffinity(0, sizeof one, &one);
+}
+
+static void flow_row(const char *what, const char *json_name, double *v, const char *extra)
+{
+    stat3 s = summarize(v, reps);
+    printf("| %s | %.2f | %.2f | %.2f |\n", what, s.min, s.med, s.max);
+    json_row("flow", json_name, "ns/frame", s, extra);
+}
+
+static void bench_flow(void)
+{
+    long n = quick ? 16384 : 262144, cyc_passes = quick ? 50 : 4000, passes = quick ? 2 : 8;
+    flow_buf f;
+    tf_ofl_msg *msgs = NULL;
+    if (flow_build(&f, n, &msgs)) {
+        failures++;
+        return;
+    }
+    prepare(-1); /* the fixed 20-message cycle, 256 frames */
+    tf_ofl_gen g;
+    tf_ofl_gen_init(&g, 1);
+    tf_ofl_msg *cyc = malloc(sizeof(tf_ofl_msg) * (size_t)n);
+    for (long i = 0; cyc && i < n; i++)
+        tf_ofl_gen_next(&g, &cyc[i]);
+    tf_journal_map jm_flow, jm_cyc;
+    if (!cyc || flow_journal(jpath("flow.ofl"), msgs, n, &jm_flow))
+        return;
+    if (flow_journal(jpath("flow_cycle.ofl"), cyc, n, &jm_cyc))
+        return;
+    cpu_set_t saved;
+    pin_flow(&saved);
+    double v[7][MAXREPS];
+    for (int r = 0; r < reps; r++) {
+        for (int k = 0; k < 7; k++) {
+            switch ((k + r) % 7) {
+            case 0:
+                v[0][r] = flow_decode(cs.stream, cs.stream_len, NFRAMES, cyc_passes, 0);
+                break;
+            case 1:
+                v[1][r] = flow_decode(f.bytes, f.len, n, passes, 0);
+                break;
+            case 6:
+                v[6][r] = flow_decode(f.bytes, f.len, n, passes, 1);
+                break;
+            case 2:
+                v[2][r] = flow_memcpy(f.bytes, f.len, n, passes);
+                break;
+            case 3:
+                v[3][r] = flow_memcpy(cs.stream, cs.stream_len, NFRAMES, cyc_passes);
+                break;
+            case 4:
+                v[4][r] = flow_walk(jm_flow.data, jm_flow.len, n, passes);
+                break;
+            case 5:
+                v[5][r] = flow_walk(jm_cyc.data, jm_cyc.len, n, passes);
+                break;
+            }
+        }
+    }
+    sched_setaffinity(0, sizeof saved, &saved);
+    double load[1] = {-1};
+    getloadavg(load, 1);
+    printf("\n### Decode on a realistic flow (issue 12): ns per frame, every field consumed\n\n"
+           "shuffled flow: %ld frames of all 11 kinds at realistic proportions, %.1f MB (larger "
+           "than L2); fixed cycle: %d frames (%zu bytes) of the 20-message cycle; %d "
+           "repetitions interleaved, pinned, thread CPU time; load average (1 min) after: %.2f\n\n",
+           n, (double)f.len / 1e6, NFRAMES, cs.stream_len, reps, load[0]);
+    printf("| what | min | median | max |\n|---|---|---|---|\n");
+    char extra[96];
+    snprintf(extra, sizeof extra, "\"frames\": %ld, \"bytes\": %zu", n, f.len);
+    flow_row("**OFL1 decode, shuffled realistic flow (the headline)**", "decode shuffled", v[1],
+             extra);
+    flow_row("OFL1 decode, shuffled flow, each call given only its frame (kind dispatch, as "
+             "before issue 12)",
+             "decode shuffled exact", v[6], extra);
+    flow_row("OFL1 decode, fixed 20-message cycle (256 frames, hot)", "decode fixed cycle", v[0],
+             NULL);
+    flow_row("memcpy into the struct, shuffled flow (no checks: the floor)", "memcpy shuffled",
+             v[2], extra);
+    flow_row("memcpy into the struct, fixed cycle", "memcpy fixed cycle", v[3], NULL);
+    snprintf(extra, sizeof extra, "\"records\": %ld, \"bytes\": %zu", n, jm_flow.len);
+    flow_row("**journal walk (batch), shuffled realistic flow**", "walk shuffled", v[4], extra);
+    flow_row("journal walk (batch), fixed cycle journal of the same length", "walk fixed cycle",
+             v[5], NULL);
+    tf_journal_map_close(&jm_flow);
+    tf_journal_map_close(&jm_cyc);
+    unlink(jpath("flow.ofl"));
+    unlink(jpath("flow_cycle.ofl"));
+    free(f.bytes);
+    free(msgs);
+    free(cyc);
+}
+
 /* ---- append --------------------------------------------------------------------------------- */
 
 static tf_ofl_msg cycle_msgs[1000];
@@ -735,9 +1013,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
             dirarg = argv[++i];
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf(
-                "usage: bench_orderflow [--quick] [--only codec|walk|append|datagram] [--pin CPU] "
-                "[--dir DIR] [OUT.json]\n");
+            printf("usage: bench_orderflow [--quick] [--only codec|walk|flow|append|datagram] "
+                   "[--pin CPU] [--dir DIR] [OUT.json]\n");
             return 0;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "bench_orderflow: unknown option %s\n", argv[i]);
@@ -789,6 +1066,7 @@ int main(int argc, char **argv)
            "NO (debug build: figures are not meaningful)",
 #endif
            date, pin >= 0 ? "main thread pinned" : "none", reps);
+    bench_machine_print(stdout, "\n");
     fprintf(json,
             "{\n  \"machine\": \"%s\",\n  \"cpus\": %ld,\n  \"compiler\": \"%s\",\n  \"date\": "
             "\"%s\",\n  \"quick\": %s,\n  \"pin\": %d,\n  \"repetitions\": %d,\n  \"results\": [",
@@ -799,6 +1077,8 @@ int main(int argc, char **argv)
         bench_codec();
     if (!only || !strcmp(only, "walk"))
         bench_walk();
+    if (!only || !strcmp(only, "flow"))
+        bench_flow();
     if (!only || !strcmp(only, "append"))
         bench_append();
     if (!only || !strcmp(only, "datagram"))

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "tollfree/kernel.h"
+#include "bench_machine.h"
 
 static double now_ns(void)
 {
@@ -38,6 +39,7 @@ int main(int argc, char **argv)
         } else
             path = argv[i];
     }
+    bench_machine_print(stdout, NULL);
     if (reps < 1 || reps > 1000) {
         fputs("bench_stream: --reps wants 1..1000\n", stderr);
         return 2;

@@ -24,6 +24,7 @@
 #include "tollfree/client.h"
 #include "tollfree/kernel.h"
 #include "tollfree/shm.h"
+#include "bench_machine.h"
 
 static int quick, spin = -1, reps = 5, cpu_client = -1, cpu_server = -1;
 static const char *bin, *data_path;
@@ -268,6 +269,7 @@ int main(int argc, char **argv)
     }
     if (reps < 1)
         reps = 1;
+    bench_machine_print(stdout, NULL);
     static char bin_buf[1024], data_buf[1024];
     if (!bin) {
         const char *b = getenv("TF_BUILD_DIR");

@@ -1,4 +1,4 @@
-/* tollfree kernel: the HMA/HMA3 stop-and-reverse sweep of spec/kernel.md.
+/* tollfree kernel: the HMA/HMA3 stop-and-reverse sweep of docs/definition.md.
  *
  * Every path (reference, scalar, SSE2, AVX2, AVX-512, any thread count, streaming) gives
  * bit-identical (pnl, trades) for the same inputs. All buffers are the caller's: the library
@@ -49,7 +49,7 @@ typedef struct tf_sweep_opts {
 TF_API int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
                     double *pnl, int64_t *trades, const tf_sweep_opts *opts);
 
-/* The reference: spec/kernel.md written out literally, one combo at a time, seven full WMA
+/* The reference: docs/definition.md written out literally, one combo at a time, seven full WMA
  * passes each. Slow on purpose; it is what every other path is checked against in C. */
 TF_API int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t *params,
                               int64_t n_combos, double *pnl, int64_t *trades);
@@ -57,12 +57,14 @@ TF_API int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t
 /* Checks n_combos x 6 window lengths: 0, or the first error (TF_E_WINDOW_TOO_SHORT/LONG). */
 TF_API int tf_params_check(const int64_t *params, int64_t n_combos);
 
-/* The six lengths derived from one Hull length L (spec/kernel.md section 2: half = round(L/2),
+/* The six lengths derived from one Hull length L (docs/definition.md section 2: half = round(L/2),
  * sq = round(sqrt(L)), p = round(L/2), p3 = round(p/3), p2 = round(p/2), half to even, each
  * at least 1). TF_E_WINDOW_TOO_SHORT / TOO_LONG for L outside 1 .. TF_MAX_WINDOW. */
 TF_API int tf_combo_from_length(int64_t L, int64_t out[TF_PARAMS_PER_COMBO]);
 
-/* 1 if this CPU (and build) can run the path, else 0. TF_ISA_AUTO is always 1. */
+/* 1 if this CPU (and build) can run the path, else 0. TF_ISA_AUTO is always 1. The environment
+ * variable TF_ISA_MAX (scalar|sse2|avx2|avx512), read once per process, caps the answer and so
+ * what AUTO picks: TF_ISA_MAX=avx2 makes an AVX-512 CPU look AVX2-only (docs/kernel.md). */
 TF_API int tf_isa_supported(tf_isa isa);
 /* The path AUTO resolves to on this CPU. */
 TF_API tf_isa tf_isa_best(void);

@@ -1,4 +1,4 @@
-/* tollfree order flow: the OFL1 zero-copy codec (spec/orderflow.md, docs/orderflow.md).
+/* tollfree order flow: the OFL1 zero-copy codec (docs/orderflow.md).
  *
  * OFL1 commands and events are fixed-width little-endian packed payloads carried in one of two
  * envelopes: the stream frame (journal records, stream transports) and the datagram (one message

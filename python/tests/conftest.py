@@ -21,7 +21,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tollfree._lib import bin_path  # noqa: E402
 
-START_TIMEOUT = 15.0
+
+def deadline(seconds: float = 120.0) -> float:
+    """A deadline against hangs only, never a performance bound: generous enough for an ASan build
+    on a loaded 2-vCPU machine, and scaled by ``TF_TEST_DEADLINE_SCALE`` (default 1)."""
+    try:
+        scale = float(os.environ.get("TF_TEST_DEADLINE_SCALE", "") or 1.0)
+    except ValueError:
+        scale = 1.0
+    return seconds * max(scale, 0.01)
+
+
+# Every wait for the server, the client or a subprocess that only guards against a hang.
+DEADLINE = deadline()
+START_TIMEOUT = DEADLINE
+
+
+def wait_until(pred, what: str, seconds: float = None, poll: float = 0.01):
+    """Polls ``pred()`` until it is true; past the hang deadline fails with
+    "deadline exceeded after N s waiting for WHAT"."""
+    seconds = DEADLINE if seconds is None else seconds
+    until = time.monotonic() + seconds
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > until:
+            raise AssertionError(f"deadline exceeded after {seconds:g} s waiting for {what}")
+        time.sleep(poll)
 
 
 class Server:
@@ -46,7 +73,7 @@ class Server:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._log)
         want = sum(bool(x) for x in (unix, tcp, shm))
-        deadline = time.monotonic() + START_TIMEOUT
+        until = time.monotonic() + START_TIMEOUT
         while True:
             lines = [ln[ln.index("listening "):] for ln in self.log().splitlines()
                      if "listening " in ln]
@@ -54,9 +81,10 @@ class Server:
                 break
             if self.proc.poll() is not None:
                 raise RuntimeError(f"tollfree serve exited with {self.proc.returncode}: {self.log()}")
-            if time.monotonic() > deadline:
+            if time.monotonic() > until:
                 self.proc.kill()
-                raise RuntimeError(f"tollfree serve did not start: {self.log()}")
+                raise RuntimeError(f"tollfree serve did not start: deadline exceeded after "
+                                   f"{START_TIMEOUT:g} s: {self.log()}")
             time.sleep(0.01)
         for ln in lines:
             parts = ln.split()
@@ -77,7 +105,7 @@ class Server:
             return f"spawn:{bin_path()}"
         raise ValueError(kind)
 
-    def raw(self, kind: str = "unix", timeout: float = 10.0) -> socket.socket:
+    def raw(self, kind: str = "unix", timeout: float = DEADLINE) -> socket.socket:
         """A plain connected socket (for hostile and hand-written clients)."""
         if kind == "tcp":
             s = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=timeout)
@@ -91,7 +119,7 @@ class Server:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def stop(self, sig=signal.SIGTERM, timeout: float = 15.0) -> int:
+    def stop(self, sig=signal.SIGTERM, timeout: float = DEADLINE) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -99,7 +127,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"tollfree serve ignored signal {sig}: {self.log()[-2000:]}")
+            raise AssertionError(f"tollfree serve ignored signal {sig}: deadline exceeded after "
+                                 f"{timeout:g} s: {self.log()[-2000:]}")
         self._log.close()
         return rc
 
@@ -151,3 +180,62 @@ def default_case():
     close, params = synthetic_close(), default_grid()
     pnl, trades = tollfree.sweep(close, params)
     return close, params, pnl, trades
+
+
+# ---- hooks ---------------------------------------------------------------------------------
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A timeout that escapes a test is a hang guard firing: say so, with the deadline."""
+    outcome = yield
+    rep = outcome.get_result()
+    if call.excinfo is None or rep.passed:
+        return
+    exc = call.excinfo.value
+    if isinstance(exc, subprocess.TimeoutExpired):
+        secs = exc.timeout
+    elif isinstance(exc, (TimeoutError, socket.timeout)):
+        secs = getattr(exc, "timeout", None) or DEADLINE
+    else:
+        return
+    rep.sections.append(("deadline", f"deadline exceeded after {secs:g} s (a guard against "
+                                     "hangs; TF_TEST_DEADLINE_SCALE scales it)"))
+
+
+def isa_paths_not_run() -> list[str]:
+    """One line per SIMD path the gate could not force on this CPU, with the reason."""
+    try:
+        from tollfree import binding
+    except Exception as e:  # the library is not built: the tests say so themselves
+        return [f"gate: ISA paths unknown ({e})"]
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        flags = []
+    cap = os.environ.get("TF_ISA_MAX")
+    out = []
+    for isa, label, flag in (("scalar", "scalar", None), ("sse2", "SSE2", "sse2"),
+                             ("avx2", "AVX2", "avx2"), ("avx512", "AVX-512", "avx512f")):
+        if binding.isa_supported(isa):
+            continue
+        why = f"capped by TF_ISA_MAX={cap}" if cap and flag in flags else f"no {flag}"
+        out.append(f"gate: {label} path not exercised on this CPU ({why})")
+    return out
+
+
+_gate_collected = []
+
+
+def pytest_collection_finish(session):
+    _gate_collected[:] = [i for i in session.items if "test_kernel_gate" in i.nodeid]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """A green run on an AVX2-only CPU says plainly that the AVX-512 path was not run."""
+    if not _gate_collected:
+        return
+    lines = isa_paths_not_run()
+    terminalreporter.section("ISA paths")
+    for ln in lines or ["gate: every ISA path exercised (scalar, SSE2, AVX2, AVX-512)"]:
+        terminalreporter.write_line(ln)

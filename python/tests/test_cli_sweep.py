@@ -8,10 +8,12 @@ import pytest
 import tollfree
 from tollfree import data, grid
 from tollfree._lib import bin_path
+from conftest import DEADLINE  # noqa: E402
 
 
 def run(*args, **kw):
-    return subprocess.run([bin_path(), *args], capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run([bin_path(), *args], capture_output=True, text=True, timeout=DEADLINE,
+                          **kw)
 
 
 def parse(out):

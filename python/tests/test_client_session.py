@@ -7,6 +7,7 @@ import pytest
 import tollfree
 from tollfree import wire
 from tollfree.errors import EngineError
+from conftest import DEADLINE, wait_until  # noqa: E402
 
 N_BARS = 12_000
 
@@ -33,7 +34,7 @@ def test_session_reproduces_batch(server, series, kind, ring):
     n = close.shape[0] if kind == "shm" else 3000  # per-bar socket calls are slow on purpose
     pnl, trades = tollfree.sweep(close[:n], params)
     kw = {"ring_bytes": ring} if ring else {}
-    with tollfree.connect(server.url(kind), timeout=30, **kw) as c:
+    with tollfree.connect(server.url(kind), timeout=DEADLINE, **kw) as c:
         for j in range(params.shape[0]):
             want_pos = _positions(params[j], close[:n])
             pos = np.empty(n, np.int32)
@@ -52,7 +53,7 @@ def test_session_reproduces_batch(server, series, kind, ring):
 
 
 def test_session_close_returns_final_state_and_frees_it(server):
-    with tollfree.connect(server.url("shm"), timeout=30) as c:
+    with tollfree.connect(server.url("shm"), timeout=DEADLINE) as c:
         s = c.session([5, 3, 2, 3, 1, 2])
         for x in np.linspace(100, 120, 200).tolist():
             s.on_bar(x)
@@ -71,7 +72,7 @@ def test_many_sessions_on_one_connection(server):
     params = np.array([[L, max(L // 2, 1), max(int(L ** 0.5), 1), max(L // 2, 1),
                         max(L // 6, 1), max(L // 4, 1)] for L in range(2, 40, 3)], np.int64)
     pnl, trades = tollfree.sweep(close, params)
-    with tollfree.connect(server.url("unix"), timeout=30) as c:
+    with tollfree.connect(server.url("unix"), timeout=DEADLINE) as c:
         sessions = [c.session(p) for p in params]
         for x in close.tolist():
             for s in sessions:
@@ -90,10 +91,5 @@ def test_sessions_die_with_their_connection(server):
             c.session([5, 3, 2, 3, 1, 2]).on_bar(1.0)
         assert probe.stats()["sessions_open"] == base + 3
         c.close()
-        for _ in range(200):  # the server notices the close asynchronously
-            if probe.stats()["sessions_open"] == base:
-                break
-            import time
-
-            time.sleep(0.01)
-        assert probe.stats()["sessions_open"] == base
+        # the server notices the close asynchronously
+        wait_until(lambda: probe.stats()["sessions_open"] == base, "the sessions to close")

@@ -15,6 +15,7 @@ from tollfree import wire
 from tollfree.client import Dataset, ShmClient
 from tollfree.client._shm import ShmTransport
 from tollfree.errors import EngineError, EngineTimeout
+from conftest import DEADLINE  # noqa: E402
 
 KINDS = ["unix", "tcp", "shm", "spawn"]
 
@@ -38,7 +39,7 @@ def kind(request):
 
 @pytest.fixture
 def client(server, kind):
-    c = tollfree.connect(server.url(kind), timeout=60)
+    c = tollfree.connect(server.url(kind), timeout=DEADLINE)
     yield c
     c.close()
 
@@ -87,7 +88,7 @@ def test_random_cases_bit_identical(server, case):
     close, params = CASES[case]
     want = tollfree.sweep(close, params)
     for kind in KINDS:
-        with tollfree.connect(server.url(kind), timeout=30) as c:
+        with tollfree.connect(server.url(kind), timeout=DEADLINE) as c:
             assert_same(c.sweep(close, params), want)
             if kind != "spawn" and close.shape[0]:
                 ds = c.load(close)
@@ -96,7 +97,7 @@ def test_random_cases_bit_identical(server, case):
                     p, t = c.run_one(ds, params[j])
                     assert np.float64(p).view(np.int64) == want[0][j].view(np.int64)
                     assert t == want[1][j]
-        with tollfree.v1.Client(server.url(kind), timeout=30) as v:
+        with tollfree.v1.Client(server.url(kind), timeout=DEADLINE) as v:
             assert_same(v.sweep(close, params), want)
             assert bits_equal(v.echo(close), close)
 
@@ -104,7 +105,7 @@ def test_random_cases_bit_identical(server, case):
 @pytest.mark.parametrize("kind1", KINDS)
 def test_v1_default_sweep(server, kind1, default_case):
     close, params, pnl, trades = default_case
-    with tollfree.v1.Client(server.url(kind1), timeout=60) as v:
+    with tollfree.v1.Client(server.url(kind1), timeout=DEADLINE) as v:
         assert_same(v.sweep(close, params), (pnl, trades))
         assert bits_equal(v.echo(close), close)
         assert_same(v.sweep(close, params[:3]), (pnl[:3], trades[:3]))  # same connection again
@@ -144,7 +145,7 @@ def test_echo_reuses_its_buffer(server):
 
 
 def test_hello_and_caps(server, kind):
-    with tollfree.connect(server.url(kind), timeout=30) as c:
+    with tollfree.connect(server.url(kind), timeout=DEADLINE) as c:
         h = c.hello()
     assert h["version"] == 2
     assert h["caps"] & (wire.CAP_DATASETS | wire.CAP_SESSIONS) == 3
@@ -224,7 +225,7 @@ def test_stats_count_requests(server):
 def test_server_errors_keep_the_connection(server, kind):
     if kind == "spawn":
         pytest.skip("no session over spawn")
-    with tollfree.connect(server.url(kind), timeout=30) as c:
+    with tollfree.connect(server.url(kind), timeout=DEADLINE) as c:
         with pytest.raises(EngineError) as ei:
             c.session([(1 << 24) + 1, 1, 1, 1, 1, 1])
         assert ei.value.code == wire.E_WINDOW_TOO_LONG and ei.value.message
@@ -270,7 +271,7 @@ def test_shm_ring_wraps(server):
 
 
 def test_shm_spin_zero_sleeps_on_the_futex(server):
-    with tollfree.connect(server.url("shm"), spin=0, timeout=30) as c:
+    with tollfree.connect(server.url("shm"), spin=0, timeout=DEADLINE) as c:
         for _ in range(50):
             assert bits_equal(c.echo(np.arange(3.0)), np.arange(3.0))
         close = np.linspace(100, 101, 20_000)
@@ -389,7 +390,7 @@ def test_shm_handshake_refused(tmp_path):
 
     threading.Thread(target=run, daemon=True).start()
     with pytest.raises(EngineError) as ei:
-        tollfree.connect(f"shm:{path}", timeout=5)
+        tollfree.connect(f"shm:{path}", timeout=DEADLINE)
     assert ei.value.code == wire.E_SHM_LIMIT
     ls.close()
 
@@ -398,18 +399,18 @@ def test_frame_limit(server_factory):
     srv = server_factory(tcp=False, extra=["--max-frame", "1M"])
     close = np.ones(200_000)  # 1.6 MB
     params = np.array([[5, 3, 2, 3, 1, 2]], np.int64)
-    with tollfree.connect(srv.url("unix"), timeout=30) as c:
+    with tollfree.connect(srv.url("unix"), timeout=DEADLINE) as c:
         with pytest.raises(EngineError) as ei:  # the server refuses and closes
             c.sweep(close, params)
         assert ei.value.code == wire.E_FRAME_TOO_LARGE
         assert c.closed
-    with tollfree.connect(srv.url("unix"), timeout=30) as c:
+    with tollfree.connect(srv.url("unix"), timeout=DEADLINE) as c:
         assert c.hello()["max_frame"] == 1 << 20
         with pytest.raises(EngineError) as ei:  # known limit: refused before sending
             c.sweep(close, params)
         assert ei.value.code == wire.E_FRAME_TOO_LARGE and not c.closed
         ds = c.load(close, via_fd=True)  # a dataset by fd is not bounded by the frame
         assert_same(c.sweep(ds, params), tollfree.sweep(close, params))
-    with tollfree.connect(srv.url("shm"), timeout=30) as c:
+    with tollfree.connect(srv.url("shm"), timeout=DEADLINE) as c:
         assert_same(c.sweep(close, params), tollfree.sweep(close, params))  # LOAD_FD path
     srv.stop_and_check()

@@ -187,7 +187,10 @@ def test_plot_through_the_cli(tmp_path, csv_case):
 
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory):
-    s = engine_service(tmp_path_factory, instruments="1-2")
+    # Durability none: these tests are about the path and its parity; a group commit per round
+    # trip would make 114,000 fsyncs per default-data run. Durability is the service tests' job
+    # (tests/unit/test_engine_service.c: kill -9 trials under every level).
+    s = engine_service(tmp_path_factory, instruments="1-2", durability="none")
     yield s
     s.kill()
 

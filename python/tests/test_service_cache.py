@@ -4,13 +4,14 @@ import numpy as np
 import pytest
 
 import tollfree
+from conftest import DEADLINE  # noqa: E402
 
 
 @pytest.mark.parametrize("cache", ["0", "8M", "256M"])
 def test_cached_dataset_sweeps_are_bit_identical(server_factory, default_case, cache):
     close, params, pnl, trades = default_case
     srv = server_factory(tcp=False, shm=False, extra=("--dataset-cache", cache))
-    with tollfree.connect(srv.url("unix"), timeout=60) as c:
+    with tollfree.connect(srv.url("unix"), timeout=DEADLINE) as c:
         ds = c.load(close)
         for _ in range(2):
             p, t = c.sweep(ds, params)
@@ -28,5 +29,6 @@ def test_cache_flag_is_checked(server_factory, tmp_path):
     from tollfree._lib import bin_path
 
     r = subprocess.run([bin_path(), "serve", "--unix", str(tmp_path / "x.sock"),
-                        "--dataset-cache", "lots"], capture_output=True, text=True, timeout=10)
+                        "--dataset-cache", "lots"], capture_output=True, text=True,
+                       timeout=DEADLINE)
     assert r.returncode == 2 and "--dataset-cache" in r.stderr

@@ -15,6 +15,7 @@ import pytest
 
 import tollfree
 from tollfree import wire
+from conftest import DEADLINE, wait_until  # noqa: E402
 
 CLOSE = np.ascontiguousarray(100 + np.cumsum(np.random.default_rng(11).normal(size=2000)))
 PARAMS = np.array([[9, 4, 3, 4, 1, 2], [21, 10, 4, 10, 3, 5]], np.int64)
@@ -28,8 +29,8 @@ def bits(a):
 @pytest.fixture(scope="module")
 def good(server):
     """Checks that well-behaved clients are still served exactly."""
-    uc = tollfree.connect(server.url("unix"), timeout=30)
-    sc = tollfree.connect(server.url("shm"), timeout=30)
+    uc = tollfree.connect(server.url("unix"), timeout=DEADLINE)
+    sc = tollfree.connect(server.url("shm"), timeout=DEADLINE)
 
     def check():
         assert server.alive(), server.log()[-2000:]
@@ -38,7 +39,7 @@ def good(server):
             assert np.array_equal(bits(p), bits(WANT[0])) and np.array_equal(t, WANT[1])
             e = c.echo(CLOSE[:100])
             assert np.array_equal(bits(e), bits(CLOSE[:100]))
-        with tollfree.connect(server.url("tcp"), timeout=30) as tc:
+        with tollfree.connect(server.url("tcp"), timeout=DEADLINE) as tc:
             p, t = tc.sweep(CLOSE, PARAMS)
             assert np.array_equal(bits(p), bits(WANT[0])) and np.array_equal(t, WANT[1])
 
@@ -90,7 +91,7 @@ def expect_error(s: socket.socket, code: int | tuple, rid: int = 0) -> str:
     return body[20:].decode()
 
 
-def expect_closed(s: socket.socket, timeout: float = 10.0) -> None:
+def expect_closed(s: socket.socket, timeout: float = DEADLINE) -> None:
     s.settimeout(timeout)
     try:
         while s.recv(65536):
@@ -316,7 +317,7 @@ def test_stalled_clients_only_stall_themselves(server, good):
     th = threading.Thread(target=flood, daemon=True)
     th.start()
     good()
-    th.join(10)
+    th.join(DEADLINE)
     good()
     for s in stalled:
         s.close()
@@ -328,7 +329,7 @@ def test_stall_timeout_closes_a_stalled_connection(server_factory):
     srv = server_factory(tcp=False, shm=False, extra=["--stall-timeout", "1"])
     s = srv.raw("unix")
     s.sendall(frame(v2(wire.ECHO, 1, bytes(100)))[:50])
-    expect_closed(s, timeout=15)  # closed by the server after ~1 s (not by our timeout)
+    expect_closed(s, timeout=DEADLINE)  # closed by the server after ~1 s (not by our timeout)
     s.close()
     idle = srv.raw("unix")  # idle *between* frames is never timed out
     time.sleep(1.5)
@@ -345,7 +346,7 @@ def test_hundred_concurrent_clients(server, good):
     def one(i):
         try:
             kind = "tcp" if i % 3 == 0 else "unix"
-            with tollfree.connect(server.url(kind), timeout=60) as c:
+            with tollfree.connect(server.url(kind), timeout=DEADLINE) as c:
                 barrier.wait(30)
                 a = CLOSE[i:i + 50 + i]
                 assert np.array_equal(bits(c.echo(a, out=np.empty_like(a))), bits(a))
@@ -386,20 +387,33 @@ def test_long_sweep_does_not_stall_small_calls(server, good):
     result = {}
 
     def long_call():
-        with tollfree.connect(server.url("unix"), timeout=120) as c:
+        with tollfree.connect(server.url("unix"), timeout=DEADLINE) as c:
             result["r"] = c.sweep(close, params)
         done.set()
 
+    # No race against the clock: the server's own counters say what ran when. `sweeps` counts
+    # finished sweeps; a stats reply taken after our small calls that still shows the long sweep
+    # unfinished proves they were answered while it ran (a stalled server would answer them
+    # only after it, with `sweeps` already counted).
     th = threading.Thread(target=long_call)
-    with tollfree.connect(server.url("unix"), timeout=60) as c:
+    with tollfree.connect(server.url("unix"), timeout=DEADLINE) as c:
+        before = c.stats()
+        polls = [0]
+
+        def request_in():  # the long request's bytes (at least its params) have arrived
+            polls[0] += 1
+            got = c.stats()["bytes_in"] - before["bytes_in"] - 16 * polls[0]
+            return got >= params.nbytes
+
         th.start()
-        time.sleep(0.05)
-        small_done_first = 0
-        for _ in range(20):
-            c.echo(np.ones(4))
-            small_done_first += not done.is_set()
-    th.join(120)
-    assert small_done_first == 20, "small calls waited for another client's long sweep"
+        wait_until(request_in, "the long sweep's request to reach the server", poll=0.001)
+        for _ in range(5):
+            assert bits(c.echo(np.ones(4))).tobytes() == bits(np.ones(4)).tobytes()
+        during = c.stats()
+    th.join(DEADLINE)
+    assert not th.is_alive(), f"deadline exceeded after {DEADLINE:g} s: the long sweep never ended"
+    assert during["sweeps"] == before["sweeps"], \
+        "small calls waited for another client's long sweep"
     want = tollfree.sweep(close, params)
     assert np.array_equal(bits(result["r"][0]), bits(want[0]))
     good()

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import tollfree
+from conftest import DEADLINE  # noqa: E402
 
 
 def test_help(tf_bin):
-    r = subprocess.run([tf_bin, "serve", "--help"], capture_output=True, timeout=10, text=True)
+    r = subprocess.run([tf_bin, "serve", "--help"], capture_output=True, timeout=DEADLINE, text=True)
     assert r.returncode == 0
     text = r.stdout + r.stderr
     for flag in ("--unix", "--tcp", "--stdio", "--shm", "--threads", "--max-frame", "--max-datasets"):
@@ -25,7 +26,7 @@ def test_help(tf_bin):
 def test_bad_arguments_fail_cleanly(tf_bin, tmp_path):
     for args in (["--tcp", "127.0.0.1:notaport"], ["--max-frame", "-5"], ["--threads", "x"],
                  ["--bogus"], []):
-        r = subprocess.run([tf_bin, "serve", *args], capture_output=True, timeout=10,
+        r = subprocess.run([tf_bin, "serve", *args], capture_output=True, timeout=DEADLINE,
                            stdin=subprocess.DEVNULL)
         assert r.returncode not in (0, -signal.SIGSEGV, -signal.SIGABRT), (args, r.returncode)
 
@@ -58,7 +59,7 @@ def test_sigterm_during_a_sweep(server_factory, default_case):
 
     def call():
         try:
-            with tollfree.connect(srv.url("unix"), timeout=60) as c:
+            with tollfree.connect(srv.url("unix"), timeout=DEADLINE) as c:
                 box["r"] = c.sweep(close, big)
         except tollfree.EngineError as e:
             box["e"] = e
@@ -69,7 +70,8 @@ def test_sigterm_during_a_sweep(server_factory, default_case):
 
     time.sleep(0.2)
     srv.stop_and_check()
-    th.join(60)
+    th.join(DEADLINE)
+    assert not th.is_alive(), f"deadline exceeded after {DEADLINE:g} s: the sweep never ended"
     # either the sweep finished before the shutdown ("finish running requests"), or the client
     # got a clean error; never a wrong answer
     if "r" in box:
@@ -81,7 +83,7 @@ def test_sigterm_during_a_sweep(server_factory, default_case):
 def test_refuses_a_live_socket_and_replaces_a_stale_one(server_factory, tf_bin, tmp_path):
     srv = server_factory(tcp=False, shm=False)
     r = subprocess.run([tf_bin, "serve", "--unix", srv.unix_path], capture_output=True,
-                       timeout=15, stdin=subprocess.DEVNULL)
+                       timeout=DEADLINE, stdin=subprocess.DEVNULL)
     assert r.returncode != 0
     with tollfree.connect(srv.url("unix")) as c:  # the first server is untouched
         assert c.hello()["version"] == 2
@@ -109,17 +111,17 @@ def test_refuses_a_live_socket_and_replaces_a_stale_one(server_factory, tf_bin, 
 
     plain = tmp_path / "not-a-socket"
     plain.write_text("keep me")
-    r = subprocess.run([tf_bin, "serve", "--unix", str(plain)], capture_output=True, timeout=15,
+    r = subprocess.run([tf_bin, "serve", "--unix", str(plain)], capture_output=True, timeout=DEADLINE,
                        stdin=subprocess.DEVNULL)
     assert r.returncode != 0 and plain.read_text() == "keep me"
 
 
 def test_stdio_exits_zero_at_eof(tf_bin):
-    r = subprocess.run([tf_bin, "serve", "--stdio"], input=b"", capture_output=True, timeout=10)
+    r = subprocess.run([tf_bin, "serve", "--stdio"], input=b"", capture_output=True, timeout=DEADLINE)
     assert r.returncode == 0 and r.stdout == b""
     # a truncated request then EOF: no reply, still a clean exit
     r = subprocess.run([tf_bin, "serve", "--stdio"], input=b"\x10\x00\x00\x00\x10\x02",
-                       capture_output=True, timeout=10)
+                       capture_output=True, timeout=DEADLINE)
     assert r.returncode == 0
 
 

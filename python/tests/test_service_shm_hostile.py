@@ -19,6 +19,7 @@ from tollfree import wire
 from tollfree.client import _shm
 from tollfree.client._shm import ShmTransport
 from tollfree.errors import EngineError, EngineTimeout
+from conftest import DEADLINE, wait_until  # noqa: E402
 
 CLOSE = np.ascontiguousarray(100 + np.cumsum(np.random.default_rng(5).normal(size=1500)))
 PARAMS = np.array([[7, 4, 3, 4, 1, 2], [33, 16, 6, 16, 5, 8]], np.int64)
@@ -32,12 +33,12 @@ def bits(a):
 
 @pytest.fixture(scope="module")
 def good(server):
-    uc = tollfree.connect(server.url("unix"), timeout=30)
-    sc = tollfree.connect(server.url("shm"), timeout=30)
+    uc = tollfree.connect(server.url("unix"), timeout=DEADLINE)
+    sc = tollfree.connect(server.url("shm"), timeout=DEADLINE)
 
     def check():
         assert server.alive(), server.log()[-2000:]
-        with tollfree.connect(server.url("shm"), timeout=30, ring_bytes=RING) as fresh:
+        with tollfree.connect(server.url("shm"), timeout=DEADLINE, ring_bytes=RING) as fresh:
             for c in (uc, sc, fresh):
                 p, t = c.sweep(CLOSE, PARAMS)
                 assert np.array_equal(bits(p), bits(WANT[0])) and np.array_equal(t, WANT[1])
@@ -60,7 +61,7 @@ def _memfd(total, seals=fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW, ring=RING, magi
 
 def _handshake(server, msg: bytes, fd: int | None) -> int | None:
     """Sends one handshake; returns the status the server answered (None: closed, no answer)."""
-    s = server.raw("shm", timeout=10)
+    s = server.raw("shm", timeout=DEADLINE)
     try:
         if fd is None:
             s.sendall(msg)
@@ -117,7 +118,7 @@ def test_bad_handshakes(server, good):
 
 
 # ---- garbage after a valid handshake ------------------------------------------------------------
-def _dropped(t: ShmTransport, timeout: float = 10.0) -> bool:
+def _dropped(t: ShmTransport, timeout: float = DEADLINE) -> bool:
     """True once the server has set server_closed and closed the control socket."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -159,7 +160,7 @@ GARBAGE = {
 
 @pytest.mark.parametrize("what", sorted(GARBAGE))
 def test_garbage_positions_drop_only_that_peer(server, good, what):
-    t = ShmTransport(server.shm_path, timeout=10, ring_bytes=RING)
+    t = ShmTransport(server.shm_path, timeout=DEADLINE, ring_bytes=RING)
     try:
         GARBAGE[what](t)
         assert _dropped(t), f"server did not drop a peer after {what}"
@@ -169,13 +170,13 @@ def test_garbage_positions_drop_only_that_peer(server, good, what):
 
 
 def test_head_moving_backwards_and_bad_resp_tail(server, good):
-    c = tollfree.connect(server.url("shm"), timeout=10, ring_bytes=RING)
+    c = tollfree.connect(server.url("shm"), timeout=DEADLINE, ring_bytes=RING)
     t = c._t
     assert np.array_equal(bits(c.echo(np.arange(4.0))), bits(np.arange(4.0)))
     _poke_head(t, 0)  # backwards
     assert _dropped(t)
     c.close()
-    c = tollfree.connect(server.url("shm"), timeout=10, ring_bytes=RING)
+    c = tollfree.connect(server.url("shm"), timeout=DEADLINE, ring_bytes=RING)
     t = c._t
     c.echo(np.arange(4.0))
     t.cq[_shm.Q_RESP_TAIL] = 1 << 40  # beyond the response head
@@ -191,7 +192,7 @@ def test_head_moving_backwards_and_bad_resp_tail(server, good):
 
 def test_framing_errors_in_the_ring_are_answered(server, good):
     """Well-framed but invalid requests get error frames in the response ring, like a socket."""
-    with tollfree.connect(server.url("shm"), timeout=10, ring_bytes=RING) as c:
+    with tollfree.connect(server.url("shm"), timeout=DEADLINE, ring_bytes=RING) as c:
         t = c._t
         for body, code in [
             (b"", wire.E_FRAME_TOO_SHORT),
@@ -239,11 +240,8 @@ def test_peer_killed_mid_stream(server, good, spin):
         time.sleep(0.1)
         child.send_signal(signal.SIGKILL)
         child.wait()
-        for _ in range(500):
-            if probe.stats()["connections_open"] <= base:
-                break
-            time.sleep(0.01)
-        assert probe.stats()["connections_open"] <= base
+        wait_until(lambda: probe.stats()["connections_open"] <= base,
+                   "the server to drop the killed peer")
     good()
 
 
@@ -264,19 +262,21 @@ def test_shm_connection_limit(server, good):
     try:
         with pytest.raises(EngineError) as ei:
             for _ in range(80):
-                held.append(tollfree.connect(server.url("shm"), timeout=10, ring_bytes=RING, spin=0))
+                held.append(tollfree.connect(server.url("shm"), timeout=DEADLINE, ring_bytes=RING, spin=0))
         assert ei.value.code == wire.E_SHM_LIMIT
         assert len(held) >= 50
         assert np.array_equal(bits(held[0].echo(np.arange(3.0))), bits(np.arange(3.0)))
     finally:
         for c in held:
             c.close()
-    for _ in range(200):  # the server frees the slots as it notices the closes
+    def served():  # the server frees the slots as it notices the closes
         try:
             good()
-            break
+            return True
         except EngineError as e:
             if e.code != wire.E_SHM_LIMIT:
                 raise
-            time.sleep(0.02)
+            return False
+
+    wait_until(served, "the server to free the shm slots", poll=0.02)
     good()

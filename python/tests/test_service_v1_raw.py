@@ -1,4 +1,4 @@
-"""A v1 client written here from spec/wire.md alone (a raw socket and struct, nothing from
+"""A v1 client written here from docs/protocol.md alone (a raw socket and struct, nothing from
 tollfree's client code) gets correct answers from `tollfree serve`."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import struct
 import numpy as np
 
 import tollfree
+from conftest import DEADLINE  # noqa: E402
 
 
 def _recv_exact(sock, n):
@@ -21,7 +22,7 @@ def _recv_exact(sock, n):
 
 
 def v1_request(sock, opcode, close, params):
-    """spec/wire.md: [u32 body_len][u8 opcode][u32 n_bars][u32 n_combos][close f64][params 6 x i64]."""
+    """docs/protocol.md, v1: [u32 body_len][u8 opcode][u32 n_bars][u32 n_combos][close f64][params 6 x i64]."""
     n_bars, n_combos = len(close), len(params)
     body = struct.pack("<BII", opcode, n_bars, n_combos)
     body += struct.pack(f"<{n_bars}d", *close)
@@ -59,7 +60,7 @@ def test_raw_v1_client_unix_and_tcp(server, default_case):
     close_list = close[:20_000].tolist()
     params_list = [list(map(int, p)) for p in params[::8]]
     for kind in ("unix", "tcp"):
-        sock = server.raw(kind, timeout=60)
+        sock = server.raw(kind, timeout=DEADLINE)
         try:
             _check(sock, close_list, params_list)
             assert v1_echo(sock, close_list[:1000]) == close_list[:1000]
@@ -74,7 +75,7 @@ def test_raw_v1_client_unix_and_tcp(server, default_case):
 
 def test_raw_v1_full_default_sweep(server, default_case):
     close, params, pnl, trades = default_case
-    sock = server.raw("unix", timeout=60)
+    sock = server.raw("unix", timeout=DEADLINE)
     try:
         got_pnl, got_trades = v1_sweep(sock, close.tolist(), params.tolist())
     finally:
@@ -95,7 +96,7 @@ def test_raw_v1_over_stdio(tf_bin, default_case):
         for p in ps:
             body += struct.pack("<6q", *p)
         req += struct.pack("<I", len(body)) + body
-    r = subprocess.run([tf_bin, "serve", "--stdio"], input=req, capture_output=True, timeout=30)
+    r = subprocess.run([tf_bin, "serve", "--stdio"], input=req, capture_output=True, timeout=DEADLINE)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     (n1,) = struct.unpack_from("<I", out)

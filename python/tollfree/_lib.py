@@ -9,15 +9,26 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 def lib_path() -> str:
-    """``$TOLLFREE_LIB``, else the repository's ``build/libtollfree.so``."""
+    """``$TOLLFREE_LIB``, else the library inside the package (``pip install .`` puts it
+    there), else the repository's ``build/libtollfree.so``."""
     env = os.environ.get("TOLLFREE_LIB")
-    return env if env else str(_ROOT / "build" / "libtollfree.so")
+    if env:
+        return env
+    packaged = Path(__file__).resolve().parent / "libtollfree.so"
+    return str(packaged) if packaged.exists() else str(_ROOT / "build" / "libtollfree.so")
 
 
 def bin_path() -> str:
-    """``$TOLLFREE_BIN``, else the repository's ``build/tollfree``."""
+    """``$TOLLFREE_BIN``, else the repository's ``build/tollfree``, else ``tollfree`` on PATH
+    (``make install``)."""
     env = os.environ.get("TOLLFREE_BIN")
-    return env if env else str(_ROOT / "build" / "tollfree")
+    if env:
+        return env
+    built = _ROOT / "build" / "tollfree"
+    if built.exists():
+        return str(built)
+    import shutil
+    return shutil.which("tollfree") or str(built)
 
 
 _lib = None
@@ -55,3 +66,7 @@ def _declare(L: ctypes.CDLL) -> None:
     L.tf_strategy_trades.argtypes, L.tf_strategy_trades.restype = [p], i64
     L.tf_strategy_bars.argtypes, L.tf_strategy_bars.restype = [p], i64
     L.tf_strategy_close.argtypes, L.tf_strategy_close.restype = [p], None
+    L.tf_series_open.argtypes = [c.POINTER(p), p, i64, c.c_size_t]
+    L.tf_series_sweep.argtypes = [p, p, i64, p, p, p]
+    L.tf_series_cached_bytes.argtypes, L.tf_series_cached_bytes.restype = [p], c.c_size_t
+    L.tf_series_close.argtypes, L.tf_series_close.restype = [p], None

@@ -252,6 +252,7 @@ def _md(res: dict) -> str:
              "GC off inside timed regions; results gated bit-identical against numba 1 thread "
              "before timing and re-checked after every timed round")
     L.append(f"- Load: {H.load_note(res['load'])}")
+    L.append(f"- {H.machine_line(m)}")
     L.append("")
     hdr = ["configuration", "threads", "ISA", "pinning", "gate", "median", "min - max",
            "speed-up vs numba 1T", "per-round speed-ups"]
@@ -361,6 +362,7 @@ def run(quick: bool = False, reps: int = 5, out_dir: str | Path | None = None) -
     out_dir = Path(out_dir) if out_dir else H.ROOT / "build" / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
     mon = H.LoadMonitor()
+    print(H.machine_line(), flush=True)
     cpu_list = H.ALL_CPUS
     one_cpu, all_cpus = {cpu_list[-1]}, set(cpu_list)
     H.pin_thread(all_cpus)

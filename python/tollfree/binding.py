@@ -88,6 +88,64 @@ def sweep(close: np.ndarray, params: np.ndarray, threads: int | None = None,
     return pnl, trades
 
 
+class Series:
+    """A prepared series (``tf_series_*``): one immutable close series swept many times.
+
+    Its sweeps cache the whole-series first-stage WMAs they compute (one ``8 * n_bars``-byte row
+    per distinct length, up to ``cache_bytes``), so a later sweep on any block of combos skips
+    the lengths already done. Results equal :func:`sweep` bit for bit. The series keeps a
+    reference to ``close`` (the kernel reads it in place) and must not see it change. Sweeps may
+    run concurrently from several threads; :meth:`close` must not overlap one.
+    """
+
+    def __init__(self, close: np.ndarray, cache_bytes: int = 1 << 30):
+        self.close_array = as_close(close)
+        if cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
+        h = ctypes.c_void_p()
+        _check(lib().tf_series_open(ctypes.byref(h), close.ctypes.data, close.shape[0],
+                                    int(cache_bytes)), "Series")
+        self._h = h
+
+    def sweep(self, params: np.ndarray, threads: int | None = None,
+              isa: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+        """:func:`sweep` on this series with its first-stage cache: ``(pnl, trades)``."""
+        params = as_params(params)
+        if self._h is None:
+            raise ValueError("Series: closed")
+        if isa not in ISAS:
+            raise ValueError(f"isa must be one of {sorted(ISAS)}, got {isa!r}")
+        t = 0 if threads is None else int(threads)
+        if t < 0:
+            raise ValueError(f"threads must be >= 0, got {t}")
+        m = params.shape[0]
+        pnl = np.empty(m, dtype=np.float64)
+        trades = np.empty(m, dtype=np.int64)
+        opts = _Opts(t, ISAS[isa], 0)
+        _check(lib().tf_series_sweep(self._h, params.ctypes.data, m, pnl.ctypes.data,
+                                     trades.ctypes.data, ctypes.addressof(opts)), "Series.sweep")
+        return pnl, trades
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes of first-stage rows cached so far."""
+        return int(lib().tf_series_cached_bytes(self._h)) if self._h is not None else 0
+
+    def close(self) -> None:
+        if getattr(self, "_h", None) is not None:
+            lib().tf_series_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
 def isa_supported(name: str) -> bool:
     return bool(lib().tf_isa_supported(ISAS[name]))
 

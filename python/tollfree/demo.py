@@ -1,6 +1,7 @@
 """`make demo`: the default sweep, computed by the C engine in-process from Python, next to the
 published fingerprint and to numba; then the same sweep across the engine service, and the
-boundary benchmark's headline table when a report exists."""
+boundary benchmark's headline table when `make bench` has written one (``--verbose``: a quick
+benchmark run when it has not)."""
 from __future__ import annotations
 
 import os
@@ -109,30 +110,41 @@ def service_section(close, params, pnl, trades):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def headline_section():
+def headline_section(verbose: bool = False):
+    """The boundary benchmark's headline from the last `make bench`; the seconds-long quick run
+    (with its progress lines) only with --verbose."""
     from tollfree.bench import headline
 
-    print("\nthe boundary benchmark's headline (the study's table on this machine):")
     try:
-        print(headline())
-        print("(from the last `make bench`, build/report/; run it again to refresh)")
+        text = headline()
     except FileNotFoundError:
+        if not verbose:
+            print("\nthe boundary benchmark's full table: `make bench` (build/report/report.md)")
+            return
         import subprocess
         import sys
 
         out = os.path.join("build", "report-quick")
-        print("(no full run yet: a seconds-long quick run follows; `make bench` gives the real "
-              "table)", flush=True)
+        print("\nno full run yet: a seconds-long quick run follows; `make bench` gives the real "
+              "table", flush=True)
         subprocess.run([sys.executable, "-m", "tollfree.bench", "--quick", "--out", out],
                        check=False)
+        return
+    print("\nthe boundary benchmark's headline (the last `make bench`, build/report/):")
+    print(text)
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    verbose = "--verbose" in argv or "-v" in argv
     close, params = data.synthetic_close(), grid.default_grid()
-    print("tollfree demo: the HMA/HMA3 stop-and-reverse sweep of 'The IPC Tax'\n")
+    print("tollfree demo: the HMA/HMA3 stop-and-reverse sweep of 'The IPC Tax' "
+          "(docs/definition.md)\n")
     pnl, trades = kernel_section(close, params)
     service_section(close, params, pnl, trades)
-    headline_section()
+    headline_section(verbose)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Parameter grids: six window lengths per combo (spec/kernel.md section 2)."""
+"""Parameter grids: six window lengths per combo (docs/definition.md section 2)."""
 from __future__ import annotations
 
 import math

@@ -181,7 +181,7 @@ class Heartbeat:
 Command = Union[NewLimit, NewMarket, CancelByOrder, CancelByClient, Replace]
 Event = Union[Accepted, Rejected, Replaced, Canceled, Trade]
 
-# Wire layouts (spec/orderflow.md). Quantities are u128: two u64 halves, low first.
+# Wire layouts (docs/orderflow.md). Quantities are u128: two u64 halves, low first.
 _S_NEW_LIMIT = struct.Struct("<QQQQBqQQ")    # 57
 _S_NEW_MARKET = struct.Struct("<QQQQBQQ")    # 49
 _S_CANCEL_ORDER = struct.Struct("<QQ")       # 16

@@ -16,7 +16,7 @@ over each close (replaced every bar) and the strategy sends market orders; no pa
 and ``spread_cost`` is the kernel's PnL minus the PnL of the fills.
 
 The PnL comes from the fills alone, one closed trade at a time, with the kernel's expression in
-its order, ``float(pos) * (exit - entry) / entry * 100.0 - 0.09`` (spec/kernel.md section 5); the
+its order, ``float(pos) * (exit - entry) / entry * 100.0 - 0.09`` (docs/definition.md section 5); the
 prices are the same doubles the kernel sees, so parity is exact.
 
 The in-process engine is libtollfree's (``tf_engine_*`` through ctypes, instrument ``1`` only,
@@ -40,7 +40,7 @@ import numpy as np
 
 from tollfree import orders as _o
 
-FEE = 0.09  # percent points per closed trade (spec/kernel.md; TF_FEE)
+FEE = 0.09  # percent points per closed trade (docs/definition.md section 5; TF_FEE)
 ACCT_STRATEGY, ACCT_COUNTER, ACCT_QUOTER = 1, 2, 3
 QUOTE_QTY = 2
 MAX_LIVE_ORDERS = 1024

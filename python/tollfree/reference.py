@@ -1,4 +1,4 @@
-"""The numba reference kernel: spec/kernel.md written out in numba, no fastmath, no cache.
+"""The numba reference kernel: docs/definition.md written out in numba, no fastmath, no cache.
 
 :func:`sweep` runs combos one after another on one thread (the reference every C path is gated
 against); :func:`sweep_parallel` runs whole combos in a ``prange`` (each writes its own slots, no

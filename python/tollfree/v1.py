@@ -1,4 +1,4 @@
-"""The v1 client: the published protocol (spec/wire.md, "v1") and nothing else.
+"""The v1 client: the published protocol (docs/protocol.md, "v1") and nothing else.
 
     request:  [u32 body_len][u8 op][u32 n_bars][u32 n_combos][n_bars x f64][n_combos x 6 x i64]
     op 0 sweep -> [n_combos x f64 pnl][n_combos x i64 trades];  op 1 echo -> the close array

@@ -10,9 +10,34 @@
 extern const double tf_default_close[];
 extern const uint64_t tf_default_close_bytes;
 
-/* Reads a close series: raw little-endian f64 when the name ends in .f64/.bin/.raw or
- * raw != 0, else a CSV with a header and a column named `column`. On success *out is a
- * malloc'd array of *n values. On failure prints one line "tollfree: PATH: ..." and returns -1. */
+/* How to read a close series (tf_cli_read_series_ex). */
+typedef struct tf_cli_series_opts {
+    const char *column;      /* CSV column, matched case-insensitively; without a header line,
+                                a 1-based index (a one-column file needs none) */
+    const char *date_column; /* NULL: the first column named date/datetime/time/timestamp/...;
+                                "none": no date column */
+    int raw;                 /* raw little-endian f64 whatever the name */
+    int skip_bad_rows;       /* skip and count bad rows instead of failing */
+} tf_cli_series_opts;
+
+/* What reading found (for the summary and the report). */
+typedef struct tf_cli_series_info {
+    int64_t skipped;  /* bad rows skipped (skip_bad_rows) */
+    int reversed;     /* the dates ran newest first; the series was reversed */
+    int date_checked; /* a date column was found and the bar order checked */
+    char column[128]; /* the close column's header name (or its 1-based index) */
+    char date_column[128];
+} tf_cli_series_info;
+
+/* Reads a close series from path ("-" is stdin), streamed (memory holds the close column only):
+ * raw little-endian f64 when the name ends in .f64/.bin/.raw or o->raw, else a CSV (a UTF-8 BOM,
+ * CRLF, quoted fields and blank lines are fine; a first line of numbers and dates is data, not a
+ * header). Every value must be a positive finite number; newest-first dates are reversed, dates out
+ * of order refused. On success *out is a malloc'd array of *n values and *info (may be NULL) says
+ * what was done. On failure prints one line "tollfree: PATH[:LINE]: ..." and returns -1. */
+int tf_cli_read_series_ex(const char *path, const tf_cli_series_opts *o, double **out, int64_t *n,
+                          tf_cli_series_info *info);
+/* tf_cli_read_series_ex with a column name and raw flag, everything else default. */
 int tf_cli_read_series(const char *path, const char *column, int raw, double **out, int64_t *n);
 
 /* Parses --grid: "default", "LO:HI:N" (N Hull lengths LO + j*(HI-LO)/(N-1)), or a CSV FILE of

@@ -5,7 +5,7 @@
  * the kernel sees for that bar; the strategy's position changes exactly where the kernel's does
  * (the streaming kernel is the batch kernel, bar by bar); and the PnL of a closed position is
  * computed from the fills with the kernel's own expression, (double)pos * (exit - entry) / entry
- * * 100.0 - fee, evaluated in that order, one closed trade at a time (spec/kernel.md section 5).
+ * * 100.0 - fee, evaluated in that order, per closed trade (docs/definition.md section 5).
  * This file is built without FP contraction (ISO C mode, and no FMA in the baseline ISA), so the
  * expression compiles to the same IEEE operations as the kernel's. */
 #include <errno.h>
@@ -36,12 +36,12 @@ static const char usage[] =
     "from its account (1). By default the venue fills it in a closing auction at the bar's price:\n"
     "a counterparty account (2) rests a limit order at that tick price on the other side, and the\n"
     "strategy's limit order crosses it, so every fill is at the bar's rounded close. The PnL is\n"
-    "computed from the fills with the kernel's formula (spec/kernel.md section 5); parity means\n"
-    "pnl and trades equal the sweep's on the rounded series bit for bit.\n"
+    "computed from the fills with the kernel's formula (docs/definition.md section 5); parity\n"
+    "means pnl and trades equal the sweep's on the rounded series bit for bit.\n"
     "\n"
     "options:\n"
     "  --combo SPEC      six window lengths L,half,sq,p,p3,p2, or one Hull length L (expanded\n"
-    "                    as spec/kernel.md section 2). Required.\n"
+    "                    as docs/definition.md section 2). Required.\n"
     "  --input FILE      close series: CSV with a header line, or raw little-endian f64 (*.f64,\n"
     "                    *.bin, *.raw). Default: the embedded data set (150,000 bars)\n"
     "  --column NAME     CSV column holding the close (default: close)\n"
@@ -77,7 +77,7 @@ static const char usage[] =
     "  tollfree paper --combo 20 --input prices.csv --column close --half-spread 2\n";
 
 enum { ACCT_STRATEGY = 1, ACCT_COUNTER = 2, ACCT_QUOTER = 3 };
-#define FEE 0.09             /* spec/kernel.md: percent points per closed trade (= TF_FEE) */
+#define FEE 0.09             /* docs/definition.md: percent points per closed trade (= TF_FEE) */
 #define MAX_LIVE_ORDERS 1024 /* in-process engine: the auction never leaves more than 3 live */
 #define REPLY_CAP (MAX_LIVE_ORDERS + 2)
 #define QUOTE_QTY 2 /* a reversal (2 lots) always fills against one quote */

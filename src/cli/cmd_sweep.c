@@ -1,6 +1,7 @@
 /* tollfree sweep: the parameter sweep from the command line. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,36 +10,79 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/research.h"
 #include "tollfree/kernel.h"
 
 static const char usage[] =
     "usage: tollfree sweep [options]\n"
     "\n"
-    "Runs the HMA/HMA3 stop-and-reverse sweep (spec/kernel.md) and prints one CSV row per combo:\n"
-    "  L,half,sq,p,p3,p2,pnl,trades      (pnl in percent points, printed with %.17g: exact)\n"
+    "Runs the HMA/HMA3 stop-and-reverse sweep (docs/definition.md) and prints one CSV row per\n"
+    "combo:\n"
+    "  L,half,sq,p,p3,p2,pnl,trades\n"
+    "pnl is in percent points: the sum over closed trades of the trade's percent move minus a\n"
+    "0.09 fee per round trip (fixed in the kernel), printed with %.17g (reads back exactly).\n"
     "\n"
     "input:\n"
-    "  --input FILE      close series: CSV with a header line, or raw little-endian f64\n"
-    "                    (*.f64, *.bin, *.raw, or --raw). Default: the embedded data set\n"
-    "                    (150,000 bars, numpy default_rng(42), spec/kernel.md section 1)\n"
-    "  --column NAME     CSV column holding the close (default: close)\n"
+    "  --input FILE      close series, '-' for stdin: a CSV (header line optional; a UTF-8 BOM,\n"
+    "                    CRLF, quoted fields and blank lines are fine; streamed, so any size),\n"
+    "                    or raw little-endian f64 (*.f64, *.bin, *.raw, or --raw). Every close\n"
+    "                    must be a positive finite number. Default: the embedded data set\n"
+    "                    (150,000 bars, docs/definition.md section 1)\n"
+    "  --column NAME     the close column, any case (default: close; e.g. 'Adj Close'); in a\n"
+    "                    file without a header line, its 1-based number\n"
+    "  --date-column NAME  the date column (default: the first named date, datetime, time,\n"
+    "                    timestamp, ...; 'none': no dates). Newest-first files are reversed to\n"
+    "                    oldest first (said on stderr); dates out of order are an error\n"
+    "  --skip-bad-rows   skip rows whose close is empty, not a number, not finite or <= 0, and\n"
+    "                    count them on stderr (default: stop at the first, with line and column)\n"
     "  --raw             read FILE as raw little-endian f64 whatever its name\n"
     "  --grid SPEC       default            the 80-combo grid, L = 6..200\n"
     "                    LO:HI:N            N Hull lengths from LO to HI, each expanded to six\n"
-    "                                       windows as spec/kernel.md section 2\n"
+    "                                       windows as docs/definition.md section 2\n"
     "                    FILE               CSV rows L,half,sq,p,p3,p2 (optional header line)\n"
+    "out of sample:\n"
+    "  --split F         in-sample = the first floor(n*F) bars, out-of-sample = the rest\n"
+    "                    (0 < F < 1), each swept cold; prints one row per fold, not per combo\n"
+    "  --walk-forward K  K folds: the bars cut into K+1 equal segments; fold k picks its winner\n"
+    "                    on segment k-1 and tests it on segment k\n"
+    "  --metric NAME     what picks the winner and ranks combos out of sample: pnl (default),\n"
+    "                    avg_trade (pnl / trades), trades\n"
     "output:\n"
-    "  --out FILE        write the CSV to FILE instead of stdout\n"
+    "  --out FILE        write the CSV to FILE (a .csv or .txt name; '-' is stdout)\n"
     "  --top K           only the K combos with the highest pnl, best first\n"
+    "  --report FILE.html  also write a self-contained HTML report: inputs, ranked table, plots,\n"
+    "                    the best combo's equity, the out-of-sample table (python3-matplotlib)\n"
+    "  --heatmap X,Y     in the report, pnl over two grid columns (others maximised over)\n"
     "  --quiet           no summary or progress on stderr\n"
     "engine:\n"
     "  --threads N       worker threads (default 0 = all cores); results never depend on it\n"
-    "  --isa NAME        auto, scalar, sse2, avx2, avx512, or reference (the literal spec)\n"
+    "  --isa NAME        auto, scalar, sse2, avx2, avx512, or reference (the literal spec);\n"
+    "                    auto is the widest path the CPU has, capped by the environment\n"
+    "                    variable TF_ISA_MAX=scalar|sse2|avx2|avx512 if set (e.g. TF_ISA_MAX=avx2\n"
+    "                    runs an AVX-512 CPU as if it were AVX2-only)\n"
     "  -h, --help        this text\n"
     "\n"
     "examples:\n"
     "  tollfree sweep --top 5\n"
-    "  tollfree sweep --input prices.csv --column Close --grid 10:300:50 --out results.csv\n";
+    "  tollfree sweep --input prices.csv --column Close --grid 10:300:50 --out results.csv\n"
+    "  tollfree sweep --input prices.csv --walk-forward 4 --report report.html\n";
+
+/* Kept apart: one string literal may not pass 4095 bytes (-Wpedantic). */
+static const char usage_panel[] =
+    "\n"
+    "panel and cluster (run by /usr/bin/python3 -m tollfree.distributed with the same arguments;\n"
+    "it needs python3-pandas, and python3-distributed for --scheduler; the package and library\n"
+    "are found beside this build tree or install prefix, else set PYTHONPATH / TOLLFREE_LIB):\n"
+    "  --panel PATH      many instruments: a directory with one file per instrument (CSV with\n"
+    "                    the --column column, or raw f64), or one wide CSV (a column each; a\n"
+    "                    first date column dropped; NaN padding at a column's ends ignored).\n"
+    "                    Prints instrument,L,half,sq,p,p3,p2,pnl,trades (--top K per instrument)\n"
+    "  --scheduler ADDR  sweep on Dask: tcp://HOST:PORT (a 'dask scheduler') or local[:N] (a\n"
+    "                    LocalCluster of N processes); the same bits (docs/distributed.md)\n"
+    "  --chunk N         combos per Dask task (default: sized so a task runs 0.1-2 s)\n"
+    "  With these, --input, --column, --raw, --grid, --out, --top, --threads (per Dask task:\n"
+    "  default 1), --isa (not reference) and --quiet apply; the other options do not.\n"
+    "  tollfree sweep --panel prices/ --scheduler local:2 --top 3\n";
 
 typedef struct row {
     int64_t idx;
@@ -88,23 +132,91 @@ static int run(const double *close, int64_t n, const int64_t *grid, int64_t m, d
     return 0;
 }
 
+/* --panel / --scheduler (and not --help): the sweep over many instruments or on Dask is the
+ * Python package's (tollfree.panel, tollfree.distributed), so this process becomes it
+ * (`python3 -m tollfree.distributed`, which runs tollfree.panel.main). */
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int wants_panel(int argc, char **argv)
+{
+    int yes = 0;
+    for (int k = 1; k < argc && strcmp(argv[k], "--"); k++) {
+        if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help"))
+            return 0;
+        yes |= is_opt(argv[k], "--panel") || is_opt(argv[k], "--scheduler");
+    }
+    return yes;
+}
+
+static int exec_panel(int argc, char **argv)
+{
+    char dir[PATH_MAX], lib[PATH_MAX + 64], pkg[PATH_MAX + 64], pypath[3 * PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    dir[k > 0 ? k : 0] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    /* As tf_cli_report: a build tree has the library beside the executable and the package in
+     * the sources; an install has PREFIX/<libdir> and PREFIX/share/tollfree/python. */
+    snprintf(lib, sizeof lib, "%s/libtollfree.so", dir);
+    if (access(lib, F_OK) == 0) {
+        snprintf(pkg, sizeof pkg, "%s", TF_SOURCE_PYTHON);
+    } else {
+        snprintf(lib, sizeof lib, "%s/../%s/libtollfree.so", dir, TF_INSTALL_LIBDIR);
+        snprintf(pkg, sizeof pkg, "%s/../share/tollfree/python", dir);
+    }
+    const char *old = getenv("PYTHONPATH");
+    snprintf(pypath, sizeof pypath, "%s%s%s", pkg, old && *old ? ":" : "", old ? old : "");
+    setenv("PYTHONPATH", pypath, 1);
+    if (!getenv("TOLLFREE_LIB") && access(lib, F_OK) == 0)
+        setenv("TOLLFREE_LIB", lib, 1);
+    const char *py = getenv("TOLLFREE_PYTHON");
+    if (!py || !*py)
+        py = "/usr/bin/python3";
+    char **args = calloc((size_t)argc + 3, sizeof *args);
+    if (!args) {
+        fputs("tollfree sweep: out of memory\n", stderr);
+        return 1;
+    }
+    args[0] = (char *)py;
+    args[1] = "-m";
+    args[2] = "tollfree.distributed";
+    memcpy(args + 3, argv + 1, sizeof *args * (size_t)(argc - 1));
+    fflush(NULL);
+    execvp(py, args);
+    fprintf(stderr,
+            "tollfree sweep: --panel/--scheduler: cannot run %s: %s (set TOLLFREE_PYTHON)\n", py,
+            strerror(errno));
+    free(args);
+    return 1;
+}
+
 int tf_cmd_sweep(int argc, char **argv)
 {
-    static const struct option opts[] = {{"input", required_argument, 0, 'i'},
-                                         {"column", required_argument, 0, 'c'},
-                                         {"raw", no_argument, 0, 'r'},
-                                         {"grid", required_argument, 0, 'g'},
-                                         {"out", required_argument, 0, 'o'},
-                                         {"top", required_argument, 0, 'k'},
-                                         {"threads", required_argument, 0, 't'},
-                                         {"isa", required_argument, 0, 'a'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    if (wants_panel(argc, argv))
+        return exec_panel(argc, argv);
+    static const struct option opts[] = {
+        {"input", required_argument, 0, 'i'},   {"column", required_argument, 0, 'c'},
+        {"raw", no_argument, 0, 'r'},           {"grid", required_argument, 0, 'g'},
+        {"out", required_argument, 0, 'o'},     {"top", required_argument, 0, 'k'},
+        {"threads", required_argument, 0, 't'}, {"isa", required_argument, 0, 'a'},
+        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
+        {"skip-bad-rows", no_argument, 0, 'S'}, {"date-column", required_argument, 0, 'D'},
+        {"split", required_argument, 0, 'F'},   {"walk-forward", required_argument, 0, 'W'},
+        {"metric", required_argument, 0, 'M'},  {"report", required_argument, 0, 'R'},
+        {"heatmap", required_argument, 0, 'H'}, {0, 0, 0, 0}};
     const char *input = NULL, *column = "close", *gridspec = "default", *out = NULL;
     const char *isa_name = "auto";
     long long top = -1, threads = 0;
     int raw = 0, quiet = 0, c;
+    tf_cli_series_opts sopts = {0};
+    tf_cli_oos oos = {.metric = tf_cli_metric_find("pnl")};
+    const char *report = NULL, *heatmap = NULL, *metric_name = "pnl", *split_arg = NULL;
+    const char *folds_arg = NULL;
     char *end;
     optind = 1;
     opterr = 0;
@@ -147,8 +259,48 @@ int tf_cmd_sweep(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'S':
+            sopts.skip_bad_rows = 1;
+            break;
+        case 'D':
+            sopts.date_column = optarg;
+            break;
+        case 'F':
+            split_arg = optarg;
+            oos.split = strtod(optarg, &end);
+            if (*end || end == optarg || !(oos.split > 0 && oos.split < 1)) {
+                fprintf(stderr, "tollfree sweep: --split wants a fraction 0 < F < 1, got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'W':
+            folds_arg = optarg;
+            oos.folds = (int)strtol(optarg, &end, 10);
+            if (*end || end == optarg || oos.folds < 1 || oos.folds > 1000) {
+                fprintf(stderr, "tollfree sweep: --walk-forward wants 1..1000 folds, got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'M':
+            metric_name = optarg;
+            oos.metric = tf_cli_metric_find(optarg);
+            if (!oos.metric) {
+                fprintf(stderr, "tollfree sweep: --metric wants one of %s, got '%s'\n",
+                        tf_cli_metric_names(), optarg);
+                return 2;
+            }
+            break;
+        case 'R':
+            report = optarg;
+            break;
+        case 'H':
+            heatmap = optarg;
+            break;
         case 'h':
             fputs(usage, stdout);
+            fputs(usage_panel, stdout);
             return 0;
         case ':':
             fprintf(stderr, "tollfree sweep: %s needs a value (see --help)\n", argv[optind - 1]);
@@ -162,6 +314,34 @@ int tf_cmd_sweep(int argc, char **argv)
         fprintf(stderr, "tollfree sweep: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
+    if (split_arg && folds_arg) {
+        fputs("tollfree sweep: --split and --walk-forward exclude each other\n", stderr);
+        return 2;
+    }
+    if (out && strcmp(out, "-")) {
+        const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+        if (dot && (!slash || dot > slash) && strcmp(dot, ".csv") && strcmp(dot, ".txt")) {
+            fprintf(stderr,
+                    "tollfree sweep: --out %s: unknown output format '%s' (tollfree writes CSV: "
+                    "use a .csv name)\n",
+                    out, dot);
+            return 2;
+        }
+    } else
+        out = NULL;
+    if (report) {
+        size_t rl = strlen(report);
+        if (rl < 5 ||
+            (strcmp(report + rl - 5, ".html") && (rl < 4 || strcmp(report + rl - 4, ".htm")))) {
+            fprintf(stderr, "tollfree sweep: --report %s: the report is HTML: use a .html name\n",
+                    report);
+            return 2;
+        }
+    }
+    if (heatmap && !report) {
+        fputs("tollfree sweep: --heatmap goes with --report FILE.html\n", stderr);
+        return 2;
+    }
     int reference = !strcmp(isa_name, "reference");
     tf_isa isa = TF_ISA_AUTO;
     if (!reference && tf_isa_parse(isa_name, &isa)) {
@@ -172,14 +352,23 @@ int tf_cmd_sweep(int argc, char **argv)
         return 2;
     }
     if (!tf_isa_supported(isa)) {
-        fprintf(stderr, "tollfree sweep: --isa %s: this CPU does not support it\n", isa_name);
+        fprintf(stderr, "tollfree sweep: --isa %s: this CPU does not support it%s\n", isa_name,
+                getenv("TF_ISA_MAX") ? " (or TF_ISA_MAX caps it)" : "");
         return 2;
     }
+    const char *isa_max = getenv("TF_ISA_MAX");
+    tf_isa cap;
+    if (isa_max && *isa_max && tf_isa_parse(isa_max, &cap))
+        fprintf(stderr,
+                "tollfree sweep: ignoring TF_ISA_MAX='%s' (wants scalar, sse2, avx2 or avx512)\n",
+                isa_max);
 
     double *close = NULL;
     int64_t n, m, *grid = NULL;
     if (input) {
-        if (tf_cli_read_series(input, column, raw, &close, &n))
+        sopts.column = column;
+        sopts.raw = raw;
+        if (tf_cli_read_series_ex(input, &sopts, &close, &n, NULL))
             return 1;
     } else {
         n = (int64_t)(tf_default_close_bytes / sizeof(double));
@@ -210,6 +399,17 @@ int tf_cmd_sweep(int argc, char **argv)
         goto done;
     }
     tf_sweep_opts o = {.threads = (int)threads, .isa = isa};
+    if (split_arg || folds_arg) {
+        f = out ? fopen(out, "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "tollfree sweep: %s: %s\n", out, strerror(errno));
+            goto done;
+        }
+        if (tf_cli_oos_run(f, series, n, grid, m, &oos, &o, reference, quiet))
+            goto done;
+        status = 0;
+        goto report;
+    }
     double t0 = now_s();
     rc = run(series, n, grid, m, pnl, trades, &o, reference, quiet);
     double dt = now_s() - t0;
@@ -249,6 +449,62 @@ int tf_cmd_sweep(int argc, char **argv)
                 : threads ? threads
                           : (long long)sysconf(_SC_NPROCESSORS_ONLN));
     status = 0;
+report:
+    if (report && status == 0) {
+        char stdin_tmp[] = "/tmp/tollfree-stdin-XXXXXX";
+        const char *src = input;
+        if (input && !strcmp(input, "-")) { /* the report can't read stdin again: pass the bars */
+            if (tf_cli_write_tmp(series, n, stdin_tmp)) {
+                status = 1;
+                goto done;
+            }
+            src = stdin_tmp;
+        }
+        char tbuf[32];
+        snprintf(tbuf, sizeof tbuf, "%lld", threads);
+        char *args[32];
+        int k = 0;
+        args[k++] = "--out";
+        args[k++] = (char *)report;
+        args[k++] = "--grid";
+        args[k++] = (char *)gridspec;
+        args[k++] = "--metric";
+        args[k++] = (char *)metric_name;
+        args[k++] = "--threads";
+        args[k++] = tbuf;
+        if (src) {
+            args[k++] = "--input";
+            args[k++] = (char *)src;
+            args[k++] = "--column";
+            args[k++] = (char *)column;
+        }
+        if (raw || src == stdin_tmp)
+            args[k++] = "--raw";
+        if (sopts.skip_bad_rows)
+            args[k++] = "--skip-bad-rows";
+        if (sopts.date_column) {
+            args[k++] = "--date-column";
+            args[k++] = (char *)sopts.date_column;
+        }
+        if (split_arg) {
+            args[k++] = "--split";
+            args[k++] = (char *)split_arg;
+        }
+        if (folds_arg) {
+            args[k++] = "--walk-forward";
+            args[k++] = (char *)folds_arg;
+        }
+        if (heatmap) {
+            args[k++] = "--heatmap";
+            args[k++] = (char *)heatmap;
+        }
+        if (quiet)
+            args[k++] = "--quiet";
+        args[k] = NULL;
+        status = tf_cli_report(args) ? 1 : 0;
+        if (src == stdin_tmp)
+            unlink(stdin_tmp);
+    }
 done:
     if (f && f != stdout && fclose(f) != 0 && status == 0) {
         fprintf(stderr, "tollfree sweep: %s: %s\n", out, strerror(errno));

@@ -5,7 +5,8 @@
 int tf_cmd_sweep(int argc, char **argv);
 int tf_cmd_serve(int argc, char **argv);
 int tf_cmd_journal(int argc, char **argv);
-/* `tollfree engine run|gen|snapshot|serve`: cmd_engine.c dispatches; serve is cmd_engine_serve.c. */
+/* `tollfree engine run|gen|snapshot|serve`: cmd_engine.c dispatches; serve is cmd_engine_serve.c.
+ */
 int tf_cmd_engine(int argc, char **argv);
 int tf_cmd_engine_serve(int argc, char **argv);
 /* `tollfree paper`: the paper-trading loop (cmd_paper.c). */

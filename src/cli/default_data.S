@@ -1,4 +1,4 @@
-/* The embedded default data set: spec/kernel.md section 1, 150,000 little-endian f64, generated
+/* The embedded default data set: docs/definition.md section 1, 150,000 little-endian f64, generated
  * by numpy (tollfree.data.synthetic_close) and committed as data/default_close.f64. A test
  * checks that the committed bytes equal what numpy produces. */
     .section .rodata

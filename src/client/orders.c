@@ -241,6 +241,8 @@ static int run(tf_orders *c, const tf_ofl_msg *cmds, size_t n, rx_target *t, int
             return fail(c, rc);
         if (rc > 0)
             continue; /* read until it would block, so replies never wait behind a poll */
+        if (sent < n && sent - t->done < c->max_inflight && c->tlen == 0)
+            continue; /* the replies just drained opened the window: send before waiting */
         struct pollfd pf = {c->fd, POLLIN, 0};
         if (c->tlen > c->tpos)
             pf.events |= POLLOUT;

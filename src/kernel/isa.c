@@ -1,11 +1,29 @@
 /* Runtime ISA detection and the names of the SIMD paths. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernel_internal.h"
 
 static const char *const names[] = {"auto", "scalar", "sse2", "avx2", "avx512"};
 
-int tf_isa_supported(tf_isa isa)
+/* TF_ISA_MAX (scalar|sse2|avx2|avx512) caps what this process treats as present, so an AVX2-only
+ * CPU can be simulated on an AVX-512 one. Read once: a path that was supported stays supported
+ * for the life of the process (the series cache and the scheduler rely on that). An unset,
+ * empty, "auto" or unknown value is no cap; the library never prints, so the CLI reports a bad
+ * value (docs/kernel.md). */
+static tf_isa isa_cap = TF_ISA_AVX512;
+static pthread_once_t isa_cap_once = PTHREAD_ONCE_INIT;
+
+static void read_isa_cap(void)
+{
+    const char *v = getenv("TF_ISA_MAX");
+    tf_isa cap;
+    if (v && tf_isa_parse(v, &cap) == 0 && cap != TF_ISA_AUTO)
+        isa_cap = cap;
+}
+
+static int cpu_has(tf_isa isa)
 {
     switch (isa) {
     case TF_ISA_AUTO:
@@ -22,6 +40,16 @@ int tf_isa_supported(tf_isa isa)
     default:
         return 0;
     }
+}
+
+int tf_isa_supported(tf_isa isa)
+{
+    if (isa == TF_ISA_AUTO)
+        return 1;
+    pthread_once(&isa_cap_once, read_isa_cap);
+    if ((unsigned)isa > (unsigned)isa_cap)
+        return 0;
+    return cpu_has(isa);
 }
 
 tf_isa tf_isa_best(void)
@@ -63,16 +91,20 @@ int tf_isa_ops_for(tf_isa isa, tf_isa_ops *ops)
         return TF_E_ISA_UNAVAILABLE;
     switch (isa) {
     case TF_ISA_SCALAR:
-        *ops = (tf_isa_ops){tf_wma_scalar, tf_raw_scalar, tf_inner_scalar};
+        *ops = (tf_isa_ops){tf_wma_scalar, tf_raw_scalar, tf_inner_scalar, tf_wma_multi_scalar,
+                            tf_cmp_scalar};
         return 0;
     case TF_ISA_SSE2:
-        *ops = (tf_isa_ops){tf_wma_sse2, tf_raw_sse2, tf_inner_sse2};
+        *ops =
+            (tf_isa_ops){tf_wma_sse2, tf_raw_sse2, tf_inner_sse2, tf_wma_multi_sse2, tf_cmp_sse2};
         return 0;
     case TF_ISA_AVX2:
-        *ops = (tf_isa_ops){tf_wma_avx2, tf_raw_avx2, tf_inner_avx2};
+        *ops =
+            (tf_isa_ops){tf_wma_avx2, tf_raw_avx2, tf_inner_avx2, tf_wma_multi_avx2, tf_cmp_avx2};
         return 0;
     case TF_ISA_AVX512:
-        *ops = (tf_isa_ops){tf_wma_avx512, tf_raw_avx512, tf_inner_avx512};
+        *ops = (tf_isa_ops){tf_wma_avx512, tf_raw_avx512, tf_inner_avx512, tf_wma_multi_avx512,
+                            tf_cmp_avx512};
         return 0;
     default:
         return TF_E_ISA_UNAVAILABLE;

@@ -6,7 +6,7 @@
 
 #include "tollfree/kernel.h"
 
-/* WMA(x, L)[i] for output bars i in [lo, hi), spec/kernel.md section 3: a direct windowed sum,
+/* WMA(x, L)[i] for output bars i in [lo, hi), docs/definition.md section 3: a direct windowed sum,
  * oldest first, from 0.0, divided by L*(L+1)/2. Requires lo >= L-1 (no warm-up handling here)
  * and x readable over [lo-L+1, hi). out[i - lo] receives bar i. SIMD versions put consecutive
  * output bars in lanes, each lane running exactly the scalar sequence of operations. */
@@ -34,11 +34,46 @@ void tf_inner_avx2(const double *w3, const double *w2, const double *wp, int64_t
 void tf_inner_avx512(const double *w3, const double *w2, const double *wp, int64_t n,
                      double *inner);
 
+/* Every first-stage WMA of x from one accumulation (docs/kernel.md, "one pass"). len[0..n_len)
+ * ascending and distinct, denom[k] = tf_wma_denom(len[k]); x readable over [0, n_x), hi <= n_x.
+ * For each k and each output bar t in [lo, hi) with t >= len[k]-1, out[k][t - lo] receives
+ * WMA(x, len[k])[t]; warm-up bars are not written. The running sum from start s,
+ * S(s, m) = S(s, m-1) + x[s+m-1] * m from 0.0, is at step m exactly the spec's numerator of
+ * WMA(m) at bar s+m-1 (same operations, same order), so one sum up to the longest length serves
+ * every length. SIMD versions put consecutive starts in lanes. */
+typedef void (*tf_wma_multi_fn)(const double *x, int64_t n_x, const int64_t *len,
+                                const double *denom, int64_t n_len, int64_t lo, int64_t hi,
+                                double *const *out);
+
+void tf_wma_multi_scalar(const double *x, int64_t n_x, const int64_t *len, const double *denom,
+                         int64_t n_len, int64_t lo, int64_t hi, double *const *out);
+void tf_wma_multi_sse2(const double *x, int64_t n_x, const int64_t *len, const double *denom,
+                       int64_t n_len, int64_t lo, int64_t hi, double *const *out);
+void tf_wma_multi_avx2(const double *x, int64_t n_x, const int64_t *len, const double *denom,
+                       int64_t n_len, int64_t lo, int64_t hi, double *const *out);
+void tf_wma_multi_avx512(const double *x, int64_t n_x, const int64_t *len, const double *denom,
+                         int64_t n_len, int64_t lo, int64_t hi, double *const *out);
+
+/* The scalar one-pass sum for the starts [s_lo, s_hi) only (the SIMD versions' edges). */
+void tf_wma_multi_starts(const double *x, const int64_t *len, const double *denom, int64_t n_len,
+                         int64_t lo, int64_t hi, double *const *out, int64_t s_lo, int64_t s_hi);
+
+/* Signal bitmasks for the SAR loop: bit i%64 of gt[i/64] is (f[i] > s[i]), of lt[i/64]
+ * (f[i] < s[i]), for i < n; bits at and above n are 0. Comparisons are exact, NaN gives 0. */
+typedef void (*tf_cmp_fn)(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *lt);
+
+void tf_cmp_scalar(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *lt);
+void tf_cmp_sse2(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *lt);
+void tf_cmp_avx2(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *lt);
+void tf_cmp_avx512(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *lt);
+
 /* The routines of one ISA path. */
 typedef struct tf_isa_ops {
     tf_wma_fn wma;
     tf_raw_fn raw;
     tf_inner_fn inner;
+    tf_wma_multi_fn wma_multi;
+    tf_cmp_fn cmp;
 } tf_isa_ops;
 
 /* The routines for an ISA (AUTO resolves to the best); 0, or TF_E_ISA_UNAVAILABLE. */
@@ -95,19 +130,17 @@ static inline void tf_sar_step(tf_sar *st, double f, double s, double c)
     }
 }
 
-/* The same bar without branches on the data (the signal flips every few bars, so branches
- * mispredict): every candidate value is computed with the same IEEE operations as above and
- * then selected, so the bits are the same. NaN lines give gt = lt = 0, hence want = 0. */
-static inline void tf_sar_step_select(tf_sar *st, double f, double s, double c)
+/* One closed trade and the reversal at a bar where the signal flips an open position: the spec's
+ * booking line, exactly as tf_sar_step evaluates it. */
+static inline void tf_sar_flip(tf_sar *st, int64_t want, double c)
 {
-    int64_t want = (int64_t)(f > s) - (int64_t)(f < s);
-    int64_t flip = (want != 0) & (want != st->pos);
-    int64_t book = flip & (st->pos != 0);
-    double booked = st->pnl + ((double)st->pos * (c - st->entry) / st->entry * 100.0 - TF_FEE);
-    st->pnl = book ? booked : st->pnl;
-    st->trades += book;
-    st->entry = flip ? c : st->entry;
-    st->pos = flip ? want : st->pos;
+    st->pnl += (double)st->pos * (c - st->entry) / st->entry * 100.0 - TF_FEE;
+    st->trades += 1;
+    st->pos = want;
+    st->entry = c;
 }
+
+/* Bars per time block of the sweep: sized from the L2 cache found at first use (sweep.c). */
+int64_t tf_sweep_block_bars(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* spec/kernel.md written out literally: the in-C reference every fast path is checked against. */
+/* docs/definition.md written literally: the in-C reference every fast path is checked against. */
 #include <math.h>
 #include <stdlib.h>
 

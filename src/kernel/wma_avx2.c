@@ -2,6 +2,8 @@
 #define VFN tf_wma_avx2
 #define VRAW tf_raw_avx2
 #define VINNER tf_inner_avx2
+#define VMULTI tf_wma_multi_avx2
+#define VCMP tf_cmp_avx2
 #define VLANES 4
 #define VUNROLL 8
 #define vec __m256d
@@ -13,4 +15,6 @@
 #define vzero _mm256_setzero_pd
 #define vdiv _mm256_div_pd
 #define vstore _mm256_storeu_pd
+#define vgt_bits(a, b) _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_GT_OQ))
+#define vlt_bits(a, b) _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_LT_OQ))
 #include "wma_simd.h"

@@ -2,6 +2,8 @@
 #define VFN tf_wma_avx512
 #define VRAW tf_raw_avx512
 #define VINNER tf_inner_avx512
+#define VMULTI tf_wma_multi_avx512
+#define VCMP tf_cmp_avx512
 #define VLANES 8
 #define VUNROLL 4
 #define vec __m512d
@@ -13,4 +15,6 @@
 #define vzero _mm512_setzero_pd
 #define vdiv _mm512_div_pd
 #define vstore _mm512_storeu_pd
+#define vgt_bits(a, b) _mm512_cmp_pd_mask(a, b, _CMP_GT_OQ)
+#define vlt_bits(a, b) _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ)
 #include "wma_simd.h"

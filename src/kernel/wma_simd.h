@@ -7,7 +7,8 @@
  *
  * The including file defines: VFN (function name), VRAW and VINNER (the element-wise
  * combinations of the first stage, below), VLANES, VUNROLL, vec (type), vload, vmul,
- * vadd, vset1, vzero, vdiv, vstore. */
+ * vadd, vset1, vzero, vdiv, vstore; VMULTI (the one-pass first stage) and VCMP (SAR signal
+ * masks) with vgt_bits, vlt_bits (a lane mask of an ordered compare). */
 #include <immintrin.h>
 
 #include "kernel_internal.h"
@@ -67,4 +68,82 @@ void VINNER(const double *w3, const double *w2, const double *wp, int64_t n, dou
         vstore(inner + i, vsub(vsub(vmul(three, vload(w3 + i)), vload(w2 + i)), vload(wp + i)));
     for (; i < n; i++)
         inner[i] = 3.0 * w3[i] - w2[i] - wp[i];
+}
+
+/* Every first-stage length from one running sum (kernel_internal.h, tf_wma_multi_fn). Lanes are
+ * VLANES * VUNROLL consecutive start bars s; at step m each lane adds x[s+m-1] * m, so at each
+ * wanted length it holds the spec's numerator for bar s+len-1, which is divided and stored. */
+#define GROUP (VLANES * VUNROLL)
+
+/* The lanes of one group at one length: all in [lo, hi) straight to the row, else only those. */
+static inline void multi_emit(const vec *acc, double denom, int64_t t, int64_t lo, int64_t hi,
+                              double *row)
+{
+    const vec d = vset1(denom);
+    if (t >= lo && t + GROUP <= hi) {
+        UNROLL_ALL
+        for (int u = 0; u < VUNROLL; u++)
+            vstore(row + (t - lo) + u * VLANES, vdiv(acc[u], d));
+        return;
+    }
+    double tmp[GROUP];
+    UNROLL_ALL
+    for (int u = 0; u < VUNROLL; u++)
+        vstore(tmp + u * VLANES, vdiv(acc[u], d));
+    for (int64_t i = 0; i < GROUP; i++)
+        if (t + i >= lo && t + i < hi)
+            row[t + i - lo] = tmp[i];
+}
+
+void VMULTI(const double *x, int64_t n_x, const int64_t *len, const double *denom, int64_t n_len,
+            int64_t lo, int64_t hi, double *const *out)
+{
+    if (n_len == 0 || lo >= hi)
+        return;
+    const int64_t longest = len[n_len - 1];
+    int64_t s = lo - longest + 1 > 0 ? lo - longest + 1 : 0;
+    for (; s < hi; s += GROUP) {
+        /* The first lane needs steps up to mmax; later lanes may read GROUP-1 bars further. */
+        int64_t mmax = hi - s < longest ? hi - s : longest;
+        if (s + GROUP - 1 + mmax - 1 >= n_x) {
+            tf_wma_multi_starts(x, len, denom, n_len, lo, hi, out, s,
+                                s + GROUP < hi ? s + GROUP : hi);
+            continue;
+        }
+        vec acc[VUNROLL];
+        UNROLL_ALL
+        for (int u = 0; u < VUNROLL; u++)
+            acc[u] = vzero();
+        const double *w = x + s;
+        int64_t m = 0;
+        for (int64_t k = 0; k < n_len && len[k] <= mmax; k++) {
+            for (; m < len[k]; m++) {
+                const vec wk = vset1((double)(m + 1));
+                UNROLL_ALL
+                for (int u = 0; u < VUNROLL; u++)
+                    acc[u] = vadd(acc[u], vmul(vload(w + m + u * VLANES), wk));
+            }
+            if (s + len[k] - 1 + GROUP > lo)
+                multi_emit(acc, denom[k], s + len[k] - 1, lo, hi, out[k]);
+        }
+    }
+}
+
+/* Signal bitmasks, VLANES bars per compare (ordered compares: NaN gives 0, as in the spec). */
+void VCMP(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *lt)
+{
+    int64_t w = 0;
+    for (; (w + 1) * 64 <= n; w++) {
+        uint64_t g = 0, l = 0;
+        UNROLL_ALL
+        for (int b = 0; b < 64; b += VLANES) {
+            const vec a = vload(f + w * 64 + b), c = vload(s + w * 64 + b);
+            g |= (uint64_t)vgt_bits(a, c) << b;
+            l |= (uint64_t)vlt_bits(a, c) << b;
+        }
+        gt[w] = g;
+        lt[w] = l;
+    }
+    if (w * 64 < n)
+        tf_cmp_scalar(f + w * 64, s + w * 64, n - w * 64, gt + w, lt + w);
 }

@@ -2,6 +2,8 @@
 #define VFN tf_wma_sse2
 #define VRAW tf_raw_sse2
 #define VINNER tf_inner_sse2
+#define VMULTI tf_wma_multi_sse2
+#define VCMP tf_cmp_sse2
 #define VLANES 2
 #define VUNROLL 8
 #define vec __m128d
@@ -13,4 +15,6 @@
 #define vzero _mm_setzero_pd
 #define vdiv _mm_div_pd
 #define vstore _mm_storeu_pd
+#define vgt_bits(a, b) _mm_movemask_pd(_mm_cmpgt_pd(a, b))
+#define vlt_bits(a, b) _mm_movemask_pd(_mm_cmplt_pd(a, b))
 #include "wma_simd.h"

@@ -1,4 +1,4 @@
-/* The OFL1 codec: stream frames, datagrams, the journal header (spec/orderflow.md). */
+/* The OFL1 codec: stream frames, datagrams, the journal header (docs/orderflow.md). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

@@ -96,7 +96,7 @@ static inline __attribute__((always_inline)) int step(struct walk *w, tf_ofl_msg
         int rc = ofl_frame_decode(p, fsize, &scratch);
         return rc < 0 ? rc : TF_E_OFL_SEQ_GAP;
     }
-    int rc = ofl_frame_decode(p, fsize, msg);
+    int rc = ofl_frame_decode_in(p, fsize, rem, msg); /* the image is readable past the frame */
     if (rc < 0)
         return rc;
     w->frame = p;

@@ -5,7 +5,7 @@ Usage: /usr/bin/python3 tests/fuzz/engine_diff_seeds.py
 
 The inputs are programs in the byte code described at the top of fuzz_engine_diff.c: a header
 byte, then records (an op byte and its operands). The hand-written ones walk through the cases
-of spec/engine.md (sweeps, market remainders, every Replace rule, the live-order limit, every
+of docs/engine.md (sweeps, market remainders, every Replace rule, the live-order limit, every
 reject, redeliveries, skipped records, extreme values); the rest are seeded random programs."""
 import os
 import random

@@ -3,7 +3,7 @@
 
 Usage: /usr/bin/python3 tests/fuzz/ofl_seeds.py build/tollfree
 
-Frames and datagrams are built here with struct from spec/orderflow.md (independently of the C
+Frames and datagrams are built here with struct from docs/orderflow.md (independently of the C
 codec); journals come from `tollfree journal gen`. The committed corpora are these seeds grown
 by libFuzzer (make fuzz; then -merge=1 to keep them small)."""
 import os

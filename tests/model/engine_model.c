@@ -1,4 +1,4 @@
-/* The order engine's slow model (engine_model.h): spec/engine.md, line by line. */
+/* The order engine's slow model (engine_model.h): docs/engine.md, line by line. */
 #include "engine_model.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* The order engine's slow model: spec/engine.md written as plainly as possible, for differential
+/* The order engine's slow model: docs/engine.md written as plainly as possible, for differential
  * tests of the fast engine (src/engine/) only. Never used by the library.
  *
  * Everything is a linear scan over one flat array of live orders; time priority is a global
@@ -74,7 +74,7 @@ int em_apply(em_model *m, const tf_ofl_msg *cmd, tf_ofl_msg *events, size_t cap,
  * em_destroy. */
 const tf_ofl_msg *em_last_events(const em_model *m, size_t *n);
 
-/* The state hash of spec/engine.md (FNV-1a 64). */
+/* The state hash of docs/engine.md (FNV-1a 64). */
 uint64_t em_state_hash(const em_model *m);
 
 void em_get_counters(const em_model *m, em_counters *out);

@@ -1,6 +1,6 @@
 /* Deterministic random OFL1 command streams for the engine's differential tests.
  *
- * A stream is seeded (splitmix64) and aims at every edge of spec/engine.md: prices concentrated
+ * A stream is seeded (splitmix64) and aims at every edge of docs/engine.md: prices concentrated
  * around a mid so that trades are frequent (multi-level sweeps, market orders larger than the
  * book), replaces up/down/across/same-price smaller/larger, duplicate and reused client ids, a
  * few accounts that trade with themselves, unknown instruments, zero and oversized quantities

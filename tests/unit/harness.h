@@ -3,8 +3,10 @@
 #ifndef TF_TEST_HARNESS_H
 #define TF_TEST_HARNESS_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int tf_test_passed, tf_test_failed;
@@ -41,11 +43,33 @@ static int tf_test_passed, tf_test_failed;
             tf_test_failed++;                                                                      \
             fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %d (%s)\n", __FILE__, __LINE__,    \
                     #expr, tf_rc_, tf_strerror(tf_rc_), tf_want_, tf_strerror(tf_want_));          \
+            if (tf_rc_ == -ETIMEDOUT)                                                              \
+                tf_test_deadline_note("(a wait)", tf_test_deadline_ms());                          \
         }                                                                                          \
     } while (0)
 
 /* Raw bits of two buffers. */
 #define CHECK_BITS(a, b, nbytes) CHECK(memcmp((a), (b), (nbytes)) == 0)
+
+/* The one deadline every wait in the tests uses. It guards against hangs only, never measures
+ * speed: 120 s, generous for an unoptimized ASan build on a loaded 2-vCPU machine, times
+ * TF_TEST_DEADLINE_SCALE (default 1). A wait that runs out says so with tf_test_deadline_note. */
+static inline int tf_test_deadline_ms(void)
+{
+    const char *v = getenv("TF_TEST_DEADLINE_SCALE");
+    double scale = v && *v ? strtod(v, NULL) : 1.0;
+    if (!(scale > 0.01))
+        scale = 1.0;
+    if (scale > 10000.0)
+        scale = 10000.0;
+    return (int)(120000.0 * scale);
+}
+#define T_DEADLINE_MS tf_test_deadline_ms()
+
+static inline void tf_test_deadline_note(const char *what, int timeout_ms)
+{
+    fprintf(stderr, "%s: deadline exceeded after %d s\n", what, (timeout_ms + 999) / 1000);
+}
 
 static inline int tf_test_report(void)
 {

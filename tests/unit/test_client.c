@@ -29,9 +29,14 @@ static void *fake_main(void *arg)
     ssize_t n = recv(fd, req, sizeof req, 0);
     uint8_t rep[64];
     switch (f->mode) {
-    case FAKE_SILENT:
-        t_sleep_ms(1500); /* longer than the client's timeout */
+    case FAKE_SILENT: {
+        /* Never answers: silent until the client hangs up (or the hang deadline), so the only
+         * way the client's call returns is its own timeout, whatever the machine's load. */
+        struct pollfd pf = {fd, POLLIN, 0};
+        while (poll(&pf, 1, T_DEADLINE_MS) > 0 && recv(fd, req, sizeof req, 0) > 0)
+            ;
         break;
+    }
     case FAKE_TRUNCATE:
         /* A reply header promising 20 bytes of body, then only 6 of them. */
         tf_wire_put_header(rep, 20, req[4], n >= 16 ? tf_le64(req + 8) : 0);
@@ -96,9 +101,7 @@ static void test_fakes(const char *dir)
     snprintf(url, sizeof url, "unix:%s", f.path);
     tf_client_opts o = {.timeout_ms = 200};
     CHECK_RC(tf_client_open_opts(&c, url, &o), 0);
-    int64_t t0 = t_now_ms();
     CHECK_RC(tf_client_echo(c, "hi", 2, out), -ETIMEDOUT);
-    CHECK(t_now_ms() - t0 < 1400);
     CHECK_RC(tf_client_echo(c, "hi", 2, out), -ENOTCONN); /* unusable after a timeout */
     tf_client_close(c);
     fake_stop(&f);
@@ -186,7 +189,7 @@ static void test_real_server(void)
         char url[200];
         t_url(&ts, kinds[k], url, sizeof url);
         tf_client *c;
-        CHECK_RC(tf_client_open(&c, url), 0);
+        CHECK_RC(t_client_open(&c, url), 0);
         if (!c)
             continue;
         double pnl;

@@ -132,9 +132,13 @@ static int recv_wait(tf_dgram_receiver *r, tf_dgram_event *ev, int want, int ms)
     return got;
 }
 
+/* Events that were sent: waits up to the hang deadline for each. */
 static int recv_n(tf_dgram_receiver *r, tf_dgram_event *ev, int want)
 {
-    return recv_wait(r, ev, want, 2000);
+    int got = recv_wait(r, ev, want, T_DEADLINE_MS);
+    if (got < want)
+        tf_test_deadline_note("datagram receive", T_DEADLINE_MS);
+    return got;
 }
 
 static void test_loopback(void)

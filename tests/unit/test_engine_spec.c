@@ -1,4 +1,4 @@
-/* The order engine against spec/engine.md by hand: worked examples with their exact event lists,
+/* The order engine against docs/engine.md by hand: worked examples with their exact event lists,
  * run against both the slow model (tests/model/) and the fast engine (src/engine/), and state
  * hashes computed here from bytes written out explicitly. */
 #include <stdint.h>

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "tollfree/kernel.h"
@@ -85,6 +87,23 @@ static void check_paths(const double *close, int64_t n, const int64_t *params, i
         }
     }
     CHECK_EQ(bad, 0);
+    /* A prepared series: filling its cache, then reading it; all rows, and about half. */
+    size_t budgets[2] = {(size_t)1 << 32, (size_t)n * 8 * 3 * (size_t)(m / 2 + 1)};
+    for (int k = 0; k < 2 && n > 0; k++) {
+        tf_series *ser = NULL;
+        CHECK_RC(tf_series_open(&ser, close, n, budgets[k]), 0);
+        for (int round = 0; ser && round < 2; round++) {
+            memset(pf, 0xA5, sizeof(double) * (size_t)m);
+            CHECK_RC(tf_series_sweep(ser, params, m, pf, tf, NULL), 0);
+            if (memcmp(pr, pf, sizeof(double) * (size_t)m) ||
+                memcmp(tr, tf, sizeof(int64_t) * (size_t)m)) {
+                bad++;
+                fprintf(stderr, "%s: series sweep (budget %d, round %d) differs\n", what, k, round);
+            }
+        }
+        tf_series_close(ser);
+    }
+    CHECK_EQ(bad, 0);
     /* Streaming, combo by combo. */
     for (int64_t j = 0; j < m; j++) {
         tf_strategy *s = NULL;
@@ -137,7 +156,7 @@ static void test_default(const double *close)
 {
     int64_t params[80 * 6];
     default_grid(params);
-    /* The grid's first and last combos as spec/kernel.md gives them. */
+    /* The grid's first and last combos as docs/definition.md section 2 gives them. */
     const int64_t first[6] = {6, 3, 2, 3, 1, 2}, last[6] = {200, 100, 14, 100, 33, 50};
     CHECK(memcmp(params, first, sizeof first) == 0);
     CHECK(memcmp(params + 79 * 6, last, sizeof last) == 0);
@@ -194,6 +213,70 @@ static void test_random(void)
             p[0] = n + 10; /* longer than the series */
         char what[64];
         snprintf(what, sizeof what, "random round %d (n=%lld m=%lld)", round, (long long)n,
+                 (long long)m);
+        check_paths(c, n, p, m, what);
+        free(c);
+        free(p);
+    }
+}
+
+/* One random window length: mostly short, some 1, some up to 1000, and (long series only) some
+ * up to 5000, longer than a time block's slice, so both first-stage methods run. */
+static int64_t rnd_len(int64_t n)
+{
+    uint64_t r = rnd() % 100;
+    if (r < 10)
+        return 1;
+    if (r < 18)
+        return (int64_t)(rnd() % 1000) + 1;
+    if (r < 21 && n > 5000)
+        return (int64_t)(rnd() % 5000) + 1;
+    return (int64_t)(rnd() % 60) + 1;
+}
+
+/* Random grids as a service sees them: duplicate combos (computed once, answered per row),
+ * combos sharing an inner series (p, p3, p2) or an HMA (L, half, sq), lengths 1..1000 (some
+ * to 5000), series shorter than the windows, spanning several time blocks, NaN and +-inf. */
+static void test_random_grids(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    const int rounds = 10;
+#else
+    const int rounds = 48;
+#endif
+    for (int round = 0; round < rounds; round++) {
+        int kind = round % 4;
+        int64_t n = kind == 0   ? (int64_t)(rnd() % 300)
+                    : kind == 1 ? 9000 + (int64_t)(rnd() % 12000)
+                                : (int64_t)(rnd() % 5000);
+        int64_t m = kind == 1 ? 1 + (int64_t)(rnd() % 6) : 1 + (int64_t)(rnd() % 40);
+        double *c = malloc(sizeof(double) * (size_t)(n + 1));
+        double x = 100.0;
+        for (int64_t i = 0; i < n; i++) {
+            x *= exp((rnd_unit() - 0.5) * 0.01);
+            c[i] = x;
+        }
+        for (int k = 0; n > 0 && round % 3 == 0 && k < 3; k++) {
+            int64_t at = (int64_t)(rnd() % (uint64_t)n);
+            c[at] = k == 0 ? NAN : k == 1 ? INFINITY : -INFINITY;
+        }
+        int64_t *p = malloc(sizeof(int64_t) * 6 * (size_t)m);
+        for (int64_t j = 0; j < m; j++) {
+            int64_t *q = p + 6 * j;
+            for (int k = 0; k < 6; k++)
+                q[k] = rnd_len(n);
+            const int64_t *src = p + 6 * (int64_t)(rnd() % (uint64_t)(j + 1));
+            /* kind 3, odd rounds: every combo shares one inner series (large, split groups) */
+            uint64_t r = j == 0 ? 3 : kind == 3 && round % 2 ? 1 : rnd() % 4;
+            if (r == 0) /* a duplicate combo */
+                memcpy(q, src, 6 * sizeof(int64_t));
+            else if (r == 1) /* the same inner series */
+                q[TF_P_P] = src[TF_P_P], q[TF_P_P3] = src[TF_P_P3], q[TF_P_P2] = src[TF_P_P2];
+            else if (r == 2) /* the same HMA */
+                q[TF_P_L] = src[TF_P_L], q[TF_P_HALF] = src[TF_P_HALF], q[TF_P_SQ] = src[TF_P_SQ];
+        }
+        char what[80];
+        snprintf(what, sizeof what, "random grid %d (n=%lld m=%lld)", round, (long long)n,
                  (long long)m);
         check_paths(c, n, p, m, what);
         free(c);
@@ -347,8 +430,102 @@ static void test_series(const double *close)
     tf_series_close(NULL);
 }
 
-int main(void)
+/* Why this process cannot run a path: the CPU lacks it, or TF_ISA_MAX caps it away. */
+static const char *why_not(tf_isa isa)
 {
+#if defined(__x86_64__)
+    const char *feature = isa == TF_ISA_AVX512 ? "avx512f" : isa == TF_ISA_AVX2 ? "avx2" : NULL;
+    int cpu = isa == TF_ISA_AVX512 ? __builtin_cpu_supports("avx512f")
+              : isa == TF_ISA_AVX2 ? __builtin_cpu_supports("avx2")
+                                   : 1;
+    static char buf[96];
+    if (cpu) {
+        const char *cap = getenv("TF_ISA_MAX");
+        snprintf(buf, sizeof buf, "capped by TF_ISA_MAX=%s", cap ? cap : "");
+    } else {
+        snprintf(buf, sizeof buf, "no %s", feature ? feature : "support");
+    }
+    return buf;
+#else
+    (void)isa;
+    return "not an x86-64 build";
+#endif
+}
+
+/* A green gate must say which paths it did not exercise here (an AVX2-only CPU never runs the
+ * AVX-512 path): one line each, on stdout, where ctest -V and the test log show it. */
+static void report_unexercised(void)
+{
+    static const char *const label[] = {"", "scalar", "SSE2", "AVX2", "AVX-512"};
+    int missing = 0;
+    for (int isa = TF_ISA_SCALAR; isa <= TF_ISA_AVX512; isa++) {
+        if (!tf_isa_supported((tf_isa)isa)) {
+            missing++;
+            printf("gate: %s path not exercised on this CPU (%s)\n", label[isa],
+                   why_not((tf_isa)isa));
+        }
+    }
+    if (!missing)
+        printf("gate: every ISA path exercised (scalar, SSE2, AVX2, AVX-512)\n");
+}
+
+/* In a child exec'ed with TF_ISA_MAX=avx2 (the cap is read once per process): AVX-512 is
+ * refused, AUTO picks AVX2 where the CPU has it, and AUTO gives the reference's bits. */
+static int isa_max_child(void)
+{
+    CHECK(!tf_isa_supported(TF_ISA_AVX512));
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2")) {
+        CHECK(tf_isa_supported(TF_ISA_AVX2));
+        CHECK_EQ(tf_isa_best(), TF_ISA_AVX2);
+    }
+#endif
+    double c[4] = {1, 2, 3, 4}, pnl[80], ref_p[80];
+    int64_t trades[80], ref_t[80], good[6] = {2, 1, 1, 1, 1, 1};
+    tf_sweep_opts forced = {.threads = 1, .isa = TF_ISA_AVX512};
+    CHECK_RC(tf_sweep(c, 4, good, 1, pnl, trades, &forced), TF_E_ISA_UNAVAILABLE);
+
+    double *close = load_default();
+    CHECK(close != NULL);
+    if (close) {
+        int64_t params[80 * 6];
+        default_grid(params);
+        const int64_t n = 30000; /* a prefix keeps this quick under the sanitizers */
+        CHECK_RC(tf_sweep_reference(close, n, params, 80, ref_p, ref_t), 0);
+        for (int threads = 1; threads <= 2; threads++) {
+            tf_sweep_opts o = {.threads = threads, .isa = TF_ISA_AUTO};
+            CHECK_RC(tf_sweep(close, n, params, 80, pnl, trades, &o), 0);
+            CHECK_BITS(pnl, ref_p, sizeof ref_p);
+            CHECK_BITS(trades, ref_t, sizeof ref_t);
+        }
+    }
+    free(close);
+    printf("isa-max child: ");
+    return tf_test_report();
+}
+
+static void test_isa_max(const char *self)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        setenv("TF_ISA_MAX", "avx2", 1);
+        execl("/proc/self/exe", self, "--isa-max-child", (char *)NULL);
+        perror("exec /proc/self/exe");
+        _exit(127);
+    }
+    if (pid < 0)
+        return;
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--isa-max-child"))
+        return isa_max_child();
     double *close = load_default();
     CHECK(close != NULL);
     if (close) {
@@ -358,7 +535,10 @@ int main(void)
     free(close);
     test_combo_from_length();
     test_random();
+    test_random_grids();
     test_errors();
     test_small_windows();
+    test_isa_max(argv[0]);
+    report_unexercised();
     return tf_test_report();
 }

@@ -444,9 +444,51 @@ static void test_generator(void)
     CHECK(c.session_id != a.session_id);
 }
 
+/* Inside a longer buffer (72+ bytes after the header) the decoder takes its wide path (one
+ * fixed copy, no jump on the kind): every golden frame decodes to the same fields, and a bad
+ * side or reason still writes nothing. Also a walk of a journal-like run of all kinds. */
+static void test_wide_path(void)
+{
+    uint8_t b[GOLDEN_N * TF_OFL_MAX_FRAME];
+    tf_ofl_msg want, m, before;
+    for (int i = 0; i < GOLDEN_N; i++) {
+        memset(b, 0xc3, sizeof b);
+        size_t n = golden_bytes(goldens[i].frame_hex, b);
+        golden_msg(i, &want);
+        memset(&m, 0x5a, sizeof m);
+        CHECK_RC(tf_ofl_frame_decode(b, sizeof b, &m), (int)n);
+        CHECK(golden_same(&m, &want));
+        CHECK_EQ(m.session_id, 0);
+    }
+    int bad[3][2] = {{G_NL, 2}, {G_NM, 0xff}, {G_REJ, 9}};
+    for (int k = 0; k < 3; k++) {
+        memset(b, 0, sizeof b);
+        frame_of(bad[k][0], b);
+        b[11 + 32] = (uint8_t)bad[k][1];
+        memset(&m, 0x5a, sizeof m);
+        before = m;
+        CHECK_RC(tf_ofl_frame_decode(b, sizeof b, &m),
+                 k == 2 ? TF_E_OFL_INVALID_REASON : TF_E_OFL_INVALID_SIDE);
+        CHECK_BITS(&m, &before, sizeof m);
+    }
+    /* every golden frame back to back, decoded in one pass: wide until the last few */
+    size_t len = 0;
+    for (int i = 0; i < GOLDEN_N; i++)
+        len += golden_bytes(goldens[i].frame_hex, b + len);
+    size_t at = 0;
+    for (int i = 0; i < GOLDEN_N; i++) {
+        golden_msg(i, &want);
+        int r = tf_ofl_frame_decode(b + at, len - at, &m);
+        CHECK(r > 0 && golden_same(&m, &want));
+        at += r > 0 ? (size_t)r : len;
+    }
+    CHECK_EQ(at, len);
+}
+
 int main(void)
 {
     test_golden();
+    test_wide_path();
     test_no_overread();
     test_errors();
     test_journal_header();

@@ -1,6 +1,6 @@
 /* Golden OFL1 vectors shared by the codec and allocation tests: one message per kind with
  * distinctive field values, and the bytes of its stream frame and datagram. The hex was produced
- * by an independent encoder (Python's struct module following spec/orderflow.md), not by this
+ * by an independent encoder (Python's struct module following docs/orderflow.md), not by this
  * codec. Envelope: journal_seq 0x1122334455667788, datagram session 0xCAFEBABE0000F00D. */
 #ifndef TF_TEST_OFL_GOLDEN_H
 #define TF_TEST_OFL_GOLDEN_H

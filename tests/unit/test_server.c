@@ -22,7 +22,7 @@ static tf_client *open_kind(const tserver *ts, const char *kind)
     char url[256];
     t_url(ts, kind, url, sizeof url);
     tf_client *c = NULL;
-    int rc = tf_client_open(&c, url);
+    int rc = t_client_open(&c, url);
     CHECK_RC(rc, 0);
     return rc ? NULL : c;
 }
@@ -90,7 +90,7 @@ static void test_default_sweep(const tserver *ts)
     free(trades);
 }
 
-/* A v1 client written from spec/wire.md alone: raw frames on raw sockets, no library. */
+/* A v1 client written from docs/protocol.md alone: raw frames on raw sockets, no library. */
 static void test_v1_raw(const tserver *ts)
 {
     for (int tcp = 0; tcp < 2; tcp++) {
@@ -113,7 +113,7 @@ static void test_v1_raw(const tserver *ts)
         CHECK_RC(t_send_all(fd, f, len), 0);
         free(f);
         uint8_t *rb = malloc(16 * (size_t)g_ng);
-        CHECK_EQ(t_recv_frame(fd, rb, 16 * (size_t)g_ng, 30000), 16 * g_ng);
+        CHECK_EQ(t_recv_frame(fd, rb, 16 * (size_t)g_ng, T_DEADLINE_MS), 16 * g_ng);
         CHECK_BITS(rb, ref_pnl, 8 * (size_t)g_ng);
         CHECK_BITS(rb + 8 * g_ng, ref_tr, 8 * (size_t)g_ng);
         free(ref_pnl);
@@ -123,13 +123,13 @@ static void test_v1_raw(const tserver *ts)
         CHECK_RC(t_send_all(fd, f, len), 0);
         free(f);
         uint8_t *eb = malloc(8000);
-        CHECK_EQ(t_recv_frame(fd, eb, 8000, 5000), 8000);
+        CHECK_EQ(t_recv_frame(fd, eb, 8000, T_DEADLINE_MS), 8000);
         CHECK_BITS(eb, g_close + 7, 8000);
         /* an empty sweep: an empty reply */
         f = t_v1_frame(0, NULL, 0, NULL, 0, &len);
         CHECK_RC(t_send_all(fd, f, len), 0);
         free(f);
-        CHECK_EQ(t_recv_frame(fd, eb, 8000, 5000), 0);
+        CHECK_EQ(t_recv_frame(fd, eb, 8000, T_DEADLINE_MS), 0);
         free(eb);
         free(rb);
         close(fd);
@@ -426,16 +426,16 @@ static void test_stdio(void)
     free(f);
     uint8_t *buf = malloc(16 * (size_t)g_ng + 64);
     uint8_t pre[4];
-    CHECK_RC(t_recv_exact(out[0], pre, 4, 20000) == 0 ? 0 : -1, 0);
+    CHECK_RC(t_recv_exact(out[0], pre, 4, T_DEADLINE_MS), 0);
     CHECK_EQ(tf_le32(pre), 16 * g_ng);
-    CHECK_RC(t_recv_exact(out[0], buf, 16 * (size_t)g_ng, 20000), 0);
+    CHECK_RC(t_recv_exact(out[0], buf, 16 * (size_t)g_ng, T_DEADLINE_MS), 0);
     CHECK_BITS(buf, g_ref_pnl, 8 * (size_t)g_ng);
     CHECK_BITS(buf + 8 * g_ng, g_ref_trades, 8 * (size_t)g_ng);
     /* v2 echo, then a malformed frame (error, connection kept), then a session */
     uint8_t fr[256];
     size_t n = t_v2_frame(fr, TF_OP_ECHO, 77, "stdio!", 6);
     CHECK(write(in[1], fr, n) == (ssize_t)n);
-    long bl = t_recv_frame(out[0], buf, 256, 5000);
+    long bl = t_recv_frame(out[0], buf, 256, T_DEADLINE_MS);
     CHECK_EQ(bl, 18);
     CHECK_EQ(tf_le64(buf + 4), 77);
     CHECK(!memcmp(buf + 12, "stdio!", 6));
@@ -444,13 +444,13 @@ static void test_stdio(void)
     memcpy(bad + 4, fr + 4, 12);
     bad[4] = 0x55;
     CHECK(write(in[1], bad, sizeof bad) == (ssize_t)sizeof bad);
-    bl = t_recv_frame(out[0], buf, 256, 5000);
+    bl = t_recv_frame(out[0], buf, 256, T_DEADLINE_MS);
     CHECK_EQ(t_error_code(buf, bl), TF_E_UNKNOWN_OPCODE);
     CHECK_EQ(tf_le64(buf + 4), 77);
     /* EOF: the server exits 0. */
     close(in[1]);
-    CHECK(t_peer_closed(out[0], 5000));
-    CHECK_EQ(t_wait_exit(pid, 5000), 0);
+    CHECK(t_peer_closed(out[0], T_DEADLINE_MS));
+    CHECK_EQ(t_wait_exit(pid, T_DEADLINE_MS), 0);
     close(out[0]);
     free(buf);
 }
@@ -486,7 +486,7 @@ static void test_lifecycle(void)
         execv(argv2[0], (char *const *)argv2);
         _exit(127);
     }
-    int rc2 = t_wait_exit(p2, 5000);
+    int rc2 = t_wait_exit(p2, T_DEADLINE_MS);
     CHECK(rc2 != 0 && rc2 != -1);
     tf_client *c = open_kind(&ts, "unix");
     if (c) {
@@ -516,21 +516,23 @@ static void test_lifecycle(void)
         _exit(127);
     }
     int fd = -1;
-    for (int i = 0; i < 500 && fd < 0; i++) {
+    for (int64_t end = t_now_ms() + T_DEADLINE_MS; fd < 0 && t_now_ms() < end;) {
         fd = t_connect_unix(path);
         if (fd < 0)
             t_sleep_ms(10);
     }
+    if (fd < 0)
+        tf_test_deadline_note("connecting to the server", T_DEADLINE_MS);
     CHECK(fd >= 0);
     if (fd >= 0) {
         uint8_t fr[64], rb[128];
         size_t n = t_v2_frame(fr, TF_OP_STATS, 1, NULL, 0);
         CHECK_RC(t_send_all(fd, fr, n), 0);
-        CHECK_EQ(t_recv_frame(fd, rb, sizeof rb, 5000), 12 + 96);
+        CHECK_EQ(t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS), 12 + 96);
         close(fd);
     }
     kill(p3, SIGINT);
-    CHECK_EQ(t_wait_exit(p3, 10000), 0);
+    CHECK_EQ(t_wait_exit(p3, T_DEADLINE_MS), 0);
     CHECK(access(path, F_OK) != 0);
     /* A path that is not a socket is never replaced. */
     FILE *f = fopen(file, "w");
@@ -544,7 +546,7 @@ static void test_lifecycle(void)
         execl(t_bin(), t_bin(), "serve", "--unix", file, (char *)NULL);
         _exit(127);
     }
-    int rc4 = t_wait_exit(p4, 5000);
+    int rc4 = t_wait_exit(p4, T_DEADLINE_MS);
     CHECK(rc4 != 0 && rc4 != -1);
     char back[32] = {0};
     f = fopen(file, "r");
@@ -564,7 +566,7 @@ static void test_lifecycle(void)
         execl(t_bin(), t_bin(), "serve", "--help", (char *)NULL);
         _exit(127);
     }
-    CHECK_EQ(t_wait_exit(p5, 5000), 0);
+    CHECK_EQ(t_wait_exit(p5, T_DEADLINE_MS), 0);
     pid_t p6 = fork();
     if (p6 == 0) {
         t_child_detach(0);
@@ -573,7 +575,7 @@ static void test_lifecycle(void)
         execl(t_bin(), t_bin(), "serve", "--max-frame", "lots", "--unix", "/tmp/x", (char *)NULL);
         _exit(127);
     }
-    CHECK_EQ(t_wait_exit(p6, 5000), 2);
+    CHECK_EQ(t_wait_exit(p6, T_DEADLINE_MS), 2);
 }
 
 int main(void)

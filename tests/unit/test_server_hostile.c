@@ -23,7 +23,7 @@ static void *good_main(void *arg)
     char url[256];
     t_url(&ts, "unix", url, sizeof url);
     tf_client *c;
-    if (tf_client_open(&c, url)) {
+    if (t_client_open(&c, url)) {
         __atomic_add_fetch(&good_bad, 1, __ATOMIC_RELAXED);
         return NULL;
     }
@@ -54,7 +54,7 @@ static void *good_main(void *arg)
 static void check_good_progress(void)
 {
     long before = __atomic_load_n(&good_calls, __ATOMIC_RELAXED);
-    int64_t end = t_now_ms() + 5000;
+    int64_t end = t_now_ms() + T_DEADLINE_MS;
     while (__atomic_load_n(&good_calls, __ATOMIC_RELAXED) < before + 3 && t_now_ms() < end)
         t_sleep_ms(2);
     CHECK(__atomic_load_n(&good_calls, __ATOMIC_RELAXED) >= before + 3);
@@ -76,7 +76,7 @@ static int raw_echo_ok(int fd, uint64_t id)
     size_t n = t_v2_frame(fr, TF_OP_ECHO, id, "ping", 4);
     if (t_send_all(fd, fr, n))
         return 0;
-    long bl = t_recv_frame(fd, rb, sizeof rb, 5000);
+    long bl = t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS);
     return bl == 16 && rb[0] == TF_OP_ECHO && tf_le64(rb + 4) == id && !memcmp(rb + 12, "ping", 4);
 }
 
@@ -85,7 +85,7 @@ static uint64_t expect_error(int fd, const void *bytes, size_t n, int code)
 {
     uint8_t rb[2048];
     CHECK_RC(t_send_all(fd, bytes, n), 0);
-    long bl = t_recv_frame(fd, rb, sizeof rb, 5000);
+    long bl = t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS);
     CHECK(bl >= 20);
     CHECK_EQ(t_error_code(rb, bl), code);
     if (bl >= 20)
@@ -111,13 +111,13 @@ static void test_lengths(int tcp)
     tf_put32(b, 0xFFFFFFFFu);
     b[4] = 0;
     expect_error(fd, b, 8, TF_E_FRAME_TOO_LARGE);
-    CHECK(t_peer_closed(fd, 5000));
+    CHECK(t_peer_closed(fd, T_DEADLINE_MS));
     close(fd);
     /* Just above the default limit. */
     fd = raw(tcp);
     tf_put32(b, (uint32_t)TF_WIRE_DEFAULT_MAX_FRAME + 1);
     expect_error(fd, b, 4, TF_E_FRAME_TOO_LARGE);
-    CHECK(t_peer_closed(fd, 5000));
+    CHECK(t_peer_closed(fd, T_DEADLINE_MS));
     close(fd);
     check_good_progress();
 }
@@ -210,7 +210,7 @@ static void test_slow_and_truncated(int tcp)
     }
     free(f);
     uint8_t rb[64];
-    CHECK_EQ(t_recv_frame(fd, rb, sizeof rb, 5000), 16);
+    CHECK_EQ(t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS), 16);
     double ref_pnl;
     int64_t ref_tr;
     tf_sweep(g_close, 500, p, 1, &ref_pnl, &ref_tr, NULL);
@@ -254,7 +254,7 @@ static void test_pipeline(void)
     int bad = 0;
     for (int i = 0; i < 50; i++) {
         uint8_t rb[64];
-        long bl = t_recv_frame(fd, rb, sizeof rb, 5000);
+        long bl = t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS);
         bad += bl != 20 || tf_le64(rb + 4) != 100 + (uint64_t)i ||
                tf_le64(rb + 12) != (uint64_t)i * 1000003;
     }
@@ -277,7 +277,7 @@ static void test_long_sweep_does_not_stall(void)
     char url[256];
     t_url(&ts, "unix", url, sizeof url);
     tf_client *c;
-    CHECK_RC(tf_client_open(&c, url), 0);
+    CHECK_RC(t_client_open(&c, url), 0);
     uint64_t v = 7, back = 0;
     CHECK_RC(tf_client_echo(c, &v, 8, &back), 0);
     struct pollfd pf = {fd, POLLIN, 0};
@@ -286,7 +286,7 @@ static void test_long_sweep_does_not_stall(void)
         CHECK_RC(tf_client_echo(c, &v, 8, &back), 0);
     tf_client_close(c);
     uint8_t *rb = malloc(16 * (size_t)ng);
-    CHECK_EQ(t_recv_frame(fd, rb, 16 * (size_t)ng, 30000), 16 * ng);
+    CHECK_EQ(t_recv_frame(fd, rb, 16 * (size_t)ng, T_DEADLINE_MS), 16 * ng);
     free(rb);
     free(grid);
     close(fd);
@@ -300,7 +300,7 @@ static void *conc_main(void *arg)
     char url[256];
     t_url(&ts, k % 3 == 0 ? "tcp" : "unix", url, sizeof url);
     tf_client *c;
-    if (tf_client_open(&c, url)) {
+    if (t_client_open(&c, url)) {
         __atomic_add_fetch(&conc_bad, 1, __ATOMIC_RELAXED);
         return NULL;
     }
@@ -344,7 +344,7 @@ static void test_concurrent(void)
         t_send_all(fds[i], fr[i] + 10, n[i] - 10);
     for (int i = 99; i >= 0; i--) {
         uint8_t rb[64];
-        long bl = t_recv_frame(fds[i], rb, sizeof rb, 5000);
+        long bl = t_recv_frame(fds[i], rb, sizeof rb, T_DEADLINE_MS);
         bad += bl != 20 || tf_le64(rb + 12) != (uint64_t)i;
         close(fds[i]);
     }
@@ -372,9 +372,9 @@ static void test_stall_timeout(void)
     tf_wire_put_header(bb, (uint32_t)(12 + big), TF_OP_ECHO, 1);
     CHECK_RC(t_send_all(deaf, bb, big + 16), 0);
     free(bb);
-    CHECK(t_peer_closed(mid, 5000));
+    CHECK(t_peer_closed(mid, T_DEADLINE_MS));
     /* The deaf client's socket buffer holds part of the reply; the rest never leaves. */
-    int64_t end = t_now_ms() + 5000;
+    int64_t end = t_now_ms() + T_DEADLINE_MS;
     int closed = 0;
     while (!closed && t_now_ms() < end) {
         struct pollfd pf = {deaf, POLLRDHUP | POLLHUP, 0};
@@ -384,7 +384,7 @@ static void test_stall_timeout(void)
     uint8_t fr[32], rb[32];
     size_t n = t_v2_frame(fr, TF_OP_ECHO, 5, "idle", 4);
     CHECK_RC(t_send_all(idle, fr, n), 0);
-    CHECK_EQ(t_recv_frame(idle, rb, sizeof rb, 5000), 16);
+    CHECK_EQ(t_recv_frame(idle, rb, sizeof rb, T_DEADLINE_MS), 16);
     close(idle);
     close(mid);
     close(deaf);
@@ -433,7 +433,7 @@ int main(void)
     /* The stalled clients are still connected (no idle timeout below 60 s); SIGTERM anyway. */
     CHECK(t_alive(&ts));
     CHECK_EQ(t_stop(&ts), 0);
-    CHECK(t_peer_closed(stalled, 2000));
+    CHECK(t_peer_closed(stalled, T_DEADLINE_MS));
     close(stalled);
     close(stalled_tcp);
     CHECK(access(ts.unix_path, F_OK) != 0);

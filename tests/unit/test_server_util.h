@@ -25,6 +25,8 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 
+#include "harness.h"
+#include "tollfree/client.h"
 #include "tollfree/kernel.h"
 #include "tollfree/wire.h"
 
@@ -141,7 +143,7 @@ static inline int t_start_ex(tserver *ts, const char *const *extra, int with_lis
     if (!with_listeners)
         return 0;
     static char buf[1 << 16];
-    for (int64_t end = t_now_ms() + 10000; t_now_ms() < end;) {
+    for (int64_t end = t_now_ms() + T_DEADLINE_MS; t_now_ms() < end;) {
         t_read_file(ts->log, buf, sizeof buf);
         const char *p = strstr(buf, "listening tcp 127.0.0.1:");
         if (p && strstr(buf, "listening unix") && strstr(buf, "listening shm")) {
@@ -156,6 +158,7 @@ static inline int t_start_ex(tserver *ts, const char *const *extra, int with_lis
         }
         t_sleep_ms(10);
     }
+    tf_test_deadline_note("server start (waiting for its listening lines)", T_DEADLINE_MS);
     return -1;
 }
 
@@ -174,6 +177,7 @@ static inline int t_wait_exit(pid_t pid, int timeout_ms)
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         t_sleep_ms(5);
     }
+    tf_test_deadline_note("waiting for the child to exit", timeout_ms);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return -1;
@@ -185,7 +189,7 @@ static inline int t_stop(tserver *ts)
     if (!ts->pid)
         return -1;
     kill(ts->pid, SIGTERM);
-    int rc = t_wait_exit(ts->pid, 15000);
+    int rc = t_wait_exit(ts->pid, T_DEADLINE_MS);
     ts->pid = 0;
     return rc;
 }
@@ -223,6 +227,13 @@ static inline void t_url(const tserver *ts, const char *kind, char *out, size_t 
         snprintf(out, n, "tcp:127.0.0.1:%d", ts->tcp_port);
     else
         snprintf(out, n, "shm:%s", ts->shm_path);
+}
+
+/* A client whose per-call timeout is the hang deadline (the library's default is 60 s). */
+static inline int t_client_open(tf_client **c, const char *url)
+{
+    tf_client_opts o = {.timeout_ms = T_DEADLINE_MS};
+    return tf_client_open_opts(c, url, &o);
 }
 
 /* ---- raw sockets ---- */
@@ -283,8 +294,10 @@ static inline int t_recv_exact(int fd, void *p, size_t n, int timeout_ms)
     int64_t end = t_now_ms() + timeout_ms;
     while (n) {
         int64_t left = end - t_now_ms();
-        if (left <= 0)
+        if (left <= 0) {
+            tf_test_deadline_note("t_recv_exact", timeout_ms);
             return -ETIMEDOUT;
+        }
         struct pollfd pf = {fd, POLLIN, 0};
         if (poll(&pf, 1, (int)left) <= 0)
             continue;
@@ -309,8 +322,10 @@ static inline int t_peer_closed(int fd, int timeout_ms)
     int64_t end = t_now_ms() + timeout_ms;
     for (;;) {
         int64_t left = end - t_now_ms();
-        if (left <= 0)
+        if (left <= 0) {
+            tf_test_deadline_note("waiting for the peer to close", timeout_ms);
             return 0;
+        }
         struct pollfd pf = {fd, POLLIN, 0};
         if (poll(&pf, 1, (int)left) <= 0)
             continue;
@@ -365,7 +380,7 @@ static inline int64_t t_round(double x)
     return r < 1 ? 1 : r;
 }
 
-/* The combo of one Hull length (spec/kernel.md section 2). */
+/* The combo of one Hull length (docs/definition.md section 2). */
 static inline void t_combo(int64_t L, int64_t *p)
 {
     p[0] = L;

@@ -40,7 +40,7 @@ static void test_futex(void)
     pthread_create(&th, NULL, fx_waker, NULL);
     int rc;
     do
-        rc = tf_futex_wait(&fx_word, 0, 5000000000ll);
+        rc = tf_futex_wait(&fx_word, 0, (int64_t)T_DEADLINE_MS * 1000000);
     while (rc == -EINTR || (rc == 0 && __atomic_load_n(&fx_word, __ATOMIC_SEQ_CST) == 0));
     CHECK_RC(rc, 0);
     CHECK_EQ(fx_word, 1);
@@ -52,7 +52,7 @@ static tf_client *open_shm(const tserver *ts, uint64_t ring)
 {
     char url[256];
     t_url(ts, "shm", url, sizeof url);
-    tf_client_opts o = {.timeout_ms = 10000, .ring_bytes = ring, .spin = 2000};
+    tf_client_opts o = {.timeout_ms = T_DEADLINE_MS, .ring_bytes = ring, .spin = 2000};
     tf_client *c = NULL;
     CHECK_RC(tf_client_open_opts(&c, url, &o), 0);
     return c;
@@ -115,7 +115,7 @@ static void *conc_main(void *arg)
     char url[256];
     t_url(ts, "shm", url, sizeof url);
     tf_client *c;
-    if (tf_client_open(&c, url)) {
+    if (t_client_open(&c, url)) {
         __atomic_add_fetch(&conc_bad, 1, __ATOMIC_RELAXED);
         return NULL;
     }
@@ -166,7 +166,7 @@ static void test_load_fd(const tserver *ts)
     char url[256];
     t_url(ts, "unix", url, sizeof url);
     tf_client *u;
-    CHECK_RC(tf_client_open(&u, url), 0);
+    CHECK_RC(t_client_open(&u, url), 0);
     tf_client *s = open_shm(ts, 0);
     if (!u || !s)
         return;
@@ -217,7 +217,7 @@ static void test_load_fd(const tserver *ts)
     char tcp[64];
     t_url(ts, "tcp", tcp, sizeof tcp);
     tf_client *t;
-    CHECK_RC(tf_client_open(&t, tcp), 0);
+    CHECK_RC(t_client_open(&t, tcp), 0);
     fd = memfd_with(g_close, 10, all, 0);
     CHECK_RC(tf_client_load_fd(t, fd, 10, &h1, NULL), TF_E_BAD_FD);
     close(fd);
@@ -284,7 +284,7 @@ static int raw_open(const tserver *ts, rawshm *r, uint64_t ring, int flags)
     if (w != (ssize_t)sizeof hello)
         return -1;
     uint8_t rep[8];
-    if (t_recv_exact(r->sock, rep, 8, 5000))
+    if (t_recv_exact(r->sock, rep, 8, T_DEADLINE_MS))
         return -1;
     return (int32_t)tf_le32(rep);
 }
@@ -317,12 +317,12 @@ static void raw_publish(rawshm *r, uint64_t head)
 /* The server gave up on this peer: server_closed set and the control socket closed. */
 static int raw_dropped(rawshm *r)
 {
-    int64_t end = t_now_ms() + 3000;
+    int64_t end = t_now_ms() + T_DEADLINE_MS;
     while (!__atomic_load_n(u32at(r, TF_SHM_OFF_SERVER_CLOSED), __ATOMIC_ACQUIRE) &&
            t_now_ms() < end)
         t_sleep_ms(2);
     return __atomic_load_n(u32at(r, TF_SHM_OFF_SERVER_CLOSED), __ATOMIC_ACQUIRE) &&
-           t_peer_closed(r->sock, 3000);
+           t_peer_closed(r->sock, T_DEADLINE_MS);
 }
 
 /* One valid echo through the raw rings, to move positions forward. */
@@ -333,7 +333,7 @@ static int raw_echo(rawshm *r, uint64_t *req_head, uint64_t *resp_tail)
     size_t n = t_v2_frame(ring + off, TF_OP_ECHO, 9, "raw!", 4);
     *req_head += (n + 7) & ~(size_t)7;
     raw_publish(r, *req_head);
-    int64_t end = t_now_ms() + 3000;
+    int64_t end = t_now_ms() + T_DEADLINE_MS;
     while (__atomic_load_n(u64at(r, TF_SHM_OFF_RESP_HEAD), __ATOMIC_ACQUIRE) == *resp_tail &&
            t_now_ms() < end)
         sched_yield();
@@ -365,7 +365,7 @@ static void test_handshake_refusals(const tserver *ts)
 {
     rawshm r;
     CHECK_RC(raw_open(ts, &r, TF_SHM_MIN_RING, RAW_BAD_MAGIC), TF_E_SHM_HANDSHAKE);
-    CHECK(t_peer_closed(r.sock, 2000));
+    CHECK(t_peer_closed(r.sock, T_DEADLINE_MS));
     raw_close(&r);
     CHECK_RC(raw_open(ts, &r, TF_SHM_MIN_RING, RAW_BAD_SIZE), TF_E_SHM_HANDSHAKE);
     raw_close(&r);
@@ -459,7 +459,7 @@ static void test_hostile_peer(const tserver *ts)
     CHECK(h > 2 * R); /* wrapped at least twice */
     n = t_v2_frame(ring + (h & (R - 1)), 0x66, 11, "zz", 2);
     raw_publish(&r, h + ((n + 7) & ~(size_t)7));
-    int64_t end = t_now_ms() + 3000;
+    int64_t end = t_now_ms() + T_DEADLINE_MS;
     while (__atomic_load_n(u64at(&r, TF_SHM_OFF_RESP_HEAD), __ATOMIC_ACQUIRE) == t &&
            t_now_ms() < end)
         t_sleep_ms(1);
@@ -517,7 +517,7 @@ static void test_dying_peers(const tserver *ts)
     }
     /* Each thread noticed its peer is gone. */
     int closed = 0;
-    for (int64_t end = t_now_ms() + 5000; t_now_ms() < end; t_sleep_ms(20)) {
+    for (int64_t end = t_now_ms() + T_DEADLINE_MS; t_now_ms() < end; t_sleep_ms(20)) {
         t_read_file(ts->log, log, sizeof log);
         closed = 0;
         for (const char *p = log; (p = strstr(p, "ring closed")); p++)
@@ -542,10 +542,9 @@ static void test_server_dies(void)
         kill(ts2.pid, SIGKILL);
         waitpid(ts2.pid, NULL, 0);
         ts2.pid = 0;
-        int64_t t0 = t_now_ms();
+        /* Noticed, not timed out: a timeout would return -ETIMEDOUT (after the deadline). */
         int rc = tf_client_session_bar(c, sid, 1.0, NULL);
         CHECK(rc == TF_E_SHM_PEER_GONE || rc == TF_E_SHM_CORRUPT);
-        CHECK(t_now_ms() - t0 < 3000);
         CHECK_RC(tf_client_session_bar(c, sid, 1.0, NULL), -ENOTCONN);
         tf_client_close(c);
     }

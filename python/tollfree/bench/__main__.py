@@ -100,6 +100,7 @@ def run(quick: bool = False, reps: int = 5, out_dir=None) -> dict:
     reps = max(int(reps), 5)
     out_dir = Path(out_dir) if out_dir else H.ROOT / "build" / "report"
     mon = H.LoadMonitor()
+    print(H.machine_line(), flush=True)
     H.pin_thread(set(H.ALL_CPUS))
     close, params, workload = _workload(quick)
     t_start = time.monotonic()

@@ -1,9 +1,10 @@
 """Measurement plumbing shared by every tollfree benchmark.
 
-The rules (../shared/notes/performance.md): no figure counts unless its configuration passed the
-bit-identity gate first; variants are interleaved within one run (rotated order, A B A B); medians
-and min-max of >= 5 repetitions; ratios come from the same run; CPU placement is stated for every
-latency row; start-up costs are rows of their own, never folded into steady state.
+The rules (every figure in docs/benchmarks.md follows them): no figure counts unless its
+configuration passed the bit-identity gate first; variants are interleaved within one run (rotated
+order, A B A B); medians and min-max of >= 5 repetitions; ratios come from the same run; CPU
+placement is stated for every latency row; start-up costs are rows of their own, never folded into
+steady state.
 """
 from __future__ import annotations
 
@@ -294,11 +295,52 @@ def machine_info() -> dict:
                                  if binding.isa_supported(i)]
     except Exception as e:  # noqa: BLE001
         info["isa_best"] = f"unavailable ({e})"
+    info.update(cpu_identity())
+    info["isa_max"] = os.environ.get("TF_ISA_MAX", "")
+    info["loadavg_1min"] = round(os.getloadavg()[0], 2)
     rev = _run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]).strip()
     if rev:
         dirty = _run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
         info["git"] = rev + ("+dirty" if dirty.strip() else "")
     return info
+
+
+def cpu_identity() -> dict:
+    """Vendor, model name, family and model of the first CPU in /proc/cpuinfo (empty if none)."""
+    out: dict[str, Any] = {}
+    keys = {"vendor_id": "cpu_vendor", "model name": "cpu_model_name", "cpu family":
+            "cpu_cpu_family", "model": "cpu_model"}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if not ln.strip():
+                    break  # the first processor is enough
+                k, _, v = ln.partition(":")
+                if k.strip() in keys:
+                    out[keys[k.strip()]] = v.strip()
+    except OSError:
+        pass
+    return out
+
+
+def machine_line(info: dict | None = None) -> str:
+    """The line every benchmark prints first (the C benches print the same, bench/bench_machine.h):
+    CPU model name, vendor, family/model, the kernel ISA path AUTO picks here, 1-minute load."""
+    m = dict(info) if info else {}
+    if not info:
+        m.update(cpu_identity())
+        m["isa_max"] = os.environ.get("TF_ISA_MAX", "")
+        m["loadavg_1min"] = round(os.getloadavg()[0], 2)
+        try:
+            from tollfree import binding
+            m["isa_best"] = binding.isa_best()
+        except Exception as e:  # noqa: BLE001
+            m["isa_best"] = f"unavailable ({e})"
+    cap = f", TF_ISA_MAX={m['isa_max']}" if m.get("isa_max") else ""
+    return (f"machine: {m.get('cpu_model_name', 'unknown')} ({m.get('cpu_vendor', 'unknown')}, "
+            f"family {m.get('cpu_cpu_family', '?')}, model {m.get('cpu_model', '?')}); kernel ISA "
+            f"path: {m.get('isa_best', '?')} (auto{cap}); load average (1 min): "
+            f"{m.get('loadavg_1min', float('nan')):.2f}")
 
 
 class LoadMonitor:

@@ -160,6 +160,7 @@ def _machine_md(res: dict) -> str:
         f"- Workload: {res['workload']}",
         f"- Server: {res['server'].get('args', res['server'].get('reason', ''))}",
         f"- Load: {H.load_note(res['load'])}",
+        f"- {H.machine_line(m)}",
         "- GC off inside timed regions; every row gated bit-identical before timing and re-checked "
         "after every timed round",
     ])

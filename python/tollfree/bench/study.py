@@ -1,4 +1,4 @@
-"""The published study's figures (../shared/notes/performance.md) next to ours, with the targets.
+"""The published study's figures next to ours, with the targets (docs/benchmarks.md).
 
 Machines differ (the study: an Apple M2 Max; here: a 2-vCPU KVM guest), so absolute times are not
 comparable: the ratios within each run are the comparison. Every target of the right-hand column

@@ -1,0 +1,292 @@
+/* Benchmark of `tollfree engine serve` (a program, never a test): the real binary, a real Unix
+ * socket, a real journal directory.
+ *
+ *   1. pipelined commands/s on one connection, durability none and group (a writer thread sends N
+ *      pre-encoded
+ *      commands, a reader thread counts the replies; timed from the first byte sent to the last
+ *      reply's Heartbeat);
+ *   2. one command's round trip over Unix, median and p99, with --durability none, group, every;
+ *   3. restart time with N journaled commands (from exec to the listening line: replay included).
+ *
+ * The commands alternate a resting buy and a crossing sell at one price, so the book stays small
+ * and every other command trades. Usage: bench_engine_service [--count N] [--rtt N]
+ * [--bin PATH/tollfree] [--dir TMPDIR]. Defaults: N = 1000000, 2000 round trips per level, the
+ * tollfree next to this program's bench/ folder, /tmp. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tollfree/orderflow.h"
+
+static char g_bin[1024], g_root[512];
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct server {
+    pid_t pid;
+    char dir[600], sock[700], log[700];
+} server;
+
+/* Starts the service; returns the seconds until it listens (replay included), < 0 on failure. */
+static double start(server *s, const char *name, const char *durability, int fresh)
+{
+    snprintf(s->dir, sizeof s->dir, "%s/%s", g_root, name);
+    snprintf(s->sock, sizeof s->sock, "%s.sock", s->dir);
+    snprintf(s->log, sizeof s->log, "%s.log", s->dir);
+    if (fresh) {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+        if (system(cmd) != 0)
+            return -1;
+    }
+    unlink(s->log);
+    double t0 = now_s();
+    s->pid = fork();
+    if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        int nul = open("/dev/null", O_RDWR);
+        dup2(nul, 1);
+        execl(g_bin, g_bin, "engine", "serve", "--journal", s->dir, "--unix", s->sock,
+              "--durability", durability, "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    char buf[8192];
+    for (;;) {
+        FILE *f = fopen(s->log, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        if (strstr(buf, "listening unix"))
+            return now_s() - t0;
+        int st;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            fprintf(stderr, "the service exited:\n%s\n", buf);
+            return -1;
+        }
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void stop(server *s)
+{
+    kill(s->pid, SIGTERM);
+    waitpid(s->pid, NULL, 0);
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+        return -1;
+    return fd;
+}
+
+/* Command i: even = a resting buy at 100, odd = a sell at 100 that fills it. */
+static size_t encode_cmd(uint8_t *buf, uint64_t i)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_NEW_LIMIT};
+    m.new_limit = (tf_ofl_new_limit){.account_id = 1 + (i & 1),
+                                     .client_order_id = i + 1,
+                                     .instrument_id = 1,
+                                     .price = 100,
+                                     .quantity = {1, 0},
+                                     .side = (uint8_t)(i & 1)};
+    return (size_t)tf_ofl_frame_encode(buf, TF_OFL_MAX_FRAME, &m);
+}
+
+static int send_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads frames until `replies` Heartbeats were seen. */
+static int read_replies(int fd, uint64_t replies)
+{
+    static uint8_t buf[1 << 20];
+    size_t have = 0;
+    uint64_t got = 0;
+    while (got < replies) {
+        ssize_t r = recv(fd, buf + have, sizeof buf - have, 0);
+        if (r <= 0)
+            return -1;
+        have += (size_t)r;
+        size_t p = 0;
+        while (have - p >= 2) {
+            size_t fl = 2 + ((size_t)buf[p] | (size_t)buf[p + 1] << 8);
+            if (have - p < fl)
+                break;
+            got += buf[p + 2] == TF_OFL_HEARTBEAT;
+            p += fl;
+        }
+        memmove(buf, buf + p, have - p);
+        have -= p;
+    }
+    return 0;
+}
+
+typedef struct writer {
+    int fd;
+    const uint8_t *buf;
+    size_t len;
+    int rc;
+} writer;
+
+static void *writer_main(void *arg)
+{
+    writer *w = arg;
+    w->rc = send_all(w->fd, w->buf, w->len);
+    return NULL;
+}
+
+static double pipelined(server *s, uint64_t n)
+{
+    uint8_t *buf = malloc(n * 68);
+    size_t len = 0;
+    for (uint64_t i = 0; i < n; i++)
+        len += encode_cmd(buf + len, i);
+    int fd = connect_unix(s->sock);
+    if (fd < 0 || !buf)
+        return -1;
+    writer w = {fd, buf, len, 0};
+    pthread_t th;
+    double t0 = now_s();
+    pthread_create(&th, NULL, writer_main, &w);
+    int rc = read_replies(fd, n);
+    double t = now_s() - t0;
+    pthread_join(th, NULL);
+    close(fd);
+    free(buf);
+    return rc || w.rc ? -1 : t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int round_trips(server *s, int n, double *med, double *p99)
+{
+    int fd = connect_unix(s->sock);
+    if (fd < 0)
+        return -1;
+    double *t = malloc((size_t)n * sizeof *t);
+    uint8_t b[TF_OFL_MAX_FRAME];
+    for (int i = -100; i < n; i++) { /* 100 warm-up calls */
+        size_t l = encode_cmd(b, (uint64_t)(i + 100));
+        double t0 = now_s();
+        if (send_all(fd, b, l) || read_replies(fd, 1))
+            return -1;
+        if (i >= 0)
+            t[i] = now_s() - t0;
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    *med = t[n / 2];
+    *p99 = t[(size_t)((double)n * 0.99)];
+    free(t);
+    close(fd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t count = 1000000;
+    int rtt = 2000;
+    const char *dir = "/tmp";
+    g_bin[0] = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--count"))
+            count = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--rtt"))
+            rtt = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--bin"))
+            snprintf(g_bin, sizeof g_bin, "%s", argv[i + 1]);
+        else if (!strcmp(argv[i], "--dir"))
+            dir = argv[i + 1];
+    }
+    if (!g_bin[0]) {
+        char self[900];
+        ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[l > 0 ? l : 0] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = 0;
+        snprintf(g_bin, sizeof g_bin, "%s/../tollfree", self);
+    }
+    if (rtt < 1)
+        rtt = 1;
+    snprintf(g_root, sizeof g_root, "%s/tf-bench-engine.%d", dir, (int)getpid());
+    if (mkdir(g_root, 0700) != 0) {
+        perror(g_root);
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    printf("tollfree engine serve: %s, journal under %s\n", g_bin, g_root);
+
+    server s;
+    const char *plevels[] = {"none", "group"};
+    for (int k = 0; k < 2; k++) {
+        if (start(&s, "pipelined", plevels[k], 1) < 0)
+            return 1;
+        double t = pipelined(&s, count);
+        stop(&s);
+        if (t <= 0)
+            return 1;
+        printf("pipelined, durability %-5s, one connection: %llu commands in %.3f s = %.2f M "
+               "commands/s\n",
+               plevels[k], (unsigned long long)count, t, (double)count / t / 1e6);
+    }
+
+    double rs = start(&s, "pipelined", "group", 0);
+    stop(&s);
+    printf("restart with %llu journaled commands (replay, exec to listening): %.3f s\n",
+           (unsigned long long)count, rs);
+
+    const char *levels[] = {"none", "group", "every"};
+    for (int k = 0; k < 3; k++) {
+        double med, p99;
+        if (start(&s, levels[k], levels[k], 1) < 0)
+            return 1;
+        int rc = round_trips(&s, rtt, &med, &p99);
+        stop(&s);
+        if (rc)
+            return 1;
+        printf("round trip over unix, durability %-5s: median %8.1f us, p99 %8.1f us (%d calls)\n",
+               levels[k], med * 1e6, p99 * 1e6, rtt);
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
+    return system(cmd) == 0 ? 0 : 1;
+}

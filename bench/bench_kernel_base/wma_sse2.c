@@ -1,0 +1,16 @@
+/* WMA, sse2 instance of wma_simd.h. */
+#define VFN tf_wma_sse2
+#define VRAW tf_raw_sse2
+#define VINNER tf_inner_sse2
+#define VLANES 2
+#define VUNROLL 8
+#define vec __m128d
+#define vload _mm_loadu_pd
+#define vmul _mm_mul_pd
+#define vadd _mm_add_pd
+#define vsub _mm_sub_pd
+#define vset1 _mm_set1_pd
+#define vzero _mm_setzero_pd
+#define vdiv _mm_div_pd
+#define vstore _mm_storeu_pd
+#include "wma_simd.h"

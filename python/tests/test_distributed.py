@@ -1,0 +1,163 @@
+"""The sweep on Dask distributed: the same bits as tollfree.sweep, with or without a worker dying,
+whatever order tasks finish in; a missing scheduler is a clear error, never a hang.
+
+One LocalCluster of two process workers (one thread each) serves the whole module."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pandas")
+distributed = pytest.importorskip("distributed")
+
+from tollfree import distributed as TD, panel as P  # noqa: E402
+from tollfree._lib import bin_path  # noqa: E402
+from tollfree.data import generate_close  # noqa: E402
+from tollfree.grid import grid  # noqa: E402
+from conftest import DEADLINE  # noqa: E402
+from test_panel import bits, check_against_sweep, random_grid, random_panel  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    from dask.distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=":0", host="127.0.0.1")
+    c = Client(cluster)
+    try:
+        c.wait_for_workers(2, timeout=DEADLINE)
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def healthy(c) -> None:
+    """After a worker died: wait (against hangs only) until its nanny has brought it back."""
+    c.wait_for_workers(2, timeout=DEADLINE)
+
+
+@pytest.mark.parametrize("broadcast,cache", [(True, False), (False, True), (None, None)])
+def test_bits_equal_sweep(client, broadcast, cache):
+    pan, g = random_panel(), random_grid()
+    df = TD.sweep(pan, g, client=client, chunk=5, broadcast=broadcast, cache=cache)
+    check_against_sweep(df, pan, g)
+    assert df.attrs["tollfree"]["tasks"] == 6 * 7  # 6 series x ceil(33 / 5) blocks
+    ref = P.sweep_panel(pan, g)
+    assert np.array_equal(bits(df.pnl.to_numpy()), bits(ref.pnl.to_numpy()))
+
+
+def test_auto_chunk_and_dataframe_panel(client):
+    import pandas as pd
+
+    a, b = generate_close(3000, 1), generate_close(2000, 2)
+    frame = pd.DataFrame({"a": a, "b": np.r_[b, np.full(1000, np.nan)]})
+    g = grid(2, 200, 40)
+    df = TD.sweep(frame, g, client=client)
+    check_against_sweep(df, {"a": a, "b": b}, g)
+    plan = TD.plan([3000, 2000], g, None, 2)
+    assert [i for i, _, _ in plan] == [0, 1] and all(bl for _, bl, _ in plan)
+
+
+def _slow_first(delay: float):
+    """A task that makes early blocks finish last (completion order != submission order)."""
+    def task(close, params, lo, hi, key, threads, isa, use):
+        import time as t
+
+        from tollfree import distributed as D
+
+        if lo == 0:
+            t.sleep(delay)
+        return D._block(close, params, lo, hi, key, threads, isa, use)
+    return task
+
+
+def test_order_independent_of_completion(client):
+    pan, g = random_panel(9), random_grid(4)
+    df = TD.sweep(pan, g, client=client, chunk=4, _task=_slow_first(0.3))
+    check_against_sweep(df, pan, g)
+
+
+def _kill_once(marker: str, instrument: int):
+    """A task that kills its own worker process, the first time only (an O_EXCL marker file),
+    on a later block of one instrument: mid-sweep, with other results already on that worker."""
+    def task(close, params, lo, hi, key, threads, isa, use):
+        import os as o
+
+        from tollfree import distributed as D
+
+        if key.endswith(f"-{instrument}") and lo > 0:
+            try:
+                fd = o.open(marker, o.O_CREAT | o.O_EXCL | o.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                o.close(fd)
+                o.kill(o.getpid(), 9)
+        return D._block(close, params, lo, hi, key, threads, isa, use)
+    return task
+
+
+@pytest.mark.parametrize("broadcast", [True, False])
+def test_worker_killed_mid_sweep_same_bits(client, tmp_path, broadcast):
+    pan, g = random_panel(13), random_grid(5)
+    marker = str(tmp_path / "killed")
+    try:
+        df = TD.sweep(pan, g, client=client, chunk=3, broadcast=broadcast, cache=True,
+                      _task=_kill_once(marker, 5))
+    finally:
+        healthy(client)
+    assert os.path.exists(marker)  # a worker did die
+    check_against_sweep(df, pan, g)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_missing_scheduler_is_a_clear_error():
+    port = _free_port()  # nothing listens there
+    t0 = time.monotonic()
+    with pytest.raises(TD.SchedulerUnavailable, match=f"no Dask scheduler answered at "
+                                                      f"tcp://127.0.0.1:{port}"):
+        TD.sweep({"a": generate_close(100, 1)}, grid(2, 9, 2), client=f"tcp://127.0.0.1:{port}",
+                 connect_timeout=2)
+    assert time.monotonic() - t0 < DEADLINE  # against a hang only
+
+
+def test_small_sweep_stays_in_process(monkeypatch):
+    def no_cluster(*a, **k):
+        raise AssertionError("a small sweep must not start a cluster")
+
+    monkeypatch.setattr(TD, "connect", no_cluster)
+    pan, g = random_panel(), random_grid()
+    check_against_sweep(TD.sweep(pan, g), pan, g)
+
+
+def test_cli_scheduler(client, tmp_path):
+    d = tmp_path / "panel"
+    d.mkdir()
+    for i, n in enumerate([2000, 900, 1]):
+        generate_close(n, 30 + i).tofile(d / f"s{i}.f64")
+    args = [bin_path(), "sweep", "--panel", str(d), "--grid", "2:80:9"]
+    local = subprocess.run(args + ["--quiet"], capture_output=True, text=True, timeout=DEADLINE)
+    assert local.returncode == 0, local.stderr
+    addr = client.scheduler.address
+    dask = subprocess.run(args + ["--scheduler", addr, "--chunk", "2"], capture_output=True,
+                          text=True, timeout=DEADLINE)
+    assert dask.returncode == 0, dask.stderr
+    assert dask.stdout == local.stdout  # same rows, same text, same bits
+    assert f"dask: {addr}, 2 workers" in dask.stderr and "(Dask " in dask.stderr
+    assert "Warning" not in dask.stderr
+    port = _free_port()
+    bad = subprocess.run(args + ["--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout",
+                                 "1"], capture_output=True, text=True, timeout=DEADLINE)
+    assert bad.returncode == 1 and "no Dask scheduler answered" in bad.stderr

@@ -1,0 +1,338 @@
+"""The sweep's HTML report: one self-contained file (styles and PNG figures inline, nothing
+fetched at view time) with the run's inputs, the ranked table, pnl against L (or a heatmap of two
+grid columns), the best combo's equity curve with its trades and drawdown from the streaming
+strategy, the out-of-sample table when asked, and the boundary benchmark's headline if given.
+
+``tollfree.report(...)`` in Python; ``tollfree sweep ... --report FILE.html`` runs
+``python3 -m tollfree.html_report`` with the same inputs (matplotlib from Debian:
+python3-matplotlib)."""
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import io
+import sys
+import time
+
+import numpy as np
+
+from tollfree import data as _data
+from tollfree import grid as _grid
+from tollfree import research
+from tollfree.binding import Strategy, isa_best, sweep
+
+FEE = 0.09  # percent points per round trip, fixed in the kernel (docs/definition.md section 5)
+
+_CSS = """
+body{font:14px/1.45 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px auto;
+max-width:1100px;color:#1d232b;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:6px 0}
+td,th{padding:3px 9px;border-bottom:1px solid #eef;text-align:right}
+th{background:#f4f6fa;font-weight:600}td.l,th.l{text-align:left}
+.note{color:#5a6472;font-size:13px}.verdict{font-weight:600;margin:8px 0}
+img{max-width:100%;height:auto;display:block;margin:8px 0}
+pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:12px}
+"""
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return ('<img alt="figure" src="data:image/png;base64,'
+            + base64.b64encode(buf.getvalue()).decode() + '">')
+
+
+def _envelope(y: np.ndarray, buckets: int = 1500):
+    """(x, y) to draw instead of every bar: each bucket's min and max, so a 150,000-bar line
+    looks the same at report width and draws in milliseconds."""
+    n = y.shape[0]
+    if n <= 4 * buckets:
+        return np.arange(n), y
+    k = n // buckets
+    body = y[: k * buckets].reshape(buckets, k)
+    lo, hi = np.nanmin(body, axis=1), np.nanmax(body, axis=1)
+    x = np.repeat(np.arange(buckets) * k + k // 2, 2)
+    return x, np.column_stack([lo, hi]).reshape(-1)
+
+
+def _table(header, rows, left=()) -> str:
+    h = "".join(f'<th class="{"l" if i in left else ""}">{html.escape(str(c))}</th>'
+                for i, c in enumerate(header))
+    body = "".join("<tr>" + "".join(
+        f'<td class="{"l" if i in left else ""}">{html.escape(str(c))}</td>'
+        for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table><tr>{h}</tr>{body}</table>"
+
+
+def _fmt(x, d=4) -> str:
+    if isinstance(x, (int, np.integer)):
+        return f"{int(x):,}"
+    x = float(x)
+    return "nan" if x != x else f"{x:,.{d}f}"
+
+
+def equity(close: np.ndarray, combo) -> dict:
+    """The combo's path bar by bar from the streaming strategy: position, closed-trade equity
+    (the pnl booked so far, exactly the kernel's), mark-to-market equity (plus the open trade),
+    drawdown of the closed equity, and the bars where the position flipped."""
+    s = Strategy(combo)
+    n = close.shape[0]
+    pos = np.empty(n, dtype=np.int8)
+    closed = np.empty(n, dtype=np.float64)
+    step = s.on_bar
+    last, booked = 0, 0.0
+    flips = []
+    try:
+        for i, c in enumerate(close.tolist()):
+            p = step(c)
+            if p != last:
+                booked = s.pnl
+                flips.append(i)
+                last = p
+            pos[i] = p
+            closed[i] = booked
+        final = (s.pnl, s.trades)
+    finally:
+        s.close()
+    flips = np.array(flips, dtype=np.int64)
+    entry = np.full(n, np.nan)
+    if flips.size:
+        e = np.zeros(n, dtype=np.int64)
+        e[flips] = flips
+        np.maximum.accumulate(e, out=e)
+        started = np.arange(n) >= flips[0]
+        entry[started] = close[e[started]]
+    open_r = np.where(pos != 0, pos * (close - entry) / entry * 100.0, 0.0)
+    mtm = closed + np.nan_to_num(open_r)
+    dd = np.maximum.accumulate(np.maximum(closed, 0.0)) - closed
+    return {"pos": pos, "closed": closed, "mtm": mtm, "drawdown": dd, "flips": flips,
+            "pnl": final[0], "trades": final[1]}
+
+
+def report(close=None, params=None, path: str = "report.html", *, dates=None,
+           source: str | None = None, notes=(), grid_spec: str | None = None,
+           split: float | None = None, walk_forward: int | None = None, metric: str = "pnl",
+           heatmap: str | None = None, top: int = 20, headline: str | None = None,
+           threads: int | None = None, title: str = "tollfree sweep report") -> str:
+    """Sweeps ``params`` (default grid) on ``close`` (default data; anything
+    :func:`tollfree.data.to_close` takes) and writes the report to ``path``; returns ``path``.
+
+    ``dates``: one label per bar (the file's date column), for the axes and the inputs table.
+    ``split`` / ``walk_forward`` / ``metric``: the out-of-sample table (:func:`walk_forward`).
+    ``heatmap="X,Y"``: pnl over two grid columns (others maximised over) instead of pnl
+    against L. ``headline``: text (e.g. :func:`tollfree.bench.headline`) shown verbatim."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t0 = time.perf_counter()
+    close = _data.default_close() if close is None else _data.to_close(close)
+    params = _grid.default_grid() if params is None else np.ascontiguousarray(params, dtype=np.int64)
+    n, m = close.shape[0], params.shape[0]
+    if dates is not None and len(dates) != n:
+        raise ValueError(f"dates has {len(dates)} labels for {n} bars")
+    pnl, trades = sweep(close, params, threads=threads)
+    avg = research.metric_values("avg_trade", pnl, trades, n)
+    order = np.argsort(-np.nan_to_num(pnl, nan=-np.inf), kind="stable")
+    best = int(order[0])
+    sharpe = _sharpe(close, params, threads)
+
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             '<p class="note">HMA/HMA3 stop-and-reverse sweep, computed exactly by libtollfree '
+             "(docs/definition.md). pnl is in percent points: the sum over closed trades of the "
+             f"trade's percent move minus a {FEE} fee per round trip; the position open at the "
+             "end is not counted.</p>"]
+    span = f"{dates[0]} .. {dates[-1]}" if dates is not None else "bar 0 .. " + f"{n - 1:,}"
+    inputs = [("input", source or "the embedded default data (150,000 bars)"),
+              ("bars", f"{n:,} ({span})"), ("price range", f"{close.min():.6g} .. {close.max():.6g}"),
+              ("grid", f"{grid_spec or 'given'}: {m:,} combos, L = {params[:, 0].min()} .. "
+                       f"{params[:, 0].max()}"),
+              ("kernel", f"{isa_best()}, fee {FEE} percent points per round trip")]
+    inputs += [("note", s) for s in notes]
+    parts += ["<h2>Inputs</h2>", _table(["what", "value"], inputs, left=(0, 1))]
+
+    k = min(top, m)
+    head = ["rank", *_grid.PARAM_NAMES, "pnl", "trades", "avg_trade"]
+    if sharpe is not None:
+        head.append("sharpe_per_trade")
+    rows = []
+    for r, j in enumerate(order[:k], 1):
+        row = [r, *(int(v) for v in params[j]), _fmt(pnl[j]), _fmt(int(trades[j])), _fmt(avg[j])]
+        if sharpe is not None:
+            row.append(_fmt(sharpe[j]))
+        rows.append(row)
+    parts += [f"<h2>Ranked by pnl (top {k} of {m:,})</h2>", _table(head, rows)]
+
+    if heatmap:
+        parts += [f"<h2>Heatmap: pnl over {html.escape(heatmap)}</h2>",
+                  _png(_heatmap_fig(plt, params, pnl, heatmap))]
+    else:
+        fig, ax = plt.subplots(figsize=(10, 3.6))
+        L = params[:, 0]
+        ax.plot(L, pnl, "o-", ms=3, color="#1f5fbf", label="pnl")
+        ax.set_xlabel("L (Hull length)")
+        ax.set_ylabel("pnl, percent points")
+        ax.axhline(0, color="#999", lw=0.8)
+        ax2 = ax.twinx()
+        if sharpe is not None:
+            ax2.plot(L, sharpe, "s-", ms=2, color="#d9730d", label="sharpe per trade")
+            ax2.set_ylabel("sharpe per trade")
+        else:
+            ax2.plot(L, avg, "s-", ms=2, color="#d9730d", label="avg trade")
+            ax2.set_ylabel("avg trade, percent points")
+        fig.legend(loc="upper right")
+        ax.grid(alpha=0.3)
+        label = "sharpe per trade" if sharpe is not None else "average trade"
+        parts += [f"<h2>pnl and {label} against L</h2>", _png(fig)]
+
+    eq = equity(close, params[best])
+    same = (np.float64(eq["pnl"]).view(np.int64) == pnl[best:best + 1].view(np.int64)[0]
+            and eq["trades"] == trades[best])
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True,
+                                     gridspec_kw={"height_ratios": [2, 2, 1]})
+    a1.plot(*_envelope(close), lw=0.6, color="#333")
+    fl = eq["flips"]
+    longs, shorts = fl[eq["pos"][fl] > 0], fl[eq["pos"][fl] < 0]
+    if fl.size <= 4000:
+        a1.scatter(longs, close[longs], marker="^", s=10, color="#1a8a3a", label="go long")
+        a1.scatter(shorts, close[shorts], marker="v", s=10, color="#c2331f", label="go short")
+        a1.legend(loc="upper left", fontsize=8)
+    a1.set_ylabel("close")
+    a2.plot(*_envelope(eq["mtm"]), lw=0.6, color="#9bb5dd", label="marked to market")
+    a2.plot(*_envelope(eq["closed"]), lw=1.0, color="#1f5fbf", label="closed trades")
+    a2.set_ylabel("equity, pct points")
+    a2.legend(loc="upper left", fontsize=8)
+    dx, dy = _envelope(-eq["drawdown"])
+    a3.fill_between(dx, dy, 0, color="#c2331f", alpha=0.5, lw=0)
+    a3.set_ylabel("drawdown")
+    a3.set_xlabel("bar" if dates is None else f"bar ({dates[0]} .. {dates[-1]})")
+    for a in (a1, a2, a3):
+        a.grid(alpha=0.3)
+    combo = ", ".join(f"{nm}={int(v)}" for nm, v in zip(_grid.PARAM_NAMES, params[best]))
+    parts += [f"<h2>Best combo: {combo}</h2>",
+              f'<p class="note">pnl {_fmt(pnl[best])} over {int(trades[best]):,} trades; max '
+              f"closed-trade drawdown {_fmt(eq['drawdown'].max())} percent points. The curve is "
+              "the streaming strategy fed bar by bar; it ends at the sweep's pnl and trade count "
+              f"{'bit for bit' if same else '(MISMATCH: please report)'}.</p>", _png(fig)]
+
+    if split is not None or walk_forward is not None:
+        wf = research.walk_forward(close, params, split=split, walk_forward=walk_forward,
+                                   metric=metric, threads=threads)
+        lab = (lambda i: str(dates[min(i, n - 1)])) if dates is not None else (lambda i: f"{i:,}")
+        rows = [[int(r.fold), f"{lab(r.is_start)} .. {lab(r.is_end - 1)}",
+                 f"{lab(r.oos_start)} .. {lab(r.oos_end - 1)}",
+                 ",".join(str(int(getattr(r, c))) for c in _grid.PARAM_NAMES), _fmt(r.is_value),
+                 _fmt(r.oos_value), _fmt(r.oos_pnl), _fmt(int(r.oos_trades)),
+                 f"{int(r.oos_rank)} of {int(r.combos)}", _fmt(r.oos_best_value)]
+                for r in wf.itertuples()]
+        what = (f"split at {split}" if split is not None else f"walk-forward, {walk_forward} folds")
+        parts += [f"<h2>Out of sample ({what}, winner by {metric})</h2>",
+                  f'<p class="verdict">{html.escape(research.verdict(wf))}</p>',
+                  _table(["fold", "in sample", "out of sample", "winner", f"is {metric}",
+                          f"oos {metric}", "oos pnl", "oos trades", "oos rank",
+                          f"best oos {metric}"], rows, left=(1, 2, 3))]
+    if headline:
+        parts += ["<h2>Boundary benchmark headline</h2>", f"<pre>{html.escape(headline)}</pre>"]
+    parts.append(f'<p class="note">written by tollfree in {time.perf_counter() - t0:.2f} s</p>')
+    doc = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+           f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+           + "\n".join(parts) + "</body></html>\n")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(doc)
+    return path
+
+
+def _sharpe(close, params, threads):
+    """sharpe_per_trade from the kernel's statistics when this build has them, else None."""
+    import tollfree
+    fn = getattr(tollfree, "sweep_stats", None)
+    if fn is None:
+        return None
+    try:
+        st = fn(close, params, threads=threads)
+        t = st["trades"].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            std = np.sqrt(st["m2"] / (t - 1))
+            return st["mean"] / std
+    except Exception:  # a partial build of the statistics: the report goes on without them
+        return None
+
+
+def _heatmap_fig(plt, params, pnl, spec):
+    names = list(_grid.PARAM_NAMES)
+    try:
+        xn, yn = (s.strip() for s in spec.split(","))
+        xi, yi = names.index(xn), names.index(yn)
+    except ValueError:
+        raise ValueError(f"heatmap wants two of {','.join(names)} as X,Y, got {spec!r}") from None
+    xs, ys = np.unique(params[:, xi]), np.unique(params[:, yi])
+    z = np.full((ys.size, xs.size), np.nan)
+    cx, cy = np.searchsorted(xs, params[:, xi]), np.searchsorted(ys, params[:, yi])
+    for a, b, v in zip(cy, cx, pnl):
+        if not (z[a, b] >= v):  # the best over the other columns (NaN cells stay empty)
+            z[a, b] = v if v == v else z[a, b]
+    fig, ax = plt.subplots(figsize=(10, 5))
+    im = ax.imshow(z, origin="lower", aspect="auto", cmap="RdYlGn",
+                   extent=(-0.5, xs.size - 0.5, -0.5, ys.size - 0.5))
+    step_x, step_y = max(1, xs.size // 12), max(1, ys.size // 12)
+    ax.set_xticks(range(0, xs.size, step_x), [str(v) for v in xs[::step_x]])
+    ax.set_yticks(range(0, ys.size, step_y), [str(v) for v in ys[::step_y]])
+    ax.set_xlabel(xn)
+    ax.set_ylabel(yn)
+    fig.colorbar(im, ax=ax, label="pnl (max over the other columns)")
+    return fig
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m tollfree.html_report",
+                                 description="Write the sweep's HTML report (what "
+                                             "`tollfree sweep --report` runs).")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--input")
+    ap.add_argument("--column", default="close")
+    ap.add_argument("--date-column")
+    ap.add_argument("--raw", action="store_true")
+    ap.add_argument("--skip-bad-rows", action="store_true")
+    ap.add_argument("--grid", default="default")
+    ap.add_argument("--split", type=float)
+    ap.add_argument("--walk-forward", type=int)
+    ap.add_argument("--metric", default="pnl")
+    ap.add_argument("--heatmap")
+    ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--headline", help="a file whose text is shown as the benchmark headline")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        dates, notes, source = None, [], None
+        if a.input:
+            pr = _data.read_prices(a.input, a.column, date_column=a.date_column, raw=a.raw,
+                                   skip_bad_rows=a.skip_bad_rows, warn=lambda s: None)
+            close, dates, notes = pr.close, pr.dates, pr.notes
+            source = a.input if not a.raw or not a.input.startswith("/tmp/tollfree-stdin-") \
+                else "stdin"
+            source += f" (column '{pr.column}')" if not a.raw else ""
+        else:
+            close = _data.default_close()
+        params = research.parse_grid(a.grid)
+        headline = open(a.headline).read() if a.headline else None
+        t = time.perf_counter()
+        report(close, params, a.out, dates=dates, source=source, notes=notes, grid_spec=a.grid,
+               split=a.split, walk_forward=a.walk_forward, metric=a.metric, heatmap=a.heatmap,
+               top=a.top, headline=headline, threads=a.threads or None)
+    except (ValueError, OSError) as e:
+        print(f"tollfree sweep: --report: {e}", file=sys.stderr)
+        return 1
+    if not a.quiet:
+        import os
+        print(f"report: {a.out} ({os.path.getsize(a.out) / 1e6:.2f} MB, "
+              f"{time.perf_counter() - t:.2f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

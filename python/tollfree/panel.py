@@ -1,0 +1,318 @@
+"""Panel sweeps: one parameter grid over many instruments, in-process (the building block of
+:mod:`tollfree.distributed`), and the ``tollfree sweep --panel/--scheduler`` command line.
+
+A panel is a ``dict`` of name -> float64 close array (lengths may differ), a 2-D array of closes
+with one column per instrument plus ``names``, or a ``pandas.DataFrame`` of closes (one column per
+instrument). In the last two, NaN padding at a column's start and end is dropped (columns of
+different lengths in one frame); a NaN inside a column is kept and flows through the kernel as
+docs/kernel.md says. Dict values are swept exactly as given.
+
+The result is a ``pandas.DataFrame`` with one row per (instrument, combo), instruments in panel
+order and combos in grid order: ``instrument`` (str), ``L half sq p p3 p2`` (int64), ``pnl``
+(float64, percent points) and ``trades`` (int64). Every row equals ``tollfree.sweep`` on that
+instrument's series bit for bit. pandas is imported on first use, so ``import tollfree`` does not
+need it.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+from tollfree import binding
+from tollfree.grid import PARAM_NAMES, combo
+
+COLUMNS = ("instrument",) + PARAM_NAMES + ("pnl", "trades")
+RAW_SUFFIXES = (".f64", ".bin", ".raw")
+
+
+def _strip_padding(col: np.ndarray) -> np.ndarray:
+    """The column without its leading and trailing NaN (inner NaN kept), C-contiguous float64."""
+    col = np.asarray(col, dtype=np.float64)
+    ok = np.flatnonzero(~np.isnan(col))
+    if ok.size == 0:
+        return np.empty(0, dtype=np.float64)
+    return np.ascontiguousarray(col[ok[0]:ok[-1] + 1])
+
+
+def as_panel(panel, names=None) -> tuple[list[str], list[np.ndarray]]:
+    """Normalizes a panel to ``(names, series)``: C-contiguous float64 1-D arrays, panel order.
+
+    ``panel``: dict name -> close array; a ``pandas.DataFrame`` (one column per instrument, NaN
+    padding dropped); or a 2-D array (bars x instruments, NaN padding dropped) with ``names``.
+    """
+    if isinstance(panel, dict):
+        if names is not None:
+            raise ValueError("names is only for a 2-D array panel (a dict carries its names)")
+        out_n, out_s = [], []
+        for k, v in panel.items():
+            a = np.ascontiguousarray(np.asarray(v, dtype=np.float64))
+            if a.ndim != 1:
+                raise ValueError(f"panel[{k!r}]: a close series is 1-D, got shape {a.shape}")
+            out_n.append(str(k))
+            out_s.append(a)
+        return out_n, out_s
+    if type(panel).__name__ == "DataFrame" and hasattr(panel, "columns"):
+        if names is not None:
+            raise ValueError("names is only for a 2-D array panel (a DataFrame has columns)")
+        cols = [str(c) for c in panel.columns]
+        if len(set(cols)) != len(cols):
+            raise ValueError("panel: duplicate instrument names in the DataFrame's columns")
+        return cols, [_strip_padding(panel[c].to_numpy(dtype=np.float64, na_value=np.nan))
+                      for c in panel.columns]
+    if isinstance(panel, np.ndarray):
+        if panel.ndim != 2:
+            raise ValueError(f"an array panel is 2-D (bars x instruments), got shape {panel.shape}")
+        if names is None:
+            names = [str(j) for j in range(panel.shape[1])]
+        names = [str(n) for n in names]
+        if len(names) != panel.shape[1]:
+            raise ValueError(f"an array panel is bars x instruments: {panel.shape[1]} columns but "
+                             f"{len(names)} names")
+        if len(set(names)) != len(names):
+            raise ValueError("panel: duplicate instrument names")
+        a = np.asarray(panel, dtype=np.float64)
+        return names, [_strip_padding(a[:, j]) for j in range(a.shape[1])]
+    raise TypeError("panel must be a dict of name -> close array, a pandas.DataFrame or a 2-D "
+                    f"numpy array with names, got {type(panel).__name__}")
+
+
+def result_frame(names, params: np.ndarray, pnl: list, trades: list):
+    """The result DataFrame from per-instrument ``pnl[i]``/``trades[i]`` arrays (grid order)."""
+    import pandas as pd
+
+    k, m = len(names), params.shape[0]
+    cols = {"instrument": np.repeat(np.array(names, dtype=object), m)}
+    tiled = np.tile(params, (k, 1)) if k else np.empty((0, 6), dtype=np.int64)
+    for j, n in enumerate(PARAM_NAMES):
+        cols[n] = np.ascontiguousarray(tiled[:, j])
+    cols["pnl"] = np.concatenate(pnl) if k else np.empty(0, dtype=np.float64)
+    cols["trades"] = np.concatenate(trades) if k else np.empty(0, dtype=np.int64)
+    return pd.DataFrame(cols, columns=list(COLUMNS))
+
+
+def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=None,
+                isa: str = "auto"):
+    """Sweeps ``params`` (int64, n_combos x 6) over every instrument of ``panel``, in-process.
+
+    One kernel call per instrument over the whole grid: the kernel computes each distinct
+    first-stage WMA once per call, so once per series (never once per block of combos), in
+    64 KiB time blocks and with no whole-series cache to fault in. ``threads`` is the kernel's
+    thread count per call (None or 0: every core); results never depend on it. Returns the
+    DataFrame described in the module docstring.
+    """
+    params = binding.as_params(params)
+    names, series = as_panel(panel, names)
+    pnl, trades = [], []
+    for close in series:
+        p, t = binding.sweep(close, params, threads=threads, isa=isa)
+        pnl.append(p)
+        trades.append(t)
+    return result_frame(names, params, pnl, trades)
+
+
+# ---- files ----
+
+def load_panel(path: str, column: str = "close", raw: bool = False) -> dict:
+    """Reads a panel: a directory with one file per instrument (CSV with a header holding
+    ``column``, or raw little-endian f64 ``*.f64``/``*.bin``/``*.raw``; the instrument is the file
+    name without its suffix; files in name order; hidden files and other suffixes ignored), or
+    one wide CSV (a header of instrument names, one column each; a first column named date,
+    time, timestamp, datetime or index, or unnamed, is dropped; NaN or empty cells pad columns
+    of different lengths at their start and end). Returns a dict name -> close array."""
+    from tollfree.data import load_close
+
+    if os.path.isdir(path):
+        out = {}
+        for f in sorted(os.listdir(path)):
+            full = os.path.join(path, f)
+            stem, suf = os.path.splitext(f)
+            if f.startswith(".") or not os.path.isfile(full):
+                continue
+            if raw or suf in RAW_SUFFIXES:
+                out[stem] = np.fromfile(full, dtype="<f8").astype(np.float64)
+            elif suf == ".csv":
+                out[stem] = np.ascontiguousarray(load_close(full, column), dtype=np.float64)
+        if not out:
+            raise ValueError(f"{path}: no *.csv, *.f64, *.bin or *.raw files")
+        return out
+    import pandas as pd
+
+    df = pd.read_csv(path, float_precision="round_trip")  # exact: the default parser is not
+    if len(df.columns) and (str(df.columns[0]).strip().lower() in
+                            ("date", "time", "timestamp", "datetime", "index")
+                            or str(df.columns[0]).startswith("Unnamed:")):
+        df = df.iloc[:, 1:]
+    for c in df.columns:
+        if not np.issubdtype(df[c].dtype, np.number):
+            raise ValueError(f"{path}: column {c!r} is not numeric (a wide CSV has one close "
+                             "column per instrument)")
+    if not len(df.columns):
+        raise ValueError(f"{path}: no instrument columns")
+    names, series = as_panel(df.astype(np.float64))
+    return dict(zip(names, series))
+
+
+def parse_grid(spec: str) -> np.ndarray:
+    """``default``, ``LO:HI:N`` or a CSV file of ``L,half,sq,p,p3,p2`` rows, as the C CLI."""
+    if spec == "default":
+        spec = "6:200:80"
+    parts = spec.split(":")
+    if len(parts) == 3 and "/" not in spec and "." not in spec:
+        try:
+            lo, hi, n = (int(x) for x in parts)
+        except ValueError:
+            raise ValueError(f"--grid {spec}: LO:HI:N must be three integers") from None
+        if lo < 1 or hi < lo or hi > binding.MAX_WINDOW or n < 1 or n > 10_000_000:
+            raise ValueError(f"--grid {spec}: need 1 <= LO <= HI <= {binding.MAX_WINDOW} and "
+                             "1 <= N <= 10000000")
+        Ls = [lo if n == 1 else lo + j * (hi - lo) // (n - 1) for j in range(n)]
+        return np.array([combo(L) for L in Ls], dtype=np.int64).reshape(n, 6)
+    rows = []
+    with open(spec) as f:
+        for i, line in enumerate(f, 1):
+            fields = [x.strip().strip('"') for x in line.strip().split(",")]
+            if fields == [""]:
+                continue
+            try:
+                if len(fields) != 6:
+                    raise ValueError
+                rows.append([int(x) for x in fields])
+            except ValueError:
+                if i == 1 and len(fields) == 6 and fields[0] == "L":
+                    continue
+                raise ValueError(f"{spec}:{i}: a grid row is six integers L,half,sq,p,p3,p2")
+    if not rows:
+        raise ValueError(f"{spec}: empty grid (no combos)")
+    return binding.as_params(np.array(rows, dtype=np.int64).reshape(-1, 6))
+
+
+def _g17(x: float) -> str:
+    """C's ``%.17g`` (glibc spells NaN with its sign: ``nan`` / ``-nan``)."""
+    if x != x:
+        return "-nan" if math.copysign(1.0, x) < 0 else "nan"
+    return "%.17g" % x
+
+
+def write_csv(df, f, top: int | None = None) -> int:
+    """Writes ``instrument,L,half,sq,p,p3,p2,pnl,trades`` rows (pnl with ``%.17g``: exact);
+    with ``top``, the ``top`` best combos per instrument, best first (NaN last, ties in grid
+    order). Returns the number of rows written."""
+    f.write(",".join(COLUMNS) + "\n")
+    inst = df["instrument"].to_numpy()
+    par = df[list(PARAM_NAMES)].to_numpy(dtype=np.int64)
+    pnl = df["pnl"].to_numpy(dtype=np.float64)
+    trades = df["trades"].to_numpy(dtype=np.int64)
+    idx = np.arange(len(df))
+    if top is not None:
+        keep = []
+        bounds = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]]) if len(df) else []
+        ends = list(bounds[1:]) + [len(df)]
+        for a, b in zip(bounds, ends):
+            seg = np.arange(a, b)
+            key = np.where(np.isnan(pnl[seg]), np.inf, -pnl[seg])
+            keep.extend(seg[np.lexsort((seg, np.isnan(pnl[seg]), key))][:top])
+        idx = np.array(keep, dtype=np.int64)
+    for r in idx:
+        p = par[r]
+        f.write(f"{inst[r]},{p[0]},{p[1]},{p[2]},{p[3]},{p[4]},{p[5]},{_g17(pnl[r])},"
+                f"{trades[r]}\n")
+    return len(idx)
+
+
+# ---- the command line (exec'd by `tollfree sweep --panel ... / --scheduler ...`) ----
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="tollfree sweep", add_help=True,
+        description="The sweep over a panel of instruments, in-process or on a Dask cluster "
+                    "(the C command runs this module when --panel or --scheduler is given).")
+    ap.add_argument("--panel", help="directory (one file per instrument) or one wide CSV")
+    ap.add_argument("--input", help="one close series (CSV or raw f64), as the plain sweep")
+    ap.add_argument("--column", default="close")
+    ap.add_argument("--raw", action="store_true")
+    ap.add_argument("--grid", default="default")
+    ap.add_argument("--out")
+    ap.add_argument("--top", type=int)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--isa", default="auto")
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--scheduler", help="tcp://HOST:PORT or local[:N]")
+    ap.add_argument("--chunk", type=int, default=None, help="combos per Dask task (default: auto)")
+    ap.add_argument("--connect-timeout", type=float, default=10.0)
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = _parser()
+    a = ap.parse_args(argv)
+    err = sys.stderr
+    try:
+        if a.top is not None and a.top < 1:
+            raise ValueError(f"--top wants a positive integer, got {a.top}")
+        if a.threads is not None and not 0 <= a.threads <= 1024:
+            raise ValueError(f"--threads wants 0..1024, got {a.threads}")
+        if a.chunk is not None and a.chunk < 1:
+            raise ValueError(f"--chunk wants a positive integer, got {a.chunk}")
+        if a.panel and a.input:
+            raise ValueError("--panel and --input are exclusive")
+        if a.isa == "reference":
+            raise ValueError("--isa reference is the plain sweep's (no --panel/--scheduler)")
+        params = parse_grid(a.grid)
+        if a.panel:
+            panel = load_panel(a.panel, a.column, a.raw)
+        elif a.input:
+            from tollfree.data import load_close
+
+            close = np.fromfile(a.input, dtype="<f8") if a.raw else load_close(a.input, a.column)
+            panel = {os.path.splitext(os.path.basename(a.input))[0]: close}
+        else:
+            from tollfree.data import default_close
+
+            panel = {"default": default_close()}
+    except (ValueError, OSError) as e:
+        print(f"tollfree sweep: {e}", file=err)
+        return 1
+    import pandas  # noqa: F401  (imported before the clock starts: the summary times the sweep)
+
+    t0 = time.perf_counter()
+    try:
+        if a.scheduler:
+            from tollfree import distributed
+
+            df = distributed.sweep(panel, params, client=a.scheduler, chunk=a.chunk,
+                                   threads=1 if a.threads is None else a.threads, isa=a.isa,
+                                   progress=None if not a.quiet else False, quiet=a.quiet,
+                                   connect_timeout=a.connect_timeout)
+        else:
+            df = sweep_panel(panel, params, threads=a.threads, isa=a.isa)
+    except (ValueError, OSError, binding.KernelError) as e:
+        print(f"tollfree sweep: {e}", file=err)
+        return 1
+    dt = time.perf_counter() - t0
+    try:
+        to_file = a.out not in (None, "-")
+        f = open(a.out, "w") if to_file else sys.stdout
+        try:
+            write_csv(df, f, a.top)
+            f.flush()
+        finally:
+            if to_file:
+                f.close()
+    except OSError as e:
+        print(f"tollfree sweep: write failed: {e}", file=err)
+        return 1
+    if not a.quiet:
+        bars = sum(len(v) for v in panel.values())
+        where = f"Dask {a.scheduler}" if a.scheduler else "in-process"
+        print(f"sweep: {len(panel)} instruments x {params.shape[0]} combos ({bars} bars) in "
+              f"{dt:.3f} s ({where})", file=err)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

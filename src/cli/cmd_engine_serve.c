@@ -1,0 +1,167 @@
+/* `tollfree engine serve`: the order engine as a durable service (docs/engine-service.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "engine_service/engine_service.h"
+
+static const char usage[] =
+    "usage: tollfree engine serve --journal DIR [--instruments LIST] [--unix PATH]\n"
+    "                             [--tcp [HOST:]PORT] [--durability none|group|every]\n"
+    "                             [--feed udp:HOST:PORT] [--max-orders N] [--snapshot-every N]\n"
+    "\n"
+    "Serve the order engine to clients over Unix or TCP sockets (docs/engine-service.md).\n"
+    "Clients send OFL1 command frames; the sequencer numbers each command (command_seq),\n"
+    "appends it to DIR/commands.ofl, applies it, appends its events to DIR/events.ofl and\n"
+    "answers the sender with the events, then a Heartbeat carrying the command_seq. A Trade\n"
+    "also goes to the connection that placed the resting order. No event reaches a client\n"
+    "before its command is durable at the chosen level.\n"
+    "\n"
+    "options:\n"
+    "  --journal DIR        the journal directory (created when missing): commands.ofl,\n"
+    "                       events.ofl, snapshot.tfs. On start the commands are replayed\n"
+    "                       (a torn or corrupt tail is cut at the last valid record and\n"
+    "                       reported) and events.ofl is brought in line with them\n"
+    "  --instruments LIST   instrument ids, e.g. 1-16,42 (default 1-16); give the same list on\n"
+    "                       every start and to 'tollfree engine run'\n"
+    "  --unix PATH          listen on a Unix socket (mode 0600; a stale socket is replaced)\n"
+    "  --tcp [HOST:]PORT    listen on TCP; HOST defaults to 127.0.0.1 (loopback only unless\n"
+    "                       told otherwise); port 0 picks a free one (printed on stderr)\n"
+    "  --durability LEVEL   when a command counts as done, before any client sees its events:\n"
+    "                         group  (default) one fdatasync covers every command that arrived\n"
+    "                                meanwhile; safe against a crash and a power loss\n"
+    "                         every  one fdatasync per command; as safe, slower under load\n"
+    "                         none   no fdatasync: commands are handed to the kernel before\n"
+    "                                the replies go out, so they survive a crash of this\n"
+    "                                process (kill -9), but a power loss or a kernel crash can\n"
+    "                                lose commands whose events clients have already seen\n"
+    "  --feed udp:HOST:PORT every event also goes out as an OFL1 datagram (the journal's\n"
+    "                       session_id, journal_seq = its place in events.ofl); best effort:\n"
+    "                       readers fill gaps from DIR/events.ofl\n"
+    "  --max-orders N       live orders at once (default 1000000); NewLimit beyond is Rejected\n"
+    "  --snapshot-every N   write DIR/snapshot.tfs every N commands (default 0 = never); a\n"
+    "                       start then replays only the commands after it\n"
+    "  --max-conns N        connections at once (default 4096; more are refused)\n"
+    "  --stall-timeout S    close a connection stuck mid-frame, or not reading its replies,\n"
+    "                       for S seconds (default 60, 0 = never)\n"
+    "  --idle-timeout S     close a connection idle between frames for S seconds (default 0 =\n"
+    "                       never)\n"
+    "  --max-output BYTES   replies queued for one peer beyond the socket buffer before it is\n"
+    "                       closed (default 4194304)\n"
+    "  --quiet              no per-connection log lines\n"
+    "  --help               this text\n"
+    "\n"
+    "A frame with a bad envelope (length, unknown or reserved kind, an event or Heartbeat sent\n"
+    "as a command) closes its connection after a line on stderr. A command that does not\n"
+    "decode (a bad side byte) is not journaled: the sender gets Rejected(Other) with event_seq 0\n"
+    "and command_seq 0, then Heartbeat(0).\n"
+    "\n"
+    "SIGINT/SIGTERM: stop accepting, finish the commands received, make them durable, print\n"
+    "one JSON line on stdout: {\"commands\":N,\"events\":N,\"last_command_seq\":N,\n"
+    "\"state_hash\":\"0x...\"} and exit 0 ('tollfree engine run DIR/commands.ofl' prints the same\n"
+    "state_hash). Exit 1 when it cannot start or a journal write fails, 2 for bad usage.\n"
+    "Example:\n"
+    "  tollfree engine serve --journal /tmp/eng --unix /tmp/eng.sock --snapshot-every 1000000\n";
+
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || s[0] == '-' || s[0] == '+')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int tf_cmd_engine_serve(int argc, char **argv)
+{
+    tfes_config cfg;
+    tfes_config_init(&cfg);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t n;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            cfg.quiet = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr,
+                    "tollfree engine serve: unknown option or missing value: %s (try --help)\n", a);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--journal")) {
+            cfg.dir = v;
+        } else if (!strcmp(a, "--instruments")) {
+            cfg.instruments = v;
+        } else if (!strcmp(a, "--unix") || !strcmp(a, "--tcp")) {
+            int is_unix = a[2] == 'u';
+            int *cnt = is_unix ? &cfg.n_unix : &cfg.n_tcp;
+            if (*cnt >= TFES_MAX_LISTEN) {
+                fprintf(stderr, "tollfree engine serve: at most %d %s listeners\n", TFES_MAX_LISTEN,
+                        a);
+                return 2;
+            }
+            (is_unix ? cfg.unix_paths : cfg.tcp_addrs)[(*cnt)++] = v;
+        } else if (!strcmp(a, "--durability")) {
+            if (!strcmp(v, "none"))
+                cfg.durability = TF_JOURNAL_NONE;
+            else if (!strcmp(v, "group"))
+                cfg.durability = TF_JOURNAL_GROUP;
+            else if (!strcmp(v, "every"))
+                cfg.durability = TF_JOURNAL_EVERY;
+            else {
+                fprintf(stderr, "tollfree engine serve: --durability is none, group or every\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--feed")) {
+            cfg.feed = v;
+        } else if (!strcmp(a, "--max-orders") && !parse_u64(v, 1, TF_ENGINE_MAX_ORDERS, &n)) {
+            cfg.max_orders = (uint32_t)n;
+        } else if (!strcmp(a, "--snapshot-every") && !parse_u64(v, 0, UINT64_MAX / 2, &n)) {
+            cfg.snapshot_every = n;
+        } else if (!strcmp(a, "--max-conns") && !parse_u64(v, 1, 1000000, &n)) {
+            cfg.max_conns = (int)n;
+        } else if (!strcmp(a, "--stall-timeout") && !parse_u64(v, 0, 86400 * 365, &n)) {
+            cfg.stall_timeout_s = (int)n;
+        } else if (!strcmp(a, "--idle-timeout") && !parse_u64(v, 0, 86400 * 365, &n)) {
+            cfg.idle_timeout_s = (int)n;
+        } else if (!strcmp(a, "--max-output") && !parse_u64(v, 4096, (uint64_t)1 << 34, &n)) {
+            cfg.max_output = n;
+        } else {
+            fprintf(stderr, "tollfree engine serve: bad option or value: %s %s (try --help)\n", a,
+                    v);
+            return 2;
+        }
+    }
+    if (!cfg.dir) {
+        fputs("tollfree engine serve: --journal DIR is required (try --help)\n", stderr);
+        return 2;
+    }
+    if (!cfg.n_unix && !cfg.n_tcp) {
+        fputs("tollfree engine serve: give at least one listener (--unix PATH, --tcp PORT)\n",
+              stderr);
+        return 2;
+    }
+    tfes_summary sum;
+    if (tfes_run(&cfg, &sum))
+        return 1;
+    char h[19];
+    tf_engine_format_hash(sum.state_hash, h);
+    printf("{\"commands\":%" PRIu64 ",\"events\":%" PRIu64 ",\"last_command_seq\":%" PRIu64
+           ",\"state_hash\":\"%s\"}\n",
+           sum.commands, sum.events, sum.last_command_seq, h);
+    fflush(stdout);
+    return 0;
+}

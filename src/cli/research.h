@@ -1,0 +1,49 @@
+/* The researcher's side of `tollfree sweep`: metrics, out-of-sample / walk-forward folds, and
+ * the HTML report (written by the Python package, which this launches). */
+#ifndef TF_CLI_RESEARCH_H
+#define TF_CLI_RESEARCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tollfree/kernel.h"
+
+/* A figure to rank combos by, computed from one combo's sweep outputs over n_bars. Higher is
+ * better for every metric. New kernel outputs become new rows of the table in research.c. */
+typedef struct tf_cli_metric {
+    const char *name;
+    const char *what;
+    double (*value)(double pnl, int64_t trades, int64_t n_bars);
+} tf_cli_metric;
+
+/* The metric called name, or NULL. */
+const tf_cli_metric *tf_cli_metric_find(const char *name);
+/* "pnl, avg_trade, trades" (for messages and --help). */
+const char *tf_cli_metric_names(void);
+
+/* How a sweep is split into folds. split in (0, 1): one fold, in-sample = the first
+ * floor(n * split) bars. folds >= 1: walk-forward, the bars cut into folds + 1 equal segments
+ * (the last takes the remainder); fold k trains on segment k-1 and tests on segment k. */
+typedef struct tf_cli_oos {
+    double split;
+    int folds;
+    const tf_cli_metric *metric;
+} tf_cli_oos;
+
+/* Runs every fold (each segment a cold-started sweep) and writes one CSV row per fold to f:
+ * the in-sample winner by the metric, its figures in and out of sample, and its rank out of
+ * sample among all combos. A verdict goes to stderr unless quiet. 0, or -1 after one line on
+ * stderr. */
+int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid, int64_t m,
+                   const tf_cli_oos *oos, const tf_sweep_opts *o, int reference, int quiet);
+
+/* Writes the HTML report by running `python3 -m tollfree.html_report` with args (NULL-terminated,
+ * without the program name), with the package and library beside this executable found for
+ * it. Returns the child's exit status (0 on success), or 1 after one line on stderr. */
+int tf_cli_report(char *const *args);
+
+/* Writes v[n] as raw f64 to a new file from the mkstemp template path (rewritten in place).
+ * 0, or -1 after one line on stderr (and no file left). */
+int tf_cli_write_tmp(const double *v, int64_t n, char *path);
+
+#endif

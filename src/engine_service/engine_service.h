@@ -1,0 +1,75 @@
+/* The order engine as a durable service (internal): `tollfree engine serve`
+ * (docs/engine-service.md).
+ *
+ * One thread, the connection layer's loop (src/net/), runs the sequencer: it takes OFL1 command
+ * frames from every connection, assigns command_seq, appends each command to DIR/commands.ofl,
+ * applies it to the engine, appends its events to DIR/events.ofl and holds the replies; once per
+ * loop turn (when no connection has more input, or a batch is full) it makes the commands
+ * durable at the configured level and only then releases the held replies, the unsolicited
+ * Trades and the feed datagrams. On start it rebuilds the engine from the journal (from the
+ * newest snapshot when there is one) and brings events.ofl in line with it.
+ */
+#ifndef TF_ENGINE_SERVICE_H
+#define TF_ENGINE_SERVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tollfree/engine.h"
+#include "tollfree/journal.h"
+
+#define TFES_MAX_LISTEN 8
+
+typedef struct tfes_config {
+    const char *dir;         /* --journal DIR (created when missing) */
+    const char *instruments; /* --instruments LIST (NULL: "1-16") */
+    const char *unix_paths[TFES_MAX_LISTEN];
+    int n_unix;
+    const char *tcp_addrs[TFES_MAX_LISTEN];
+    int n_tcp;
+    int durability;          /* tf_journal_durability: NONE, GROUP (default), EVERY */
+    const char *feed;        /* "udp:HOST:PORT" or NULL */
+    uint32_t max_orders;     /* 0: TF_ENGINE_DEFAULT_MAX_ORDERS */
+    uint64_t snapshot_every; /* commands between snapshots (0: never) */
+    int max_conns;           /* 0: 4096 */
+    int stall_timeout_s;     /* 0: never */
+    int idle_timeout_s;      /* 0: never */
+    uint64_t max_output;     /* bytes queued for one peer before it is closed (0: 4 MiB) */
+    int quiet;
+} tfes_config;
+
+/* What a run ends with (the JSON line of the CLI). */
+typedef struct tfes_summary {
+    uint64_t commands;         /* records in commands.ofl */
+    uint64_t events;           /* records in events.ofl */
+    uint64_t last_command_seq; /* the engine's */
+    uint64_t state_hash;
+} tfes_summary;
+
+void tfes_config_init(tfes_config *cfg);
+/* Recovers, serves until SIGINT/SIGTERM, makes everything durable. Returns 0 (and *out) after a
+ * clean shutdown, or a negative code (already printed) when it could not start or a journal
+ * write failed. */
+int tfes_run(const tfes_config *cfg, tfes_summary *out);
+
+/* ---- recovery (recover.c) ---- */
+
+typedef struct tfes_recovered {
+    tf_engine *engine;
+    tf_journal *commands; /* open for appending, valid prefix kept */
+    tf_journal *events;   /* the same, in line with the commands */
+    uint64_t session_id;
+    uint64_t replayed; /* commands applied on start (after the snapshot, if one was used) */
+    int from_snapshot;
+} tfes_recovered;
+
+/* Opens DIR's journals (creating them), loads the snapshot when it is usable, replays the
+ * commands after it, cuts or completes events.ofl, and reports what it did on stderr (with the
+ * prefix `name`). Returns 0 or a negative code (printed). */
+int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out);
+void tfes_recovered_fini(tfes_recovered *r);
+
+/* DIR/NAME into buf (4096 bytes). */
+void tfes_path(char *buf, size_t cap, const char *dir, const char *name);
+
+#endif

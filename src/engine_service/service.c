@@ -1,0 +1,737 @@
+/* The engine service's sequencer on the connection layer (docs/engine-service.md).
+ *
+ * Invariant: no byte of a command's reply (and no unsolicited Trade, no feed datagram) leaves
+ * before the command is durable at the configured level. Replies are built into a per-connection
+ * `held` buffer while commands are applied; commit() makes the batch durable (one fdatasync for
+ * the group), then hands every held buffer to the connection layer in one piece, so a reply is
+ * never split and an unsolicited Trade always falls between two whole replies.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "engine_service/engine_service.h"
+#include "net/net.h"
+#include "tollfree/datagram.h"
+
+#define NAME "tollfree engine serve"
+#define SINK_EVENTS 1024
+#define BATCH_COMMANDS 16384 /* commit at least this often under a continuous flood */
+#define IBUF_BYTES (32 << 10)
+
+typedef struct es_conn {
+    tfn_conn *c;
+    uint32_t slot, gen;
+    uint64_t id;
+    uint8_t *held;
+    size_t held_len, held_cap;
+    int dirty; /* on the service's dirty list */
+    uint8_t frame[TF_OFL_MAX_FRAME];
+    size_t frame_len;
+    uint64_t commands, rejected_frames;
+} es_conn;
+
+typedef struct slot {
+    es_conn *conn;
+    uint32_t gen;
+} slot;
+
+/* order_id -> (gen << 32 | slot) of the connection that placed a live order: open addressing,
+ * linear probing, backward-shift deletion, load <= 1/2. It starts small and doubles with the
+ * live orders (up to 2 x max_orders slots): a table sized for a million orders up front would
+ * miss the cache on every probe while a handful rest. */
+typedef struct route {
+    uint64_t order_id; /* 0: empty */
+    uint64_t owner;
+} route;
+
+typedef struct touched {
+    uint8_t kind;
+    uint64_t a, b;
+} touched;
+
+typedef struct svc {
+    tfes_config cfg;
+    tfes_recovered r;
+    tfn_loop *lp;
+    int failed; /* a journal write failed: stop, release nothing more */
+    /* connections */
+    slot *slots;
+    uint32_t nslots, *free_slots, nfree;
+    uint64_t next_conn_id;
+    uint32_t *dirty;
+    uint32_t ndirty;
+    /* routes */
+    route *routes;
+    uint64_t route_mask, route_count, route_max;
+    /* the command being applied */
+    es_conn *sender;
+    tf_ofl_msg sink_buf[SINK_EVENTS];
+    touched *touched;
+    size_t ntouched, touched_cap;
+    uint64_t batch_commands; /* applied since the last commit */
+    size_t held_limit;       /* a connection holding more than this forces a commit */
+    int must_commit;
+    uint64_t next_snapshot;
+    /* feed */
+    tf_dgram_sender *feed;
+    tf_ofl_msg *feed_q;
+    size_t feed_n, feed_cap;
+    uint64_t feed_errors;
+} svc;
+
+void tfes_config_init(tfes_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->durability = TF_JOURNAL_GROUP;
+    cfg->max_orders = TF_ENGINE_DEFAULT_MAX_ORDERS;
+    cfg->stall_timeout_s = 60;
+}
+
+/* ---------------------------------------------------------------- routes */
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static void route_insert(route *t, uint64_t mask, uint64_t order_id, uint64_t owner, int *added)
+{
+    uint64_t i = mix(order_id) & mask;
+    while (t[i].order_id && t[i].order_id != order_id)
+        i = (i + 1) & mask;
+    *added = !t[i].order_id;
+    t[i].order_id = order_id;
+    t[i].owner = owner;
+}
+
+static int route_put(svc *s, uint64_t order_id, uint64_t owner)
+{
+    if (2 * (s->route_count + 1) > s->route_mask + 1 && s->route_mask + 1 < s->route_max) {
+        uint64_t cap = 2 * (s->route_mask + 1);
+        route *t = calloc(cap, sizeof *t);
+        if (!t)
+            return TF_E_NOMEM;
+        int added;
+        for (uint64_t i = 0; i <= s->route_mask; i++)
+            if (s->routes[i].order_id)
+                route_insert(t, cap - 1, s->routes[i].order_id, s->routes[i].owner, &added);
+        free(s->routes);
+        s->routes = t;
+        s->route_mask = cap - 1;
+    }
+    int added;
+    route_insert(s->routes, s->route_mask, order_id, owner, &added);
+    s->route_count += (uint64_t)added;
+    return 0;
+}
+
+static int route_get(const svc *s, uint64_t order_id, uint64_t *owner)
+{
+    uint64_t i = mix(order_id) & s->route_mask;
+    while (s->routes[i].order_id) {
+        if (s->routes[i].order_id == order_id) {
+            *owner = s->routes[i].owner;
+            return 1;
+        }
+        i = (i + 1) & s->route_mask;
+    }
+    return 0;
+}
+
+static void route_del(svc *s, uint64_t order_id)
+{
+    uint64_t m = s->route_mask, i = mix(order_id) & m;
+    while (s->routes[i].order_id && s->routes[i].order_id != order_id)
+        i = (i + 1) & m;
+    if (!s->routes[i].order_id)
+        return;
+    /* Backward-shift: move later entries of the cluster into the hole when their home allows. */
+    uint64_t j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!s->routes[j].order_id)
+            break;
+        uint64_t home = mix(s->routes[j].order_id) & m;
+        if (((j - home) & m) >= ((j - i) & m)) {
+            s->routes[i] = s->routes[j];
+            i = j;
+        }
+    }
+    s->routes[i].order_id = 0;
+    s->route_count--;
+}
+
+static es_conn *owner_conn(svc *s, uint64_t owner)
+{
+    uint32_t sl = (uint32_t)owner, gen = (uint32_t)(owner >> 32);
+    if (sl >= s->nslots || s->slots[sl].gen != gen)
+        return NULL;
+    return s->slots[sl].conn;
+}
+
+/* ---------------------------------------------------------------- held replies */
+
+static int held_add(svc *s, es_conn *ec, const void *p, size_t n)
+{
+    if (ec->held_cap - ec->held_len < n) {
+        size_t cap = ec->held_cap ? ec->held_cap * 2 : 4096;
+        while (cap - ec->held_len < n)
+            cap *= 2;
+        uint8_t *b = realloc(ec->held, cap);
+        if (!b)
+            return TF_E_NOMEM;
+        ec->held = b;
+        ec->held_cap = cap;
+    }
+    memcpy(ec->held + ec->held_len, p, n);
+    ec->held_len += n;
+    if (ec->held_len > s->held_limit)
+        s->must_commit = 1; /* stay well below the connection's output limit */
+    if (!ec->dirty) {
+        ec->dirty = 1;
+        s->dirty[s->ndirty++] = ec->slot;
+    }
+    return 0;
+}
+
+static int held_msg(svc *s, es_conn *ec, const tf_ofl_msg *m)
+{
+    uint8_t f[TF_OFL_MAX_FRAME];
+    int n = tf_ofl_frame_encode(f, sizeof f, m);
+    return n < 0 ? n : held_add(s, ec, f, (size_t)n);
+}
+
+static int held_heartbeat(svc *s, es_conn *ec, uint64_t journal_seq)
+{
+    tf_ofl_msg hb = {.kind = TF_OFL_HEARTBEAT, .journal_seq = journal_seq};
+    return held_msg(s, ec, &hb);
+}
+
+/* ---------------------------------------------------------------- commit */
+
+static void fail(svc *s, const char *what, int rc)
+{
+    if (s->failed)
+        return;
+    s->failed = rc ? rc : TF_E_OFL_JOURNAL_FAILED;
+    tfn_log(s->lp, 1, "fatal: %s: %s: stopping (replies of unsynced commands are not sent)", what,
+            tf_strerror(rc));
+    tfn_loop_stop(s->lp, "journal failure");
+}
+
+static void maybe_snapshot(svc *s)
+{
+    if (!s->cfg.snapshot_every)
+        return;
+    tf_engine_counters c;
+    tf_engine_get_counters(s->r.engine, &c);
+    if (c.last_command_seq < s->next_snapshot)
+        return;
+    s->next_snapshot = c.last_command_seq + s->cfg.snapshot_every;
+    /* events.ofl must reach the snapshot for a start from it (recover.c). */
+    int rc = tf_journal_sync(s->r.events);
+    if (rc) {
+        fail(s, "events.ofl", rc);
+        return;
+    }
+    char path[4096];
+    tfes_path(path, sizeof path, s->cfg.dir, "snapshot.tfs");
+    rc = tf_engine_snapshot_save(s->r.engine, path);
+    if (rc)
+        tfn_log(s->lp, 1, "snapshot at command_seq %llu failed: %s (the journal is unharmed)",
+                (unsigned long long)c.last_command_seq, tf_strerror(rc));
+}
+
+/* Makes the batch durable, then releases it. */
+static void commit(svc *s)
+{
+    if (s->failed)
+        return;
+    if (s->batch_commands) {
+        int rc = s->cfg.durability == TF_JOURNAL_NONE ? tf_journal_flush(s->r.commands)
+                                                      : tf_journal_sync(s->r.commands);
+        if (rc) {
+            fail(s, "commands.ofl", rc);
+            return;
+        }
+        /* Events go to the kernel with each group (readers of events.ofl see them); they are
+         * synced at shutdown and before snapshots, and rebuilt from the commands on start. */
+        if ((rc = tf_journal_flush(s->r.events))) {
+            fail(s, "events.ofl", rc);
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < s->ndirty; i++) {
+        slot *sl = &s->slots[s->dirty[i]];
+        es_conn *ec = sl->conn;
+        if (!ec)
+            continue;
+        ec->dirty = 0;
+        if (ec->held_len)
+            tfn_conn_send(ec->c, ec->held, ec->held_len); /* over the limit: closed by the layer */
+        ec->held_len = 0;
+        if (ec->held_cap > (1u << 20)) {
+            free(ec->held);
+            ec->held = NULL;
+            ec->held_cap = 0;
+        }
+    }
+    s->ndirty = 0;
+    if (s->feed_n) {
+        for (size_t off = 0; off < s->feed_n;) {
+            int n = tf_dgram_send(s->feed, s->feed_q + off, s->feed_n - off);
+            if (n <= 0) {
+                /* UDP: nobody listening or a full buffer. The feed is best effort; gaps are
+                 * filled from events.ofl by the reader. */
+                if (!s->feed_errors++ || s->feed_errors % 100000 == 0)
+                    tfn_log_limited(s->lp, "feed: %s (%llu send failures so far)",
+                                    tf_strerror(n ? n : -EAGAIN),
+                                    (unsigned long long)s->feed_errors);
+                break;
+            }
+            off += (size_t)n;
+        }
+        s->feed_n = 0;
+    }
+    if (s->batch_commands) {
+        s->batch_commands = 0;
+        maybe_snapshot(s);
+    }
+}
+
+static void before_sleep(tfn_loop *lp, void *ud, int more)
+{
+    (void)lp;
+    svc *s = ud;
+    if (!s->batch_commands && !s->ndirty)
+        return;
+    if (more && s->batch_commands < BATCH_COMMANDS && !s->must_commit)
+        return; /* more input is waiting: let it join this group */
+    s->must_commit = 0;
+    commit(s);
+}
+
+/* ---------------------------------------------------------------- applying a command */
+
+static int touch(svc *s, uint8_t kind, uint64_t a, uint64_t b)
+{
+    if (s->ntouched == s->touched_cap) {
+        size_t cap = s->touched_cap ? s->touched_cap * 2 : 256;
+        touched *t = realloc(s->touched, cap * sizeof *t);
+        if (!t)
+            return TF_E_NOMEM;
+        s->touched = t;
+        s->touched_cap = cap;
+    }
+    s->touched[s->ntouched++] = (touched){kind, a, b};
+    return 0;
+}
+
+static int feed_push(svc *s, const tf_ofl_msg *ev)
+{
+    if (s->feed_n == s->feed_cap) {
+        size_t cap = s->feed_cap ? s->feed_cap * 2 : 1024;
+        tf_ofl_msg *q = realloc(s->feed_q, cap * sizeof *q);
+        if (!q)
+            return TF_E_NOMEM;
+        s->feed_q = q;
+        s->feed_cap = cap;
+    }
+    s->feed_q[s->feed_n++] = *ev;
+    return 0;
+}
+
+/* The engine's sink: journal each event, add it to the sender's reply, route Trades. */
+static int on_events(void *ctx, const tf_ofl_msg *ev, size_t n)
+{
+    svc *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        tf_ofl_msg m = ev[i];
+        uint64_t seq;
+        int rc = tf_journal_append(s->r.events, &m, &seq);
+        if (rc) {
+            fail(s, "events.ofl", rc);
+            return rc;
+        }
+        m.journal_seq = seq;
+        if ((rc = held_msg(s, s->sender, &m)))
+            return rc;
+        if (s->feed) {
+            m.session_id = s->r.session_id;
+            if ((rc = feed_push(s, &m)))
+                return rc;
+        }
+        switch (m.kind) {
+        case TF_OFL_ACCEPTED:
+            rc = touch(s, m.kind, m.accepted.order_id, 0);
+            break;
+        case TF_OFL_REPLACED:
+            rc = touch(s, m.kind, m.replaced.order_id, 0);
+            break;
+        case TF_OFL_CANCELED:
+            rc = touch(s, m.kind, m.canceled.order_id, 0);
+            break;
+        case TF_OFL_TRADE: {
+            uint64_t owner;
+            if (route_get(s, m.trade.maker_order_id, &owner)) {
+                es_conn *maker = owner_conn(s, owner);
+                if (maker && maker != s->sender && (rc = held_msg(s, maker, &m)))
+                    return rc;
+            }
+            rc = touch(s, m.kind, m.trade.maker_order_id, m.trade.taker_order_id);
+            break;
+        }
+        default:
+            break;
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* After a command: who owns each order that is live now; forget the ones that are not. */
+static int update_routes(svc *s, es_conn *ec)
+{
+    int rc = 0;
+    for (size_t i = 0; i < s->ntouched; i++) {
+        const touched *t = &s->touched[i];
+        tf_engine_order o;
+        uint64_t ids[2] = {t->a, t->b};
+        for (int k = 0; k < (t->kind == TF_OFL_TRADE ? 2 : 1); k++) {
+            int live = tf_engine_find_order(s->r.engine, ids[k], &o) == 1;
+            if (t->kind == TF_OFL_ACCEPTED && live && !rc)
+                rc = route_put(s, ids[k], (uint64_t)ec->gen << 32 | ec->slot);
+            else if (!live)
+                route_del(s, ids[k]);
+        }
+    }
+    s->ntouched = 0;
+    return rc;
+}
+
+static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd)
+{
+    tf_engine_counters c;
+    tf_engine_get_counters(s->r.engine, &c);
+    uint64_t seq = c.last_command_seq + 1;
+    /* Every command payload starts with command_seq: the sequencer's, never the client's. */
+    cmd->new_limit.command_seq = seq;
+    int rc = tf_journal_append(s->r.commands, cmd, NULL);
+    if (!rc && s->cfg.durability == TF_JOURNAL_EVERY)
+        rc = tf_journal_sync(s->r.commands);
+    if (rc) {
+        fail(s, "commands.ofl", rc);
+        return;
+    }
+    s->sender = ec;
+    tf_engine_sink sink = {.ev = s->sink_buf, .cap = SINK_EVENTS, .flush = on_events, .ctx = s};
+    rc = tf_engine_apply(s->r.engine, cmd, &sink);
+    if (rc >= 0 && sink.n)
+        rc = on_events(s, s->sink_buf, sink.n);
+    if (rc < 0) {
+        fail(s, "applying a command", rc);
+        return;
+    }
+    if ((rc = update_routes(s, ec)) || (rc = held_heartbeat(s, ec, seq)))
+        fail(s, "a reply", rc);
+    ec->commands++;
+    s->batch_commands++;
+}
+
+/* ---------------------------------------------------------------- the connection operations */
+
+static svc *conn_svc(const tfn_conn *c)
+{
+    return tfn_loop_ud(tfn_conn_loop(c));
+}
+
+/* A peer broke the framing: say why (rate-limited), send what it is owed, close. */
+static int bad_frame(tfn_conn *c, es_conn *ec, const char *what)
+{
+    tfn_log_limited(tfn_conn_loop(c), "conn %llu (%s): bad frame: %s: closing the connection",
+                    (unsigned long long)ec->id, tfn_conn_transport(c), what);
+    ec->rejected_frames++;
+    tfn_conn_close(c, "closed after a bad frame");
+    return -1;
+}
+
+static int es_open(tfn_conn *c)
+{
+    svc *s = conn_svc(c);
+    if (!s->nfree || s->failed)
+        return TF_E_LIMIT;
+    es_conn *ec = calloc(1, sizeof *ec);
+    if (!ec)
+        return TF_E_NOMEM;
+    uint32_t sl = s->free_slots[--s->nfree];
+    ec->c = c;
+    ec->slot = sl;
+    ec->gen = ++s->slots[sl].gen;
+    ec->id = ++s->next_conn_id;
+    s->slots[sl].conn = ec;
+    tfn_conn_set_data(c, ec);
+    return 0;
+}
+
+static void es_close(tfn_conn *c, const char *why)
+{
+    svc *s = conn_svc(c);
+    es_conn *ec = tfn_conn_data(c);
+    if (!ec)
+        return;
+    /* Ordinary ends are not logged (1,000 clients would flood stderr); a bad frame was. */
+    if (strcmp(why, "peer closed") && strcmp(why, "closed after a bad frame") &&
+        strcmp(why, "server shutting down"))
+        tfn_log_limited(s->lp, "conn %llu (%s): closed (%s), %llu commands",
+                        (unsigned long long)ec->id, tfn_conn_transport(c), why,
+                        (unsigned long long)ec->commands);
+    /* Its routes go stale with the generation; its held replies are dropped (it is gone). */
+    s->slots[ec->slot].conn = NULL;
+    s->slots[ec->slot].gen++;
+    s->free_slots[s->nfree++] = ec->slot;
+    free(ec->held);
+    free(ec);
+}
+
+static int es_busy(tfn_conn *c)
+{
+    es_conn *ec = tfn_conn_data(c);
+    return ec->held_len > 0;
+}
+
+static int es_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
+{
+    es_conn *ec = tfn_conn_data(c);
+    if (avail < 2)
+        return 2;
+    unsigned flen = (unsigned)p[0] | (unsigned)p[1] << 8;
+    char what[128];
+    if (flen < TF_OFL_FRAME_LEN_BASE) {
+        snprintf(what, sizeof what, "frame_len %u below %u", flen, TF_OFL_FRAME_LEN_BASE);
+        return bad_frame(c, ec, what);
+    }
+    if (2 + flen > TF_OFL_MAX_FRAME) {
+        snprintf(what, sizeof what, "frame_len %u above the OFL1 cap of %u bytes a frame", flen,
+                 TF_OFL_MAX_FRAME);
+        return bad_frame(c, ec, what);
+    }
+    if (avail < 2 + flen)
+        return (int)(2 + flen);
+    memcpy(ec->frame, p, 2 + flen);
+    ec->frame_len = 2 + flen;
+    h->consume = 2 + flen;
+    h->body_len = 0;
+    h->body = NULL;
+    return 0;
+}
+
+static int es_frame(tfn_conn *c, int where)
+{
+    (void)where;
+    svc *s = conn_svc(c);
+    es_conn *ec = tfn_conn_data(c);
+    if (s->failed)
+        return -1;
+    const uint8_t *f = ec->frame;
+    unsigned kind = f[2];
+    int psize = tf_ofl_payload_size((int)kind);
+    char what[128];
+    if (psize < 0) {
+        snprintf(what, sizeof what, "%s kind 0x%02x",
+                 psize == TF_E_OFL_RESERVED_KIND ? "reserved" : "unknown", kind);
+        return bad_frame(c, ec, what);
+    }
+    if (kind < TF_OFL_NEW_LIMIT || kind > TF_OFL_REPLACE) {
+        snprintf(what, sizeof what, "%s (kind 0x%02x) sent as a command",
+                 kind == TF_OFL_HEARTBEAT ? "a Heartbeat" : "an event", kind);
+        return bad_frame(c, ec, what);
+    }
+    if (ec->frame_len - TF_OFL_FRAME_HEADER_LEN != (size_t)psize) {
+        snprintf(what, sizeof what, "%s (kind 0x%02x) with %u payload bytes, not %d",
+                 tf_ofl_kind_name((int)kind), kind,
+                 (unsigned)(ec->frame_len - TF_OFL_FRAME_HEADER_LEN), psize);
+        return bad_frame(c, ec, what);
+    }
+    tf_ofl_msg cmd;
+    int rc = tf_ofl_frame_decode(f, ec->frame_len, &cmd);
+    if (rc == TF_E_OFL_INVALID_SIDE) {
+        /* A whole, well-framed command that does not decode: never journaled; the sender gets
+         * Rejected(Other) with event_seq 0 and command_seq 0, then Heartbeat(0). */
+        uint64_t coid = 0;
+        if (kind == TF_OFL_NEW_LIMIT || kind == TF_OFL_NEW_MARKET)
+            memcpy(&coid, f + TF_OFL_FRAME_HEADER_LEN + 16, 8); /* client_order_id, LE */
+        tf_ofl_msg rej = {.kind = TF_OFL_REJECTED};
+        rej.rejected.client_order_id = le64toh(coid);
+        rej.rejected.reason = TF_OFL_REASON_OTHER;
+        if (held_msg(s, ec, &rej) || held_heartbeat(s, ec, 0))
+            return -1;
+        tfn_log_limited(s->lp, "conn %llu (%s): %s: answered Rejected(Other)",
+                        (unsigned long long)ec->id, tfn_conn_transport(c), tf_strerror(rc));
+        return 0;
+    }
+    if (rc < 0) {
+        snprintf(what, sizeof what, "%s (kind 0x%02x) does not decode: %s",
+                 tf_ofl_kind_name((int)kind), kind, tf_strerror(rc));
+        return bad_frame(c, ec, what);
+    }
+    apply_command(s, ec, &cmd);
+    return s->failed ? -1 : 0;
+}
+
+static const tfn_ops es_ops = {
+    .ibuf_bytes = IBUF_BYTES,
+    .max_head = TF_OFL_MAX_FRAME,
+    .on_open = es_open,
+    .head = es_head,
+    .frame = es_frame,
+    .busy = es_busy,
+    .on_close = es_close,
+};
+
+/* ---------------------------------------------------------------- run */
+
+static int open_feed(svc *s)
+{
+    const char *f = s->cfg.feed;
+    if (strncmp(f, "udp:", 4) != 0)
+        return TF_E_INVALID_ARG;
+    f += 4;
+    const char *colon = strrchr(f, ':');
+    if (!colon || colon == f)
+        return TF_E_INVALID_ARG;
+    char host[256];
+    size_t hl = (size_t)(colon - f);
+    if (f[0] == '[' && hl >= 2 && f[hl - 1] == ']') {
+        f++;
+        hl -= 2;
+    }
+    if (hl >= sizeof host)
+        return TF_E_INVALID_ARG;
+    memcpy(host, f, hl);
+    host[hl] = 0;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || port < 1 || port > 65535)
+        return TF_E_INVALID_ARG;
+    return tf_dgram_sender_open(host, (uint16_t)port, s->r.session_id, &s->feed);
+}
+
+static int setup(svc *s)
+{
+    int max_conns = s->cfg.max_conns > 0 ? s->cfg.max_conns : 4096;
+    s->nslots = (uint32_t)max_conns;
+    s->slots = calloc(s->nslots, sizeof *s->slots);
+    s->free_slots = calloc(s->nslots, sizeof *s->free_slots);
+    s->dirty = calloc(s->nslots, sizeof *s->dirty);
+    uint32_t max_orders = s->cfg.max_orders ? s->cfg.max_orders : TF_ENGINE_DEFAULT_MAX_ORDERS;
+    s->route_max = 16;
+    while (s->route_max < 2 * (uint64_t)max_orders)
+        s->route_max *= 2;
+    s->route_mask = (s->route_max < 4096 ? s->route_max : 4096) - 1;
+    s->routes = calloc(s->route_mask + 1, sizeof *s->routes);
+    if (!s->slots || !s->free_slots || !s->dirty || !s->routes)
+        return TF_E_NOMEM;
+    for (uint32_t i = 0; i < s->nslots; i++)
+        s->free_slots[i] = s->nslots - 1 - i;
+    s->nfree = s->nslots;
+    /* 1,000 clients and more: take the hard limit of open files. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return 0;
+}
+
+static void teardown(svc *s)
+{
+    free(s->slots);
+    free(s->free_slots);
+    free(s->dirty);
+    free(s->routes);
+    free(s->touched);
+    free(s->feed_q);
+    tf_dgram_sender_close(s->feed);
+}
+
+int tfes_run(const tfes_config *cfg, tfes_summary *out)
+{
+    svc *s = calloc(1, sizeof *s);
+    if (!s)
+        return TF_E_NOMEM;
+    s->cfg = *cfg;
+    s->held_limit = (cfg->max_output ? (size_t)cfg->max_output : (size_t)4 << 20) / 8;
+    tfn_config nc = {
+        .name = NAME,
+        .quiet = cfg->quiet,
+        .max_conns = cfg->max_conns,
+        .stall_timeout_s = cfg->stall_timeout_s,
+        .idle_timeout_s = cfg->idle_timeout_s,
+        .out_max = cfg->max_output ? (size_t)cfg->max_output : (size_t)4 << 20,
+        .frames_per_turn = 512,
+        .workers = 0,
+        .drain_on_stop = 1,
+        .before_sleep = before_sleep,
+        .ud = s,
+    };
+    /* Signals first (no thread exists yet), then the journals: a SIGTERM during a long replay
+     * waits in the signalfd and stops the service once it is up. */
+    int rc = tfn_loop_open(&nc, &s->lp);
+    if (!rc)
+        rc = setup(s);
+    if (!rc)
+        rc = tfes_recover(cfg, NAME, &s->r);
+    if (!rc) {
+        tf_engine_counters c;
+        tf_engine_get_counters(s->r.engine, &c);
+        s->next_snapshot = c.last_command_seq + cfg->snapshot_every;
+        tfn_log(s->lp, 1,
+                "journal %s: %llu commands (%llu replayed%s), %llu events, %llu resting orders, "
+                "last_command_seq %llu, state_hash 0x%016llx",
+                cfg->dir, (unsigned long long)tf_journal_next_seq(s->r.commands),
+                (unsigned long long)s->r.replayed, s->r.from_snapshot ? " after the snapshot" : "",
+                (unsigned long long)tf_journal_next_seq(s->r.events),
+                (unsigned long long)c.resting_orders, (unsigned long long)c.last_command_seq,
+                (unsigned long long)tf_engine_state_hash(s->r.engine));
+    }
+    if (!rc && cfg->feed && (rc = open_feed(s)))
+        tfn_log(s->lp, 1, "error: --feed %s: %s", cfg->feed, tf_strerror(rc));
+    for (int i = 0; !rc && i < cfg->n_unix; i++)
+        rc = tfn_listen_unix(s->lp, cfg->unix_paths[i], "unix", &es_ops, 0);
+    for (int i = 0; !rc && i < cfg->n_tcp; i++)
+        rc = tfn_listen_tcp(s->lp, cfg->tcp_addrs[i], &es_ops);
+    if (!rc)
+        rc = tfn_loop_run(s->lp);
+    if (!rc && s->failed)
+        rc = s->failed;
+    tfn_loop_close(s->lp); /* every connection is closed: nothing is held any more */
+    if (!rc) {
+        /* Everything taken is durable before the summary says so. */
+        int r1 = tf_journal_sync(s->r.commands);
+        int r2 = tf_journal_sync(s->r.events);
+        rc = r1 ? r1 : r2;
+        if (rc)
+            fprintf(stderr, "%s: final sync: %s\n", NAME, tf_strerror(rc));
+    }
+    if (!rc) {
+        tf_engine_counters c;
+        tf_engine_get_counters(s->r.engine, &c);
+        out->commands = tf_journal_next_seq(s->r.commands);
+        out->events = tf_journal_next_seq(s->r.events);
+        out->last_command_seq = c.last_command_seq;
+        out->state_hash = tf_engine_state_hash(s->r.engine);
+        fprintf(stderr, "%s: stopped\n", NAME);
+    }
+    tfes_recovered_fini(&s->r);
+    teardown(s);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,1414 @@
+/* The connection layer (net.h): event loop, listeners, connection state machine, bounded output,
+ * worker pool, stdio, stall/idle timeouts, signals and shutdown.
+ *
+ * Sockets are non-blocking and registered edge-triggered once (EPOLLIN | EPOLLRDHUP); EPOLLOUT is
+ * added only while output is blocked, so a client reading its replies never wakes the loop for
+ * nothing. A short read is taken to mean "drained" (saving one recv that would say EAGAIN) only
+ * while the peer has not signalled its end: once EPOLLRDHUP or EPOLLHUP was seen the connection
+ * reads until 0, so a FIN that arrives in the same edge as the last data is never missed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/net.h"
+#include "tollfree/error.h"
+
+enum { IN_HEAD, IN_BODY };
+enum { TAG_SIGNAL = 1, TAG_DONE = 2, TAG_STDIO = 3, TAG_LISTEN = 16 };
+
+/* Output buffers above this are freed once empty instead of kept. */
+#define OBUF_KEEP ((size_t)64 << 10)
+#define LOG_PER_SEC 20
+
+struct tfn_conn {
+    tfn_loop *lp;
+    const tfn_ops *ops;
+    void *data;
+    const char *transport;
+    int rfd, wfd;
+    int pass_fds, is_sock, blocking;
+    int drained; /* the last read came back short or EAGAIN: wait for the next edge */
+    int rdhup;   /* the peer signalled its end: never trust a short read again */
+    int eof;     /* read returned 0 */
+    int state;
+    uint8_t *ibuf;
+    size_t icap, ipos, iend;
+    uint8_t *body; /* NULL: drop the body */
+    uint64_t body_len, got;
+    /* output: obuf[opos..oend), then zc[izc..nzc) from zc_off into zc[izc] */
+    uint8_t *obuf;
+    size_t ocap, opos, oend;
+    struct iovec zc[TFN_MAX_ZC];
+    int nzc, izc;
+    size_t zc_off;
+    int closing; /* read nothing more; close once output is out */
+    int doomed;  /* close at the next chance, output or not */
+    const char *why;
+    int parked, dead, want_out, in_ready;
+    int64_t last_io_ns;
+    int last_outq;                /* bytes the peer had not read at the last tick (SIOCOUTQ) */
+    int64_t outq_since_ns;        /* since when that backlog has not shrunk */
+    struct tfn_conn *prev, *next; /* every live socket connection */
+    struct tfn_conn *qnext;       /* worker queue, done list, ready list, graveyard */
+};
+
+typedef struct listener {
+    int fd;
+    const tfn_ops *ops;
+    const char *label;
+    int pass_fds;
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    dev_t dev;
+    ino_t ino;
+} listener;
+
+struct tfn_loop {
+    tfn_config cfg;
+    int ep, sig_fd, done_efd, stdio_efd, stop_efd;
+    sigset_t old_mask;
+    struct sigaction old_pipe;
+    listener ls[TFN_MAX_LISTEN];
+    int nls;
+    tfn_conn *conns;
+    int nconns;
+    tfn_conn *ready, *ready_tail;
+    tfn_conn *grave;
+    int stopping;
+    int stopping_flag; /* atomic copy of `stopping` for the workers and stdio */
+    int64_t stop_deadline_ns;
+    int parked;
+    /* worker pool */
+    pthread_t *workers;
+    int nworkers;
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;
+    tfn_conn *qhead, *qtail;
+    int qstop;
+    pthread_mutex_t dlock;
+    tfn_conn *dhead;
+    /* stdio */
+    const tfn_ops *stdio_ops;
+    pthread_t stdio_thr;
+    int stdio_started, stdio_done;
+    /* tfn_log_limited */
+    pthread_mutex_t log_lock;
+    int64_t log_sec;
+    int log_count;
+    uint64_t log_dropped;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void stat_add(uint64_t *ctr, int64_t n)
+{
+    if (ctr)
+        __atomic_fetch_add(ctr, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------- logging */
+
+static void log_line(tfn_loop *lp, const char *prefix, const char *fmt, va_list ap)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof line, "%s: %s", lp->cfg.name ? lp->cfg.name : "tollfree",
+                     prefix ? prefix : "");
+    if (n < 0)
+        n = 0;
+    if ((size_t)n > sizeof line / 2)
+        n = (int)(sizeof line / 2);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    /* One write per line so lines from different threads never interleave. */
+    ssize_t w = write(2, line, len);
+    (void)w;
+}
+
+void tfn_log(tfn_loop *lp, int always, const char *fmt, ...)
+{
+    if (!always && lp->cfg.quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(lp, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void tfn_log_limited(tfn_loop *lp, const char *fmt, ...)
+{
+    if (lp->cfg.quiet)
+        return;
+    int64_t sec = now_ns() / 1000000000ll;
+    uint64_t dropped = 0;
+    pthread_mutex_lock(&lp->log_lock);
+    if (sec != lp->log_sec) {
+        lp->log_sec = sec;
+        lp->log_count = 0;
+    }
+    int go = lp->log_count < LOG_PER_SEC;
+    if (go) {
+        lp->log_count++;
+        dropped = lp->log_dropped;
+        lp->log_dropped = 0;
+    } else {
+        lp->log_dropped++;
+    }
+    pthread_mutex_unlock(&lp->log_lock);
+    if (!go)
+        return;
+    char prefix[96] = "";
+    if (dropped)
+        snprintf(prefix, sizeof prefix, "(%llu similar lines left out) ",
+                 (unsigned long long)dropped);
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(lp, prefix, fmt, ap);
+    va_end(ap);
+}
+
+/* ---------------------------------------------------------------- accessors */
+
+void *tfn_conn_data(const tfn_conn *c)
+{
+    return c->data;
+}
+
+void tfn_conn_set_data(tfn_conn *c, void *data)
+{
+    c->data = data;
+}
+
+tfn_loop *tfn_conn_loop(const tfn_conn *c)
+{
+    return c->lp;
+}
+
+const char *tfn_conn_transport(const tfn_conn *c)
+{
+    return c->transport;
+}
+
+int tfn_conn_fd(const tfn_conn *c)
+{
+    return c->rfd;
+}
+
+void tfn_conn_set_ops(tfn_conn *c, const tfn_ops *ops)
+{
+    c->ops = ops;
+}
+
+int tfn_loop_stopping(const tfn_loop *lp)
+{
+    return __atomic_load_n(&lp->stopping_flag, __ATOMIC_ACQUIRE);
+}
+
+int tfn_loop_conns(const tfn_loop *lp)
+{
+    return lp->nconns;
+}
+
+void *tfn_loop_ud(const tfn_loop *lp)
+{
+    return lp->cfg.ud;
+}
+
+/* ---------------------------------------------------------------- I/O primitives */
+
+static int out_pending(const tfn_conn *c)
+{
+    return c->opos < c->oend || c->izc < c->nzc;
+}
+
+/* Reads up to n bytes. >0 bytes, 0 EOF, -EAGAIN, -ECANCELED (stopping, blocking mode), -errno. */
+static ssize_t conn_read(tfn_conn *c, void *buf, size_t n)
+{
+    tfn_loop *lp = c->lp;
+    for (;;) {
+        if (c->blocking) {
+            struct pollfd pf[2] = {{c->rfd, POLLIN, 0}, {lp->stop_efd, POLLIN, 0}};
+            int pr = poll(pf, 2, -1);
+            if (pr < 0 && errno == EINTR)
+                continue;
+            if (pf[1].revents)
+                return -ECANCELED;
+        }
+        ssize_t r;
+        int got_fd = 0;
+        if (c->pass_fds) {
+            union {
+                char buf[CMSG_SPACE(sizeof(int) * 8)];
+                struct cmsghdr align;
+            } cm;
+            struct iovec iov = {buf, n};
+            struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+            mh.msg_control = cm.buf;
+            mh.msg_controllen = sizeof cm.buf;
+            r = recvmsg(c->rfd, &mh, MSG_CMSG_CLOEXEC);
+            if (r >= 0) {
+                for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
+                    if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+                        continue;
+                    size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                    for (size_t i = 0; i < k; i++) {
+                        int fd;
+                        memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
+                        if (c->ops->on_fd)
+                            c->ops->on_fd(c, fd);
+                        else
+                            close(fd);
+                        got_fd = 1;
+                    }
+                }
+            }
+        } else if (c->is_sock) {
+            r = recv(c->rfd, buf, n, 0);
+        } else {
+            r = read(c->rfd, buf, n);
+        }
+        if (r > 0) {
+            /* A short read drained the socket, unless it stopped at an fd boundary or the peer
+             * has signalled its end (then only a read of 0 tells that everything was taken). */
+            c->drained = !c->blocking && (size_t)r < n && !got_fd && !c->rdhup;
+            c->last_io_ns = now_ns();
+            stat_add(lp->cfg.stat_bytes_in, r);
+            return r;
+        }
+        if (r == 0) {
+            c->eof = 1;
+            return 0;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (c->blocking)
+                continue; /* a non-blocking stdin: poll again */
+            c->drained = 1;
+            return -EAGAIN;
+        }
+        return -errno;
+    }
+}
+
+/* Sends queued output. 1 all sent, 0 would block, <0 failed. */
+static int conn_flush(tfn_conn *c)
+{
+    tfn_loop *lp = c->lp;
+    while (out_pending(c)) {
+        struct iovec iov[1 + TFN_MAX_ZC];
+        int n = 0;
+        if (c->opos < c->oend) {
+            iov[n].iov_base = c->obuf + c->opos;
+            iov[n].iov_len = c->oend - c->opos;
+            n++;
+        }
+        for (int i = c->izc; i < c->nzc; i++) {
+            size_t skip = i == c->izc ? c->zc_off : 0;
+            iov[n].iov_base = (uint8_t *)c->zc[i].iov_base + skip;
+            iov[n].iov_len = c->zc[i].iov_len - skip;
+            n++;
+        }
+        ssize_t w;
+        if (c->is_sock) {
+            struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+            w = sendmsg(c->wfd, &mh, MSG_NOSIGNAL);
+        } else {
+            w = writev(c->wfd, iov, n);
+        }
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (c->blocking) {
+                    struct pollfd pf = {c->wfd, POLLOUT, 0};
+                    poll(&pf, 1, 1000);
+                    continue;
+                }
+                return 0;
+            }
+            return -errno;
+        }
+        c->last_io_ns = now_ns();
+        stat_add(lp->cfg.stat_bytes_out, w);
+        size_t left = (size_t)w;
+        size_t ob = c->oend - c->opos;
+        if (ob) {
+            size_t t = left < ob ? left : ob;
+            c->opos += t;
+            left -= t;
+        }
+        while (left && c->izc < c->nzc) {
+            size_t seg = c->zc[c->izc].iov_len - c->zc_off;
+            if (left < seg) {
+                c->zc_off += left;
+                left = 0;
+            } else {
+                left -= seg;
+                c->izc++;
+                c->zc_off = 0;
+            }
+        }
+        while (c->izc < c->nzc && c->zc[c->izc].iov_len == 0)
+            c->izc++;
+    }
+    if (c->opos == c->oend) {
+        c->opos = c->oend = 0;
+        if (c->ocap > OBUF_KEEP) {
+            free(c->obuf);
+            c->obuf = NULL;
+            c->ocap = 0;
+        }
+    }
+    c->nzc = c->izc = 0;
+    c->zc_off = 0;
+    return 1;
+}
+
+static void add_ready(tfn_loop *lp, tfn_conn *c)
+{
+    if (c->in_ready || c->blocking || c->parked)
+        return;
+    c->in_ready = 1;
+    c->qnext = NULL;
+    if (lp->ready_tail)
+        lp->ready_tail->qnext = c;
+    else
+        lp->ready = c;
+    lp->ready_tail = c;
+}
+
+static int out_reserve(tfn_conn *c, size_t n)
+{
+    tfn_loop *lp = c->lp;
+    size_t used = c->oend - c->opos;
+    if (n > lp->cfg.out_max || used > lp->cfg.out_max - n)
+        return TF_E_LIMIT;
+    if (c->ocap - c->oend >= n)
+        return 0;
+    if (c->opos) { /* slide down first */
+        memmove(c->obuf, c->obuf + c->opos, used);
+        c->opos = 0;
+        c->oend = used;
+        if (c->ocap - c->oend >= n)
+            return 0;
+    }
+    size_t cap = c->ocap ? c->ocap : 4096;
+    while (cap - used < n)
+        cap *= 2;
+    uint8_t *p = realloc(c->obuf, cap);
+    if (!p)
+        return TF_E_NOMEM;
+    c->obuf = p;
+    c->ocap = cap;
+    return 0;
+}
+
+static int send_common(tfn_conn *c, const void *p, size_t n, const struct iovec *segs, int nseg)
+{
+    if (c->dead || c->doomed)
+        return TF_E_SHUTTING_DOWN;
+    if (nseg < 0 || nseg > TFN_MAX_ZC || c->nzc)
+        return TF_E_INVALID_ARG; /* one zero-copy reply at a time (no frame is taken meanwhile) */
+    /* Nothing queued on a socket the loop owns: try to send at once, and keep only the rest
+     * (the common case copies nothing and needs no further loop turn). */
+    if (!nseg && n && !c->blocking && !c->parked && !out_pending(c) && !c->lp->stopping) {
+        ssize_t w = send(c->wfd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            c->last_io_ns = now_ns();
+            stat_add(c->lp->cfg.stat_bytes_out, w);
+            p = (const uint8_t *)p + w;
+            n -= (size_t)w;
+            if (!n) {
+                if (c->closing || c->eof)
+                    add_ready(c->lp, c); /* it may close now */
+                return 0;
+            }
+        }
+        /* errors are seen by the next flush */
+    }
+    /* Zero-copy segments are the server's memory, accounted by the server: out_max bounds what
+     * the layer itself holds. */
+    int rc = out_reserve(c, n);
+    if (rc) {
+        c->doomed = 1;
+        c->why = rc == TF_E_LIMIT ? "output limit: the peer does not read its replies"
+                                  : "out of memory for output";
+        add_ready(c->lp, c);
+        return rc;
+    }
+    if (n) {
+        memcpy(c->obuf + c->oend, p, n);
+        c->oend += n;
+    }
+    for (int i = 0; i < nseg; i++)
+        c->zc[c->nzc++] = segs[i];
+    c->izc = 0;
+    c->zc_off = 0;
+    add_ready(c->lp, c);
+    return 0;
+}
+
+int tfn_conn_send(tfn_conn *c, const void *p, size_t n)
+{
+    return send_common(c, p, n, NULL, 0);
+}
+
+int tfn_conn_send_zc(tfn_conn *c, const void *head, size_t head_len, const struct iovec *segs,
+                     int nseg)
+{
+    return send_common(c, head, head_len, segs, nseg);
+}
+
+void tfn_conn_close(tfn_conn *c, const char *why)
+{
+    if (c->closing || c->dead)
+        return;
+    c->closing = 1;
+    c->why = why;
+    add_ready(c->lp, c);
+}
+
+/* ---------------------------------------------------------------- worker pool */
+
+static int run_frame(tfn_conn *c, int where)
+{
+    int r = c->ops->frame(c, where);
+    if (r < 0)
+        tfn_conn_close(c, c->why ? c->why : "closed after an error");
+    return r;
+}
+
+static void *worker_main(void *arg)
+{
+    tfn_loop *lp = arg;
+    for (;;) {
+        pthread_mutex_lock(&lp->qlock);
+        while (!lp->qhead && !lp->qstop)
+            pthread_cond_wait(&lp->qcond, &lp->qlock);
+        tfn_conn *c = lp->qhead;
+        if (!c) {
+            pthread_mutex_unlock(&lp->qlock);
+            return NULL;
+        }
+        lp->qhead = c->qnext;
+        if (!lp->qhead)
+            lp->qtail = NULL;
+        pthread_mutex_unlock(&lp->qlock);
+
+        run_frame(c, TFN_ON_WORKER);
+        /* Send the reply from here (the loop does not touch a parked connection): the client
+         * gets it without waiting for the loop thread to wake up. What does not fit in the
+         * socket buffer, or a failure, is left to the loop. */
+        if (!tfn_loop_stopping(lp) && !c->doomed && out_pending(c) && conn_flush(c) == 1 &&
+            c->ops->on_flushed)
+            c->ops->on_flushed(c);
+
+        pthread_mutex_lock(&lp->dlock);
+        c->qnext = lp->dhead;
+        lp->dhead = c;
+        pthread_mutex_unlock(&lp->dlock);
+        uint64_t one = 1;
+        ssize_t w = write(lp->done_efd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+static void park(tfn_loop *lp, tfn_conn *c)
+{
+    c->parked = 1;
+    lp->parked++;
+    c->qnext = NULL;
+    pthread_mutex_lock(&lp->qlock);
+    if (lp->qtail)
+        lp->qtail->qnext = c;
+    else
+        lp->qhead = c;
+    lp->qtail = c;
+    pthread_cond_signal(&lp->qcond);
+    pthread_mutex_unlock(&lp->qlock);
+}
+
+/* ---------------------------------------------------------------- connections */
+
+static void conn_free(tfn_conn *c)
+{
+    free(c->ibuf);
+    free(c->obuf);
+    free(c);
+}
+
+static void conn_close(tfn_loop *lp, tfn_conn *c, const char *why)
+{
+    if (c->dead)
+        return;
+    c->dead = 1;
+    c->ops->on_close(c, why);
+    close(c->rfd);
+    stat_add(lp->cfg.stat_conns_open, -1);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        lp->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    lp->nconns--;
+    /* Freed at the end of the loop turn: lists of this turn may still point at it. */
+    if (!c->in_ready) {
+        c->qnext = lp->grave;
+        lp->grave = c;
+    }
+}
+
+/* The frame is whole: run it here or park it on a worker. 1: go on; 0: parked. */
+static int frame_done(tfn_loop *lp, tfn_conn *c)
+{
+    c->state = IN_HEAD;
+    if (!c->blocking && lp->nworkers && c->ops->is_heavy && c->ops->is_heavy(c)) {
+        park(lp, c);
+        return 0;
+    }
+    run_frame(c, c->blocking ? TFN_ON_STDIO : TFN_ON_LOOP);
+    return 1;
+}
+
+/* Makes progress on input. 1: progress (call again), 0: would block, parked or at the peer's
+ * end, <0: close now (*why set). */
+static int conn_step(tfn_loop *lp, tfn_conn *c, const char **why)
+{
+    ssize_t n;
+    if (c->state == IN_HEAD) {
+        size_t avail = c->iend - c->ipos;
+        size_t need = 0;
+        if (avail) {
+            tfn_head h = {0, 0, NULL};
+            int r = c->ops->head(c, c->ibuf + c->ipos, avail, &h);
+            if (r < 0) {
+                tfn_conn_close(c, c->why ? c->why : "closed after an error");
+                return 1;
+            }
+            if (r == 0) {
+                if (h.consume > avail) {
+                    *why = "internal error: a frame header longer than the input";
+                    return -1;
+                }
+                c->ipos += h.consume;
+                c->body = h.body;
+                c->body_len = h.body_len;
+                uint64_t have = c->iend - c->ipos;
+                uint64_t take = have < h.body_len ? have : h.body_len;
+                if (c->body && take)
+                    memcpy(c->body, c->ibuf + c->ipos, take);
+                c->ipos += take;
+                c->got = take;
+                if (c->ipos == c->iend)
+                    c->ipos = c->iend = 0;
+                if (c->got == c->body_len)
+                    return frame_done(lp, c);
+                c->state = IN_BODY;
+                return 1;
+            }
+            need = (size_t)r;
+            if (need <= avail || need > c->ops->max_head || need > c->icap / 2) {
+                *why = "internal error: a frame header that cannot be decided";
+                return -1;
+            }
+        }
+        if (c->ipos == c->iend)
+            c->ipos = c->iend = 0;
+        if (c->icap - c->ipos < c->ops->max_head) {
+            memmove(c->ibuf, c->ibuf + c->ipos, c->iend - c->ipos);
+            c->iend -= c->ipos;
+            c->ipos = 0;
+        }
+        if (c->eof) {
+            if (avail)
+                *why = "peer closed in the middle of a frame";
+            return avail ? -1 : 0;
+        }
+        if (c->drained)
+            return 0;
+        n = conn_read(c, c->ibuf + c->iend, c->icap - c->iend);
+        if (n > 0) {
+            c->iend += (size_t)n;
+            return 1;
+        }
+        if (n == 0) {
+            if (c->iend > c->ipos) {
+                *why = "peer closed in the middle of a frame";
+                return -1;
+            }
+            return 0; /* a clean end: the caller closes once the replies are out */
+        }
+    } else { /* IN_BODY (ibuf is empty here: head() took what it held) */
+        uint64_t need = c->body_len - c->got;
+        if (c->eof) {
+            *why = "peer closed in the middle of a frame";
+            return -1;
+        }
+        if (c->drained)
+            return 0;
+        if (c->body && need >= c->icap / 2) {
+            /* Big bodies go straight to their final home. */
+            n = conn_read(c, c->body + c->got, need > SIZE_MAX ? SIZE_MAX : (size_t)need);
+            if (n > 0)
+                c->got += (uint64_t)n;
+        } else {
+            c->ipos = c->iend = 0;
+            n = conn_read(c, c->ibuf, c->icap);
+            if (n > 0) {
+                uint64_t take = (uint64_t)n < need ? (uint64_t)n : need;
+                if (c->body)
+                    memcpy(c->body + c->got, c->ibuf, take);
+                c->got += take;
+                c->ipos = take;
+                c->iend = (size_t)n;
+                if (c->ipos == c->iend)
+                    c->ipos = c->iend = 0;
+            }
+        }
+        if (n > 0) {
+            if (c->got == c->body_len)
+                return frame_done(lp, c);
+            return 1;
+        }
+        if (n == 0) {
+            *why = "peer closed in the middle of a frame";
+            return -1;
+        }
+    }
+    if (n == -EAGAIN)
+        return 0;
+    *why = n == -ECANCELED ? "server shutting down" : "read failed";
+    return -1;
+}
+
+/* EPOLLOUT is registered only while output is blocked. */
+static void want_out(tfn_loop *lp, tfn_conn *c, int on)
+{
+    if (c->want_out == on || c->blocking)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (on ? EPOLLOUT : 0),
+                             .data.ptr = c};
+    epoll_ctl(lp->ep, EPOLL_CTL_MOD, c->rfd, &ev);
+    c->want_out = on;
+}
+
+/* 1 when the connection is at rest between frames with nothing owed to the peer. */
+static int at_rest(tfn_conn *c)
+{
+    return c->state == IN_HEAD && c->ipos == c->iend && !out_pending(c) &&
+           !(c->ops->busy && c->ops->busy(c));
+}
+
+static void conn_drive(tfn_loop *lp, tfn_conn *c)
+{
+    int budget = lp->cfg.frames_per_turn;
+    while (!c->dead) {
+        /* A parked connection belongs to its worker (which also sends the reply). */
+        if (c->parked)
+            return;
+        if (c->doomed) {
+            conn_close(lp, c, c->why);
+            return;
+        }
+        if (out_pending(c)) {
+            int r = conn_flush(c);
+            if (r < 0) {
+                conn_close(lp, c, "peer gone while a reply was being sent");
+                return;
+            }
+            if (r == 0) {
+                want_out(lp, c, 1); /* EPOLLOUT resumes us */
+            } else {
+                want_out(lp, c, 0);
+                if (c->ops->on_flushed)
+                    c->ops->on_flushed(c);
+            }
+        }
+        if (c->closing) {
+            if (!out_pending(c) && !(c->ops->busy && c->ops->busy(c)))
+                conn_close(lp, c, c->why);
+            return;
+        }
+        if (c->nzc || c->oend - c->opos > lp->cfg.out_high)
+            return; /* the peer must read first */
+        if (lp->stopping && !lp->cfg.drain_on_stop) {
+            conn_close(lp, c, "server shutting down");
+            return;
+        }
+        const char *why = NULL;
+        int r = conn_step(lp, c, &why);
+        if (r < 0) {
+            conn_close(lp, c, why ? why : "error");
+            return;
+        }
+        if (r == 0) {
+            if (c->eof && !c->parked && at_rest(c))
+                conn_close(lp, c, "peer closed");
+            return;
+        }
+        if (--budget == 0) {
+            add_ready(lp, c);
+            return;
+        }
+    }
+}
+
+static tfn_conn *conn_new(tfn_loop *lp, int fd, const tfn_ops *ops, const char *transport)
+{
+    tfn_conn *c = calloc(1, sizeof *c);
+    size_t icap = ops->ibuf_bytes ? ops->ibuf_bytes : TFN_IBUF_DEFAULT;
+    uint8_t *ibuf = malloc(icap);
+    if (!c || !ibuf) {
+        free(c);
+        free(ibuf);
+        return NULL;
+    }
+    c->ibuf = ibuf;
+    c->icap = icap;
+    c->lp = lp;
+    c->ops = ops;
+    c->transport = transport;
+    c->rfd = c->wfd = fd;
+    c->is_sock = 1;
+    c->last_io_ns = now_ns();
+    return c;
+}
+
+static void accept_all(tfn_loop *lp, listener *l)
+{
+    for (;;) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                tfn_log_limited(lp, "accept on %s failed: %s", l->label, strerror(errno));
+            return;
+        }
+        if (lp->nconns >= lp->cfg.max_conns) {
+            tfn_log_limited(lp, "refusing a %s connection: %d connections open", l->label,
+                            lp->nconns);
+            close(fd);
+            continue;
+        }
+        int sz = lp->cfg.sockbuf_bytes;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+        if (!l->path[0]) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        }
+        tfn_conn *c = conn_new(lp, fd, l->ops, l->label);
+        if (!c) {
+            tfn_log_limited(lp, "refusing a connection: out of memory");
+            close(fd);
+            continue;
+        }
+        c->pass_fds = l->pass_fds;
+        if (l->ops->on_open && l->ops->on_open(c) < 0) {
+            close(fd);
+            conn_free(c);
+            continue;
+        }
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c};
+        if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            c->ops->on_close(c, "epoll_ctl failed");
+            close(fd);
+            conn_free(c);
+            continue;
+        }
+        stat_add(lp->cfg.stat_conns_total, 1);
+        stat_add(lp->cfg.stat_conns_open, 1);
+        c->next = lp->conns;
+        if (lp->conns)
+            lp->conns->prev = c;
+        lp->conns = c;
+        lp->nconns++;
+    }
+}
+
+/* ---------------------------------------------------------------- stdio */
+
+static void *stdio_main(void *arg)
+{
+    tfn_loop *lp = arg;
+    tfn_conn *c = conn_new(lp, 0, lp->stdio_ops, "stdio");
+    const char *why = "end of input";
+    if (c && c->ops->on_open && c->ops->on_open(c) < 0) {
+        conn_free(c);
+        c = NULL;
+    }
+    if (c) {
+        c->wfd = 1;
+        c->blocking = 1;
+        c->is_sock = 0;
+        stat_add(lp->cfg.stat_conns_total, 1);
+        stat_add(lp->cfg.stat_conns_open, 1);
+        for (;;) {
+            if (out_pending(c)) {
+                if (conn_flush(c) < 0) {
+                    why = "stdout closed";
+                    break;
+                }
+                if (c->ops->on_flushed)
+                    c->ops->on_flushed(c);
+            }
+            if (c->doomed || c->closing) {
+                why = c->why;
+                break;
+            }
+            const char *w = NULL;
+            int r = conn_step(lp, c, &w);
+            if (r < 0) {
+                why = w ? w : "error";
+                break;
+            }
+            if (r == 0 && c->eof && at_rest(c))
+                break;
+        }
+        c->ops->on_close(c, why);
+        stat_add(lp->cfg.stat_conns_open, -1);
+        conn_free(c);
+    }
+    __atomic_store_n(&lp->stdio_done, 1, __ATOMIC_RELEASE);
+    uint64_t one = 1;
+    ssize_t w = write(lp->stdio_efd, &one, sizeof one);
+    (void)w;
+    return NULL;
+}
+
+int tfn_loop_add_stdio(tfn_loop *lp, const tfn_ops *ops)
+{
+    if (lp->stdio_ops)
+        return TF_E_INVALID_ARG;
+    lp->stdio_ops = ops;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- listeners */
+
+static int add_listener(tfn_loop *lp, int fd, const tfn_ops *ops, const char *label, int pass_fds,
+                        const char *path)
+{
+    if (lp->nls >= TFN_MAX_LISTEN) {
+        close(fd);
+        return TF_E_LIMIT;
+    }
+    listener *l = &lp->ls[lp->nls];
+    memset(l, 0, sizeof *l);
+    l->fd = fd;
+    l->ops = ops;
+    l->label = label;
+    l->pass_fds = pass_fds;
+    if (path) {
+        struct stat st;
+        strcpy(l->path, path);
+        if (stat(path, &st) == 0) {
+            l->dev = st.st_dev;
+            l->ino = st.st_ino;
+        }
+    }
+    struct epoll_event ev = {.events = EPOLLIN};
+    ev.data.u64 = TAG_LISTEN + (uint64_t)lp->nls;
+    if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        int e = errno;
+        close(fd);
+        if (path)
+            unlink(path);
+        return -e;
+    }
+    lp->nls++;
+    return 0;
+}
+
+int tfn_listen_unix(tfn_loop *lp, const char *path, const char *label, const tfn_ops *ops,
+                    int pass_fds)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        tfn_log(lp, 1, "error: socket path too long: %s", path);
+        return TF_E_INVALID_ARG;
+    }
+    strcpy(sa.sun_path, path);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            tfn_log(lp, 1, "error: %s exists and is not a socket: refusing to replace it", path);
+            return -EEXIST;
+        }
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe < 0)
+            return -errno;
+        int live = connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
+        int e = errno;
+        close(probe);
+        if (live) {
+            tfn_log(lp, 1, "error: %s: a server is already listening there", path);
+            return -EADDRINUSE;
+        }
+        if (e != ECONNREFUSED) {
+            tfn_log(lp, 1, "error: %s: cannot tell whether it is stale: %s", path, strerror(e));
+            return -e;
+        }
+        unlink(path);
+        tfn_log(lp, 0, "replaced a stale socket at %s", path);
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    /* 0600 from the start: no window in which others could connect. */
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    int e = errno;
+    umask(old);
+    if (rc != 0 || listen(fd, 1024) != 0) {
+        e = errno;
+        tfn_log(lp, 1, "error: cannot listen on %s: %s", path, strerror(e));
+        close(fd);
+        return -e;
+    }
+    chmod(path, 0600);
+    rc = add_listener(lp, fd, ops, label, pass_fds, path);
+    if (rc)
+        return rc;
+    tfn_log(lp, 1, "listening %s %s", label, path);
+    return 0;
+}
+
+int tfn_listen_tcp(tfn_loop *lp, const char *spec, const tfn_ops *ops)
+{
+    char host[256] = "127.0.0.1", port[32];
+    const char *colon = strrchr(spec, ':');
+    const char *ps = colon ? colon + 1 : spec;
+    if (colon) {
+        size_t hl = (size_t)(colon - spec);
+        const char *h = spec;
+        if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+            h++;
+            hl -= 2;
+        }
+        if (hl >= sizeof host)
+            return TF_E_INVALID_ARG;
+        if (hl) {
+            memcpy(host, h, hl);
+            host[hl] = 0;
+        }
+    }
+    /* A port is 0..65535 in decimal: getaddrinfo would wrap 99999 to 34463. */
+    size_t pl = strlen(ps);
+    if (pl == 0 || pl > 5 || strspn(ps, "0123456789") != pl || atol(ps) > 65535) {
+        tfn_log(lp, 1, "error: --tcp %s: the port must be a number from 0 to 65535", spec);
+        return TF_E_INVALID_ARG;
+    }
+    strcpy(port, ps);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int g = getaddrinfo(host, port, &hints, &res);
+    if (g != 0) {
+        tfn_log(lp, 1, "error: --tcp %s: %s", spec, gai_strerror(g));
+        return TF_E_INVALID_ARG;
+    }
+    int fd = -1, e = 0;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+            break;
+        e = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        tfn_log(lp, 1, "error: cannot listen on tcp %s: %s", spec, strerror(e));
+        return -e;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char hb[NI_MAXHOST] = "?", pb[NI_MAXSERV] = "?";
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    getnameinfo((struct sockaddr *)&ss, sl, hb, sizeof hb, pb, sizeof pb,
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    int rc = add_listener(lp, fd, ops, "tcp", 0, NULL);
+    if (rc)
+        return rc;
+    if (ss.ss_family == AF_INET6)
+        tfn_log(lp, 1, "listening tcp [%s]:%s", hb, pb);
+    else
+        tfn_log(lp, 1, "listening tcp %s:%s", hb, pb);
+    return 0;
+}
+
+static void close_listeners(tfn_loop *lp)
+{
+    for (int i = 0; i < lp->nls; i++) {
+        listener *l = &lp->ls[i];
+        if (l->fd < 0)
+            continue;
+        close(l->fd);
+        l->fd = -1;
+        struct stat st;
+        /* Remove the socket file only if it is still ours. */
+        if (l->path[0] && stat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
+            unlink(l->path);
+    }
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+void tfn_loop_stop(tfn_loop *lp, const char *why)
+{
+    if (lp->stopping)
+        return;
+    lp->stopping = 1;
+    lp->stop_deadline_ns = now_ns() + 1000000000ll;
+    __atomic_store_n(&lp->stopping_flag, 1, __ATOMIC_RELEASE);
+    uint64_t one = 1;
+    ssize_t w = write(lp->stop_efd, &one, sizeof one);
+    (void)w;
+    tfn_log(lp, 1, "shutting down (%s)", why);
+    close_listeners(lp);
+    if (lp->cfg.on_stop)
+        lp->cfg.on_stop(lp, lp->cfg.ud);
+    for (tfn_conn *c = lp->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->parked)
+            continue;
+        if (lp->cfg.drain_on_stop) {
+            c->drained = 0; /* take what the socket holds */
+            add_ready(lp, c);
+            continue;
+        }
+        if (out_pending(c))
+            conn_flush(c); /* one last try, never blocking */
+        conn_close(lp, c, "server shutting down");
+    }
+}
+
+static void timeouts(tfn_loop *lp)
+{
+    int64_t stall = (int64_t)lp->cfg.stall_timeout_s * 1000000000ll;
+    int64_t idle = (int64_t)lp->cfg.idle_timeout_s * 1000000000ll;
+    if (stall <= 0 && idle <= 0)
+        return;
+    int64_t now = now_ns();
+    for (tfn_conn *c = lp->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->parked || c->dead)
+            continue;
+        int64_t quiet = now - c->last_io_ns;
+        /* Output the kernel holds for a peer that does not read is output pending too: a
+         * backlog that has not shrunk for the stall timeout is a stalled reader. */
+        int outq = 0;
+        if (stall > 0 && ioctl(c->wfd, SIOCOUTQ, &outq) != 0)
+            outq = 0;
+        if (outq <= 0 || outq < c->last_outq)
+            c->outq_since_ns = now;
+        c->last_outq = outq;
+        int deaf = outq > 0 && now - c->outq_since_ns > stall;
+        int mid = out_pending(c) || c->state != IN_HEAD || c->ipos < c->iend;
+        if (stall > 0 && quiet > stall && (mid || deaf))
+            conn_close(lp, c,
+                       out_pending(c) || deaf ? "stalled: the peer does not read its replies"
+                                              : "stalled in the middle of a frame");
+        else if (!mid && idle > 0 && quiet > idle && !(c->ops->busy && c->ops->busy(c)))
+            conn_close(lp, c, "idle timeout");
+    }
+}
+
+static void on_done(tfn_loop *lp)
+{
+    uint64_t v;
+    ssize_t r = read(lp->done_efd, &v, sizeof v);
+    (void)r;
+    pthread_mutex_lock(&lp->dlock);
+    tfn_conn *list = lp->dhead;
+    lp->dhead = NULL;
+    pthread_mutex_unlock(&lp->dlock);
+    while (list) {
+        tfn_conn *c = list;
+        list = c->qnext;
+        c->qnext = NULL;
+        c->parked = 0;
+        lp->parked--;
+        if (lp->stopping && !lp->cfg.drain_on_stop) {
+            conn_flush(c);
+            conn_close(lp, c, "server shutting down");
+            continue;
+        }
+        c->drained = 0;
+        conn_drive(lp, c);
+    }
+}
+
+int tfn_loop_open(const tfn_config *cfg, tfn_loop **out)
+{
+    tfn_loop *lp = calloc(1, sizeof *lp);
+    if (!lp)
+        return TF_E_NOMEM;
+    lp->cfg = *cfg;
+    if (lp->cfg.max_conns <= 0)
+        lp->cfg.max_conns = 4096;
+    if (!lp->cfg.out_high)
+        lp->cfg.out_high = (size_t)256 << 10;
+    if (!lp->cfg.out_max)
+        lp->cfg.out_max = (size_t)16 << 20;
+    if (lp->cfg.out_high > lp->cfg.out_max / 4)
+        lp->cfg.out_high = lp->cfg.out_max / 4; /* stop reading well before the limit */
+    if (lp->cfg.sockbuf_bytes <= 0)
+        lp->cfg.sockbuf_bytes = 4 << 20;
+    if (lp->cfg.frames_per_turn <= 0)
+        lp->cfg.frames_per_turn = 32;
+    lp->ep = lp->sig_fd = lp->done_efd = lp->stdio_efd = lp->stop_efd = -1;
+    pthread_mutex_init(&lp->qlock, NULL);
+    pthread_cond_init(&lp->qcond, NULL);
+    pthread_mutex_init(&lp->dlock, NULL);
+    pthread_mutex_init(&lp->log_lock, NULL);
+
+    /* Signals are taken by the loop's signalfd: block them before any thread exists so every
+     * thread inherits the mask. A peer that vanishes must never kill us with SIGPIPE. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &lp->old_mask);
+    struct sigaction sa = {.sa_handler = SIG_IGN};
+    sigaction(SIGPIPE, &sa, &lp->old_pipe);
+
+    lp->ep = epoll_create1(EPOLL_CLOEXEC);
+    lp->done_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    lp->stdio_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    lp->stop_efd = eventfd(0, EFD_CLOEXEC);
+    lp->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (lp->ep < 0 || lp->done_efd < 0 || lp->stdio_efd < 0 || lp->sig_fd < 0 || lp->stop_efd < 0) {
+        int e = -errno;
+        tfn_loop_close(lp);
+        return e;
+    }
+    struct epoll_event ev = {.events = EPOLLIN};
+    ev.data.u64 = TAG_SIGNAL;
+    epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->sig_fd, &ev);
+    ev.data.u64 = TAG_DONE;
+    epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->done_efd, &ev);
+    ev.data.u64 = TAG_STDIO;
+    epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->stdio_efd, &ev);
+    *out = lp;
+    return 0;
+}
+
+void tfn_loop_close(tfn_loop *lp)
+{
+    if (!lp)
+        return;
+    pthread_mutex_lock(&lp->qlock);
+    lp->qstop = 1;
+    pthread_cond_broadcast(&lp->qcond);
+    pthread_mutex_unlock(&lp->qlock);
+    for (int i = 0; i < lp->nworkers; i++)
+        pthread_join(lp->workers[i], NULL);
+    free(lp->workers);
+    if (lp->stdio_started) {
+        uint64_t one = 1;
+        ssize_t w = write(lp->stop_efd, &one, sizeof one);
+        (void)w;
+        pthread_join(lp->stdio_thr, NULL);
+    }
+    close_listeners(lp);
+    /* Connections a worker still held when the loop ended come back through the done list. */
+    pthread_mutex_lock(&lp->dlock);
+    for (tfn_conn *c = lp->dhead; c; c = c->qnext)
+        c->parked = 0;
+    lp->dhead = NULL;
+    pthread_mutex_unlock(&lp->dlock);
+    while (lp->conns)
+        conn_close(lp, lp->conns, "server stopped");
+    for (tfn_conn *c = lp->ready, *next; c; c = next) {
+        next = c->qnext;
+        c->in_ready = 0;
+        if (c->dead) {
+            c->qnext = lp->grave;
+            lp->grave = c;
+        }
+    }
+    lp->ready = lp->ready_tail = NULL;
+    while (lp->grave) {
+        tfn_conn *c = lp->grave;
+        lp->grave = c->qnext;
+        conn_free(c);
+    }
+    pthread_mutex_destroy(&lp->qlock);
+    pthread_cond_destroy(&lp->qcond);
+    pthread_mutex_destroy(&lp->dlock);
+    pthread_mutex_destroy(&lp->log_lock);
+    int fds[] = {lp->ep, lp->sig_fd, lp->done_efd, lp->stdio_efd, lp->stop_efd};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    sigaction(SIGPIPE, &lp->old_pipe, NULL);
+    pthread_sigmask(SIG_SETMASK, &lp->old_mask, NULL);
+    free(lp);
+}
+
+static int start_threads(tfn_loop *lp)
+{
+    int n = lp->cfg.workers;
+    if (n < 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        n = ncpu < 2 ? 2 : (int)(ncpu > 64 ? 64 : ncpu);
+    }
+    if (n > 0) {
+        lp->workers = calloc((size_t)n, sizeof(pthread_t));
+        if (!lp->workers)
+            return TF_E_NOMEM;
+        for (int i = 0; i < n; i++) {
+            if (pthread_create(&lp->workers[i], NULL, worker_main, lp) != 0)
+                return TF_E_NOMEM;
+            lp->nworkers = i + 1;
+        }
+    }
+    if (lp->stdio_ops) {
+        if (pthread_create(&lp->stdio_thr, NULL, stdio_main, lp) != 0)
+            return TF_E_NOMEM;
+        lp->stdio_started = 1;
+        tfn_log(lp, 1, "listening stdio");
+    }
+    return 0;
+}
+
+static void drain_ready(tfn_loop *lp)
+{
+    tfn_conn *r = lp->ready;
+    lp->ready = lp->ready_tail = NULL;
+    while (r) {
+        tfn_conn *c = r;
+        r = c->qnext;
+        c->qnext = NULL;
+        c->in_ready = 0;
+        if (c->dead) {
+            c->qnext = lp->grave;
+            lp->grave = c;
+            continue;
+        }
+        conn_drive(lp, c);
+    }
+}
+
+static void bury(tfn_loop *lp)
+{
+    while (lp->grave) {
+        tfn_conn *c = lp->grave;
+        lp->grave = c->qnext;
+        conn_free(c);
+    }
+}
+
+/* The last step of a draining shutdown: the server makes what it took durable and queues the
+ * replies (before_sleep), each connection gets one non-blocking try to send them. */
+static void final_close(tfn_loop *lp)
+{
+    if (lp->cfg.before_sleep)
+        lp->cfg.before_sleep(lp, lp->cfg.ud, 0);
+    for (tfn_conn *c = lp->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->parked)
+            continue;
+        if (out_pending(c) && !c->doomed)
+            conn_flush(c);
+        conn_close(lp, c, "server shutting down");
+    }
+    drain_ready(lp);
+    bury(lp);
+}
+
+int tfn_loop_run(tfn_loop *lp)
+{
+    int rc = start_threads(lp);
+    if (rc)
+        return rc;
+    struct epoll_event evs[64];
+    int64_t next_tick = now_ns() + 1000000000ll;
+    for (;;) {
+        if (lp->stopping && lp->parked == 0 &&
+            (!lp->stdio_started || __atomic_load_n(&lp->stdio_done, __ATOMIC_ACQUIRE)) &&
+            (!lp->cfg.drain_on_stop || !lp->ready || now_ns() > lp->stop_deadline_ns))
+            break;
+        int n = epoll_wait(lp->ep, evs, 64, lp->ready ? 0 : 250);
+        if (n < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == TAG_SIGNAL) {
+                struct signalfd_siginfo si;
+                while (read(lp->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
+                    tfn_loop_stop(lp, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+            } else if (tag == TAG_DONE) {
+                on_done(lp);
+            } else if (tag == TAG_STDIO) {
+                uint64_t v;
+                ssize_t r = read(lp->stdio_efd, &v, sizeof v);
+                (void)r;
+                if (lp->nls == 0)
+                    tfn_loop_stop(lp, "end of stdio input");
+            } else if (tag >= TAG_LISTEN && tag < TAG_LISTEN + (uint64_t)lp->nls) {
+                listener *l = &lp->ls[tag - TAG_LISTEN];
+                if (l->fd >= 0 && !lp->stopping)
+                    accept_all(lp, l);
+            } else {
+                tfn_conn *c = evs[i].data.ptr;
+                if (c->dead)
+                    continue;
+                if (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                    c->rdhup = 1;
+                if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                    c->drained = 0;
+                conn_drive(lp, c);
+            }
+        }
+        drain_ready(lp);
+        bury(lp);
+        if (lp->cfg.before_sleep)
+            lp->cfg.before_sleep(lp, lp->cfg.ud, lp->ready != NULL);
+        int64_t now = now_ns();
+        if (now >= next_tick) {
+            timeouts(lp);
+            next_tick = now + 1000000000ll;
+        }
+    }
+    if (lp->cfg.drain_on_stop)
+        final_close(lp);
+    return 0;
+}

@@ -1,0 +1,169 @@
+/* The connection layer every tollfree server drives (internal): an epoll event loop with
+ * listeners (Unix 0600, TCP on loopback unless told otherwise, stdio), connection accounting and
+ * limits, stall and idle timeouts, bounded per-connection output, a worker pool and a clean
+ * shutdown. A server supplies a small table of operations per protocol (tfn_ops): where a frame
+ * starts and how long it is, what to do with a whole frame, whether it is heavy (runs on a
+ * worker), and what to do when a connection ends; the way Redis' ae.c serves what is above it.
+ *
+ * Threads: one loop thread owns every socket connection. A connection whose frame is heavy is
+ * parked and handed to a worker; until the worker is done the loop does not touch it, so the
+ * operations of one connection never run on two threads at once. The stdio connection runs the
+ * same state machine on blocking fds in its own thread. Operations of different connections may
+ * run at the same time on different threads (loop, workers, stdio).
+ *
+ * Input: a connection reads into its input buffer and asks ops->head() about the bytes at the
+ * front. The head names how many header bytes it takes and where the body goes (server memory,
+ * filled by the layer, straight from the socket when it is large) or that the body is dropped.
+ * When the frame is whole, ops->frame() runs. The layer reads until the socket says EAGAIN or
+ * the peer's end: a peer that sends and half-closes is always seen to leave, after its replies.
+ *
+ * Output: tfn_conn_send() copies bytes into the connection's output buffer; tfn_conn_send_zc()
+ * also queues caller memory that is sent without a copy (it must stay valid until
+ * ops->on_flushed). A connection stops taking frames while zero-copy output is pending or its
+ * buffered output is above out_high (a reader that does not read slows only itself), and output
+ * beyond out_max closes it: the loop never blocks on a peer.
+ */
+#ifndef TF_NET_H
+#define TF_NET_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define TFN_MAX_LISTEN 32
+#define TFN_MAX_ZC 3                        /* zero-copy segments per connection */
+#define TFN_IBUF_DEFAULT ((size_t)64 << 10) /* input buffer when ops->ibuf_bytes is 0 */
+
+typedef struct tfn_loop tfn_loop;
+typedef struct tfn_conn tfn_conn;
+
+/* Where ops->frame runs. */
+enum { TFN_ON_LOOP = 0, TFN_ON_WORKER = 1, TFN_ON_STDIO = 2 };
+
+/* What ops->head decided about the frame at the front of the input. */
+typedef struct tfn_head {
+    size_t consume;    /* header bytes the frame takes from the input (may be the whole frame) */
+    uint64_t body_len; /* bytes after them that belong to the frame */
+    uint8_t *body;     /* their destination (server memory, body_len bytes); NULL: drop them */
+} tfn_head;
+
+typedef struct tfn_ops {
+    /* Input buffer of a connection (0: TFN_IBUF_DEFAULT). */
+    size_t ibuf_bytes;
+    /* The most bytes head() ever asks for before it decides (at most ibuf_bytes / 2). */
+    size_t max_head;
+    /* A new connection (optional): 0 to keep it, < 0 to refuse it (closed, on_close not called). */
+    int (*on_open)(tfn_conn *c);
+    /* Looks at the avail (>= 1) bytes at p, the front of the input. Returns 0 with *h filled (a
+     * frame starts here), N > avail when it needs N bytes to decide (N <= max_head), or < 0: the
+     * envelope is bad; the connection reads nothing more and closes once queued output is out. */
+    int (*head)(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h);
+    /* The frame announced by the last head() is whole (its body filled or dropped). where is
+     * TFN_ON_LOOP, TFN_ON_WORKER or TFN_ON_STDIO. Returns 0, or < 0 to close the connection once
+     * queued output is out. */
+    int (*frame)(tfn_conn *c, int where);
+    /* Optional: 1 when that frame should run on the worker pool (stdio runs it in place). */
+    int (*is_heavy)(tfn_conn *c);
+    /* Optional: a file descriptor received with SCM_RIGHTS; the server owns it (else closed). */
+    void (*on_fd)(tfn_conn *c, int fd);
+    /* Optional: every queued byte, zero-copy segments included, has been sent. */
+    void (*on_flushed)(tfn_conn *c);
+    /* Optional: 1 while the server still owes this peer output it has not queued yet (a peer
+     * that has half-closed is not closed before). The server calls tfn_conn_send later. */
+    int (*busy)(tfn_conn *c);
+    /* The connection ends (called once, before its socket is closed, on the thread that closes
+     * it: the loop, or the stdio thread). why is a static string. */
+    void (*on_close)(tfn_conn *c, const char *why);
+} tfn_ops;
+
+typedef struct tfn_config {
+    const char *name;    /* log prefix, e.g. "tollfree serve" */
+    int quiet;           /* only `always` log lines */
+    int max_conns;       /* socket connections at once; more are refused (0: 4096) */
+    int stall_timeout_s; /* close a connection stuck mid-frame or with unsent output (0: never) */
+    int idle_timeout_s;  /* close a connection that does nothing at a frame boundary (0: never) */
+    size_t out_high;     /* stop taking frames while more output waits (0: 256 KiB; <= out_max/4) */
+    size_t out_max;      /* tfn_conn_send beyond this closes the connection (0: 16 MiB) */
+    int sockbuf_bytes;   /* SO_SNDBUF / SO_RCVBUF asked for accepted sockets (0: 4 MiB) */
+    int frames_per_turn; /* frames of one connection per loop turn, for fairness (0: 32) */
+    int workers;         /* worker threads (-1: one per core, 2..64; 0: none) */
+    /* On SIGINT/SIGTERM: 0 closes every connection at once (after one non-blocking try to send
+     * what is queued); 1 first takes the frames already received (reading until EAGAIN, for at
+     * most a second), runs before_sleep(more = 0) and tries once to send the output. */
+    int drain_on_stop;
+    /* Optional, on the loop thread, once per loop turn before it waits: more is 1 when some
+     * connection still has frames to take in this round (the server may wait to batch). */
+    void (*before_sleep)(tfn_loop *lp, void *ud, int more);
+    /* Optional, on the loop thread, when stopping begins (after the listeners are closed). */
+    void (*on_stop)(tfn_loop *lp, void *ud);
+    void *ud;
+    /* Optional counters the layer adds to atomically. */
+    uint64_t *stat_bytes_in, *stat_bytes_out, *stat_conns_total, *stat_conns_open;
+} tfn_config;
+
+/* Creates a loop (epoll, signalfd for SIGINT/SIGTERM). Blocks SIGINT and SIGTERM in the calling
+ * thread (every thread created after inherits it) and ignores SIGPIPE until tfn_loop_close: call
+ * it before starting any thread. Returns 0 or -errno / TF_E_NOMEM. */
+int tfn_loop_open(const tfn_config *cfg, tfn_loop **out);
+/* Joins the workers and the stdio thread, closes every connection and listener (removing the
+ * socket files it created, if still its own), restores the signal mask. NULL is a no-op. */
+void tfn_loop_close(tfn_loop *lp);
+
+/* Listeners: call before tfn_loop_run. The label names the transport in logs ("unix", "shm");
+ * pass_fds: receive SCM_RIGHTS (ops->on_fd). A stale socket file is replaced, a live one
+ * refused. Prints "listening LABEL PATH". Returns 0 or a negative code (printed). */
+int tfn_listen_unix(tfn_loop *lp, const char *path, const char *label, const tfn_ops *ops,
+                    int pass_fds);
+/* "[HOST:]PORT" ("[v6]:PORT" too); HOST defaults to 127.0.0.1, PORT 0 picks a free port, ports
+ * above 65535 are refused. Prints "listening tcp HOST:PORT". */
+int tfn_listen_tcp(tfn_loop *lp, const char *spec, const tfn_ops *ops);
+/* stdin/stdout as one connection, served by its own thread from tfn_loop_run. When it reaches
+ * the end of its input and the loop has no listener, the loop stops. */
+int tfn_loop_add_stdio(tfn_loop *lp, const tfn_ops *ops);
+
+/* Runs until SIGINT/SIGTERM or tfn_loop_stop, then shuts down as the config says. Returns 0, or
+ * a negative code when the workers or the stdio thread could not start. */
+int tfn_loop_run(tfn_loop *lp);
+/* Begins the shutdown (loop thread only). */
+void tfn_loop_stop(tfn_loop *lp, const char *why);
+int tfn_loop_stopping(const tfn_loop *lp);
+/* Socket connections open now. */
+int tfn_loop_conns(const tfn_loop *lp);
+void *tfn_loop_ud(const tfn_loop *lp);
+
+/* One line "NAME: ..." on stderr, written with a single write(2) (lines of different threads
+ * never interleave). `always` lines are printed even when quiet. */
+void tfn_log(tfn_loop *lp, int always, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, but at most 20 lines a second for the whole loop; the lines left out are counted and
+ * the count is printed with the next line that goes out. For errors a peer can provoke. */
+void tfn_log_limited(tfn_loop *lp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- connections ---- */
+
+void *tfn_conn_data(const tfn_conn *c);
+void tfn_conn_set_data(tfn_conn *c, void *data);
+tfn_loop *tfn_conn_loop(const tfn_conn *c);
+/* "unix", "tcp", "stdio", or the listener's label. Static. */
+const char *tfn_conn_transport(const tfn_conn *c);
+/* The socket (the read side for stdio). */
+int tfn_conn_fd(const tfn_conn *c);
+/* Switches the protocol of the connection (e.g. after a handshake); from the next frame on. */
+void tfn_conn_set_ops(tfn_conn *c, const tfn_ops *ops);
+
+/* Queues a copy of p[0..n) for the peer. Returns 0, or TF_E_LIMIT when the connection's queued
+ * output would pass out_max: nothing is queued and the connection is closed ("output limit").
+ * Also TF_E_SHUTTING_DOWN when the connection is already closed or doomed (a connection that
+ * tfn_conn_close marked still takes output: it closes once that is out). From the thread that runs
+ * the connection's operations, or from before_sleep. */
+int tfn_conn_send(tfn_conn *c, const void *p, size_t n);
+/* Queues a copy of head[0..head_len) followed by segs[0..nseg) (nseg <= TFN_MAX_ZC) sent from
+ * where they lie: the segments must stay valid and unchanged until ops->on_flushed. No frame is
+ * taken in the meantime. Same returns as tfn_conn_send. */
+int tfn_conn_send_zc(tfn_conn *c, const void *head, size_t head_len, const struct iovec *segs,
+                     int nseg);
+/* Reads nothing more; closes the connection once its queued output is sent and ops->busy says
+ * nothing more is owed (or it stalls). why is a static string for the close line. */
+void tfn_conn_close(tfn_conn *c, const char *why);
+
+#endif

@@ -1,0 +1,305 @@
+/* The sweep service on the connection layer (src/net/): its operations for the u32-framed
+ * protocol (unix, tcp, stdio, and the shm control sockets after their handshake) and for the
+ * shared-memory handshake, and tf_server_run (docs/protocol.md, "Scheduling").
+ *
+ * A frame is a u32 body length and the body. head() decodes the fixed part of the body in place
+ * and points the layer at the connection's payload buffer for the variable part (64-byte
+ * aligned, so arrays are read where they land); frame() runs the one request pipeline
+ * (srv_exec) and queues the reply with its arrays sent without a copy. Long sweeps and large
+ * loads are heavy: they run on the layer's worker pool.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/net.h"
+#include "server/server.h"
+
+enum { SK_UNIX, SK_TCP, SK_STDIO, SK_SHM_HS, SK_SHM_CTL };
+
+typedef struct sconn {
+    srv_ctx ctx;
+    int kind;
+    tf_wire_request rq;
+    int frame_err; /* the frame being taken is dropped; this code is the answer */
+    srv_req_data data;
+    srv_reply rep;
+    uint8_t hs[TF_SHM_HELLO_BYTES];
+    int hs_fd;
+    srv_shm *shm;
+} sconn;
+
+static const tfn_ops framed_ops, shm_hs_ops;
+
+static srv *conn_srv(const tfn_conn *c)
+{
+    return tfn_loop_ud(tfn_conn_loop(c));
+}
+
+static int on_open(tfn_conn *c)
+{
+    srv *s = conn_srv(c);
+    sconn *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return TF_E_NOMEM;
+    const char *t = tfn_conn_transport(c);
+    sc->kind = !strcmp(t, "unix")    ? SK_UNIX
+               : !strcmp(t, "tcp")   ? SK_TCP
+               : !strcmp(t, "stdio") ? SK_STDIO
+                                     : SK_SHM_HS;
+    sc->hs_fd = -1;
+    int pass_fds = sc->kind == SK_UNIX || sc->kind == SK_SHM_HS;
+    srv_ctx_init(&sc->ctx, s, sc->kind == SK_SHM_HS ? "shm" : t, pass_fds ? TF_CAP_LOAD_FD : 0);
+    tfn_conn_set_data(c, sc);
+    return 0;
+}
+
+static void on_close(tfn_conn *c, const char *why)
+{
+    sconn *sc = tfn_conn_data(c);
+    if (sc->shm) {
+        srv_shm_detach(sc->shm);
+        sc->shm = NULL;
+    }
+    /* A shared-memory connection's line is written by its ring thread. */
+    if (sc->kind != SK_SHM_CTL)
+        srv_log_close(&sc->ctx, why);
+    srv_ctx_fini(&sc->ctx);
+    if (sc->hs_fd >= 0)
+        close(sc->hs_fd);
+    free(sc);
+}
+
+static void on_fd(tfn_conn *c, int fd)
+{
+    sconn *sc = tfn_conn_data(c);
+    if (sc->kind == SK_SHM_HS && sc->hs_fd < 0)
+        sc->hs_fd = fd;
+    else
+        srv_ctx_push_fd(&sc->ctx, fd);
+}
+
+static void on_flushed(tfn_conn *c)
+{
+    sconn *sc = tfn_conn_data(c);
+    srv_buf_trim(&sc->ctx.payload);
+    srv_buf_trim(&sc->ctx.result);
+}
+
+static void queue_reply(tfn_conn *c, sconn *sc)
+{
+    srv_count_reply(&sc->ctx, &sc->rep);
+    tfn_conn_send_zc(c, sc->rep.head, sc->rep.head_len, sc->rep.seg, sc->rep.nseg);
+    if (sc->rep.close_after)
+        tfn_conn_close(c, "closed after an error");
+}
+
+/* ---------------------------------------------------------------- the u32-framed protocol */
+
+static int framed_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
+{
+    srv *s = conn_srv(c);
+    sconn *sc = tfn_conn_data(c);
+    if (avail < 4)
+        return 4;
+    uint32_t body_len = tf_le32(p);
+    if (body_len > s->cfg.max_frame) {
+        memset(&sc->rq, 0, sizeof sc->rq);
+        srv_reply_error(&sc->ctx, &sc->rep, NULL, TF_E_FRAME_TOO_LARGE,
+                        "frame body of %u bytes above --max-frame %llu", body_len,
+                        (unsigned long long)s->cfg.max_frame);
+        sc->rep.close_after = 1;
+        queue_reply(c, sc);
+        return -1;
+    }
+    int r = tf_wire_decode_request(p + 4, avail - 4, body_len, &sc->rq);
+    if (r > 0)
+        return 4 + r;
+    sc->frame_err = 0;
+    if (r < 0) {
+        /* Drop the body, then answer with an error frame and go on with the next frame. */
+        sc->frame_err = r;
+        h->consume = 4;
+        h->body_len = body_len;
+        h->body = NULL;
+        return 0;
+    }
+    uint64_t var = sc->rq.var_len;
+    h->consume = 4 + sc->rq.fixed_len;
+    h->body_len = var;
+    if (srv_buf_reserve(&sc->ctx.payload, var ? var : 1)) {
+        sc->frame_err = TF_E_NOMEM;
+        h->body = NULL;
+        return 0;
+    }
+    h->body = sc->ctx.payload.p;
+    return 0;
+}
+
+static int framed_is_heavy(tfn_conn *c)
+{
+    sconn *sc = tfn_conn_data(c);
+    return !sc->frame_err && srv_is_heavy(&sc->rq);
+}
+
+static int framed_frame(tfn_conn *c, int where)
+{
+    srv *s = conn_srv(c);
+    sconn *sc = tfn_conn_data(c);
+    if (sc->frame_err) {
+        int code = sc->frame_err;
+        sc->frame_err = 0;
+        srv_reply_error(&sc->ctx, &sc->rep, &sc->rq, code, "malformed request: %s",
+                        tf_strerror(code));
+        sc->rep.close_after = 0;
+        queue_reply(c, sc);
+        return 0;
+    }
+    uint8_t *v = sc->ctx.payload.p;
+    sc->data = (srv_req_data){0};
+    sc->data.close = (const double *)(v + sc->rq.close_off);
+    sc->data.params = (const int64_t *)(v + sc->rq.params_off);
+    sc->data.bytes = v;
+    sc->data.owner = &sc->ctx.payload;
+    sc->ctx.sweep_threads = where == TFN_ON_LOOP ? 1 : s->cfg.threads;
+    srv_exec(&sc->ctx, &sc->rq, &sc->data, &sc->rep);
+    queue_reply(c, sc);
+    return 0;
+}
+
+static const tfn_ops framed_ops = {
+    .max_head = 4 + TF_WIRE_MAX_FIXED,
+    .on_open = on_open,
+    .head = framed_head,
+    .frame = framed_frame,
+    .is_heavy = framed_is_heavy,
+    .on_fd = on_fd,
+    .on_flushed = on_flushed,
+    .on_close = on_close,
+};
+
+/* ---------------------------------------------------------------- the shm handshake */
+
+/* 24 bytes with a memfd, then an 8-byte status; after a success the socket is an ordinary
+ * framed connection that tells each side when the other is gone. */
+static int hs_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
+{
+    sconn *sc = tfn_conn_data(c);
+    if (avail < TF_SHM_HELLO_BYTES)
+        return TF_SHM_HELLO_BYTES;
+    memcpy(sc->hs, p, TF_SHM_HELLO_BYTES);
+    h->consume = TF_SHM_HELLO_BYTES;
+    h->body_len = 0;
+    h->body = NULL;
+    return 0;
+}
+
+static int hs_frame(tfn_conn *c, int where)
+{
+    (void)where;
+    srv *s = conn_srv(c);
+    sconn *sc = tfn_conn_data(c);
+    struct ucred cred = {0};
+    socklen_t cl = sizeof cred;
+    getsockopt(tfn_conn_fd(c), SOL_SOCKET, SO_PEERCRED, &cred, &cl);
+    int status =
+        srv_shm_start(s, sc->hs_fd, sc->hs, cred.pid, tfn_conn_fd(c), sc->ctx.conn_id, &sc->shm);
+    if (sc->hs_fd >= 0) {
+        close(sc->hs_fd);
+        sc->hs_fd = -1;
+    }
+    uint8_t rep[TF_SHM_HELLO_REPLY_BYTES] = {0};
+    tf_put32(rep, (uint32_t)status);
+    tf_put32(rep + 4, (uint32_t)getpid());
+    tfn_conn_send(c, rep, sizeof rep);
+    if (status) {
+        srv_log(s, 0, "conn %llu (shm): handshake refused: error %d: %s",
+                (unsigned long long)sc->ctx.conn_id, status, tf_strerror(status));
+        tfn_conn_close(c, "closed after an error");
+        return 0;
+    }
+    sc->kind = SK_SHM_CTL;
+    tfn_conn_set_ops(c, &framed_ops);
+    return 0;
+}
+
+static const tfn_ops shm_hs_ops = {
+    .max_head = TF_SHM_HELLO_BYTES,
+    .on_open = on_open,
+    .head = hs_head,
+    .frame = hs_frame,
+    .on_fd = on_fd,
+    .on_close = on_close,
+};
+
+/* ---------------------------------------------------------------- the server */
+
+static void on_stop(tfn_loop *lp, void *ud)
+{
+    (void)lp;
+    srv *s = ud;
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    uint64_t one = 1;
+    ssize_t w = write(s->stop_efd, &one, sizeof one);
+    (void)w;
+}
+
+int tf_server_run(const tf_server_config *cfg)
+{
+    srv *s = calloc(1, sizeof *s);
+    if (!s)
+        return TF_E_NOMEM;
+    s->cfg = *cfg;
+    if (s->cfg.max_frame > TF_WIRE_MAX_FRAME_LIMIT)
+        s->cfg.max_frame = TF_WIRE_MAX_FRAME_LIMIT;
+    if (s->cfg.max_datasets > TF_SERVER_MAX_DATASETS_LIMIT)
+        s->cfg.max_datasets = TF_SERVER_MAX_DATASETS_LIMIT;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    s->kernel_threads = cfg->threads > 0 ? cfg->threads : (int)(ncpu < 1 ? 1 : ncpu);
+    s->start_ns = tf_now_ns();
+    s->stop_efd = eventfd(0, EFD_CLOEXEC);
+
+    tfn_config nc = {
+        .name = "tollfree serve",
+        .quiet = cfg->quiet,
+        .max_conns = TF_SERVER_MAX_CONNS,
+        .stall_timeout_s = cfg->stall_timeout_s,
+        .workers = -1,
+        .on_stop = on_stop,
+        .ud = s,
+        .stat_bytes_in = &s->st[TF_STAT_BYTES_IN],
+        .stat_bytes_out = &s->st[TF_STAT_BYTES_OUT],
+        .stat_conns_total = &s->st[TF_STAT_CONNECTIONS_TOTAL],
+        .stat_conns_open = &s->st[TF_STAT_CONNECTIONS_OPEN],
+    };
+    tfn_loop *lp = NULL;
+    int rc = tfn_loop_open(&nc, &lp);
+    if (!rc)
+        rc = srv_ds_init(s);
+    for (int i = 0; !rc && i < cfg->n_unix; i++)
+        rc = tfn_listen_unix(lp, cfg->unix_paths[i], "unix", &framed_ops, 1);
+    for (int i = 0; !rc && i < cfg->n_shm; i++)
+        rc = tfn_listen_unix(lp, cfg->shm_paths[i], "shm", &shm_hs_ops, 1);
+    for (int i = 0; !rc && i < cfg->n_tcp; i++)
+        rc = tfn_listen_tcp(lp, cfg->tcp_addrs[i], &framed_ops);
+    if (!rc && cfg->stdio)
+        rc = tfn_loop_add_stdio(lp, &framed_ops);
+    if (!rc)
+        rc = tfn_loop_run(lp);
+    if (!rc)
+        srv_log(s, 1, "stopped");
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    uint64_t one = 1;
+    ssize_t w = write(s->stop_efd, &one, sizeof one);
+    (void)w;
+    tfn_loop_close(lp);
+    srv_shm_join_all(s);
+    srv_ds_fini(s);
+    close(s->stop_efd);
+    free(s);
+    return rc;
+}
