@@ -28,19 +28,34 @@
 #define ORDER_LEN 56
 #define VERSION 1
 
-static void st64(uint8_t *p, uint64_t v)
+/* The image is little-endian; on a little-endian host a fixed-size memcpy is one move. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline void st64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+static inline uint64_t ld64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+#else
+static inline void st64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t ld64(const uint8_t *p)
+static inline uint64_t ld64(const uint8_t *p)
 {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
         v |= (uint64_t)p[i] << (8 * i);
     return v;
 }
+#endif
 
 static void st32(uint8_t *p, uint32_t v)
 {
