@@ -3,6 +3,8 @@
  * the caller's arrays; replies are read straight into the caller's arrays. */
 #include "tollfree/client.h"
 
+#include "client/client_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -360,67 +362,6 @@ static int call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, const st
 
 /* ---------------------------------------------------------------- open / close */
 
-static int connect_unix(const char *path, int *out)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof sa.sun_path)
-        return TF_E_INVALID_ARG;
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    *out = fd;
-    return 0;
-}
-
-static int connect_tcp(const char *spec, int *out)
-{
-    char host[256], port[32];
-    const char *colon = strrchr(spec, ':');
-    if (!colon)
-        return TF_E_INVALID_ARG;
-    size_t hl = (size_t)(colon - spec);
-    const char *h = spec;
-    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-        h++;
-        hl -= 2;
-    }
-    if (hl == 0 || hl >= sizeof host || strlen(colon + 1) >= sizeof port || !colon[1])
-        return TF_E_INVALID_ARG;
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    strcpy(port, colon + 1);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return TF_E_INVALID_ARG;
-    int fd = -1, e = ECONNREFUSED;
-    for (struct addrinfo *a = res; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) {
-            e = errno;
-            continue;
-        }
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
-            break;
-        e = errno;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0)
-        return -e;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    *out = fd;
-    return 0;
-}
-
 static int shm_handshake(tf_client *c, uint64_t ring)
 {
     uint64_t total = TF_SHM_TOTAL_BYTES(ring);
@@ -487,16 +428,16 @@ int tf_client_open_opts(tf_client **out, const char *url, const tf_client_opts *
     int rc;
     if (!strncmp(url, "unix:", 5)) {
         c->kind = K_UNIX;
-        rc = connect_unix(url + 5, &c->fd);
+        rc = tfc_dial_unix(url + 5, &c->fd);
     } else if (!strncmp(url, "tcp:", 4)) {
         c->kind = K_TCP;
-        rc = connect_tcp(url + 4, &c->fd);
+        rc = tfc_dial_tcp(url + 4, &c->fd);
     } else if (!strncmp(url, "shm:", 4)) {
         c->kind = K_SHM;
         if (ring < TF_SHM_MIN_RING || ring > TF_SHM_MAX_RING || (ring & (ring - 1)))
             rc = TF_E_INVALID_ARG;
         else
-            rc = connect_unix(url + 4, &c->fd);
+            rc = tfc_dial_unix(url + 4, &c->fd);
         if (!rc)
             rc = shm_handshake(c, ring);
     } else {
