@@ -48,4 +48,12 @@ int tf_cli_read_grid(const char *spec, int64_t **out, int64_t *n);
 /* Whole file into a NUL-terminated malloc'd buffer; -errno on failure. */
 int tf_cli_slurp(const char *path, char **out, size_t *len);
 
+/* The Python side of a command (python.c): argv = {interpreter, "-m", module, args..., NULL}
+ * (malloc'd; NULL on failure, errno set) after PYTHONPATH / TOLLFREE_LIB / TOLLFREE_BIN are set
+ * for the child; the interpreter is $TOLLFREE_PYTHON, else /usr/bin/python3, else python3.
+ * tf_cli_python_exec replaces this process with it; it returns (1) only after printing why it
+ * could not. */
+char **tf_cli_python_argv(const char *module, int nargs, char *const *args);
+int tf_cli_python_exec(const char *what, const char *module, int nargs, char *const *args);
+
 #endif

@@ -498,47 +498,11 @@ static int open_journals(venue *v, const char *dir)
     return 0;
 }
 
-/* --plot: the Python side plots; run it with our arguments, and help it find this build. */
+/* --plot: the Python side plots; run it with our arguments. */
 static int exec_python(int argc, char **argv)
 {
-    char exe[4096], buf[8192];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = 0;
-            snprintf(buf, sizeof buf, "%s/../python/tollfree/paper.py", exe);
-            if (access(buf, R_OK) == 0) {
-                const char *pp = getenv("PYTHONPATH");
-                snprintf(buf, sizeof buf, "%s/../python%s%s", exe, pp && *pp ? ":" : "",
-                         pp ? pp : "");
-                setenv("PYTHONPATH", buf, 1);
-            }
-            snprintf(buf, sizeof buf, "%s/libtollfree.so", exe);
-            if (!getenv("TOLLFREE_LIB") && access(buf, R_OK) == 0)
-                setenv("TOLLFREE_LIB", buf, 1);
-            snprintf(buf, sizeof buf, "%s/tollfree", exe);
-            if (!getenv("TOLLFREE_BIN"))
-                setenv("TOLLFREE_BIN", buf, 1);
-        }
-    }
-    const char *py = getenv("TOLLFREE_PYTHON");
-    if (!py || !*py) /* Debian's interpreter has numpy and matplotlib; a PATH shim may not */
-        py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-    char **args = calloc((size_t)argc + 4, sizeof *args);
-    if (!args)
-        return 2;
-    args[0] = (char *)py;
-    args[1] = "-m";
-    args[2] = "tollfree.paper";
-    for (int i = 1; i < argc; i++)
-        args[i + 2] = argv[i];
-    fflush(NULL);
-    execvp(py, args);
-    fprintf(stderr, "tollfree paper: --plot runs %s -m tollfree.paper: %s\n", py, strerror(errno));
-    free(args);
-    return 2;
+    int rc = tf_cli_python_exec("paper --plot", "tollfree.paper", argc - 1, argv + 1);
+    return rc ? 2 : 0;
 }
 
 static void print_json(const paper_cfg *cfg, const char *engine_url, const paper_out *o,

@@ -154,45 +154,8 @@ static int wants_panel(int argc, char **argv)
 
 static int exec_panel(int argc, char **argv)
 {
-    char dir[PATH_MAX], lib[PATH_MAX + 64], pkg[PATH_MAX + 64], pypath[3 * PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
-    dir[k > 0 ? k : 0] = '\0';
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    /* As tf_cli_report: a build tree has the library beside the executable and the package in
-     * the sources; an install has PREFIX/<libdir> and PREFIX/share/tollfree/python. */
-    snprintf(lib, sizeof lib, "%s/libtollfree.so", dir);
-    if (access(lib, F_OK) == 0) {
-        snprintf(pkg, sizeof pkg, "%s", TF_SOURCE_PYTHON);
-    } else {
-        snprintf(lib, sizeof lib, "%s/../%s/libtollfree.so", dir, TF_INSTALL_LIBDIR);
-        snprintf(pkg, sizeof pkg, "%s/../share/tollfree/python", dir);
-    }
-    const char *old = getenv("PYTHONPATH");
-    snprintf(pypath, sizeof pypath, "%s%s%s", pkg, old && *old ? ":" : "", old ? old : "");
-    setenv("PYTHONPATH", pypath, 1);
-    if (!getenv("TOLLFREE_LIB") && access(lib, F_OK) == 0)
-        setenv("TOLLFREE_LIB", lib, 1);
-    const char *py = getenv("TOLLFREE_PYTHON");
-    if (!py || !*py)
-        py = "/usr/bin/python3";
-    char **args = calloc((size_t)argc + 3, sizeof *args);
-    if (!args) {
-        fputs("tollfree sweep: out of memory\n", stderr);
-        return 1;
-    }
-    args[0] = (char *)py;
-    args[1] = "-m";
-    args[2] = "tollfree.distributed";
-    memcpy(args + 3, argv + 1, sizeof *args * (size_t)(argc - 1));
-    fflush(NULL);
-    execvp(py, args);
-    fprintf(stderr,
-            "tollfree sweep: --panel/--scheduler: cannot run %s: %s (set TOLLFREE_PYTHON)\n", py,
-            strerror(errno));
-    free(args);
-    return 1;
+    return tf_cli_python_exec("sweep --panel/--scheduler", "tollfree.distributed", argc - 1,
+                              argv + 1);
 }
 
 int tf_cmd_sweep(int argc, char **argv)

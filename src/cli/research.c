@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/research.h"
 
 extern char **environ;
@@ -180,60 +181,17 @@ int tf_cli_write_tmp(const double *v, int64_t n, char *path)
     return -1;
 }
 
-/* Directory of this executable, or "" */
-static void exe_dir(char *out, size_t cap)
-{
-    ssize_t k = readlink("/proc/self/exe", out, cap - 1);
-    if (k <= 0) {
-        out[0] = '\0';
-        return;
-    }
-    out[k] = '\0';
-    char *slash = strrchr(out, '/');
-    if (slash)
-        *slash = '\0';
-}
-
-static int exists(const char *p)
-{
-    return access(p, F_OK) == 0;
-}
-
 int tf_cli_report(char *const *args)
 {
-    char dir[PATH_MAX], lib[PATH_MAX + 64], pkg[PATH_MAX + 64], pypath[3 * PATH_MAX];
-    exe_dir(dir, sizeof dir);
-    /* The build tree has the library beside the executable and the package in the sources;
-     * an installed tree has PREFIX/bin, PREFIX/<libdir> and PREFIX/share/tollfree/python. */
-    snprintf(lib, sizeof lib, "%s/libtollfree.so", dir);
-    if (exists(lib))
-        snprintf(pkg, sizeof pkg, "%s", TF_SOURCE_PYTHON);
-    else {
-        snprintf(lib, sizeof lib, "%s/../%s/libtollfree.so", dir, TF_INSTALL_LIBDIR);
-        snprintf(pkg, sizeof pkg, "%s/../share/tollfree/python", dir);
-    }
-    const char *old = getenv("PYTHONPATH");
-    snprintf(pypath, sizeof pypath, "%s%s%s", pkg, old && *old ? ":" : "", old ? old : "");
-    if (setenv("PYTHONPATH", pypath, 1) ||
-        (!getenv("TOLLFREE_LIB") && exists(lib) && setenv("TOLLFREE_LIB", lib, 1))) {
-        fprintf(stderr, "tollfree sweep: --report: %s\n", strerror(errno));
-        return 1;
-    }
-    const char *py = getenv("TOLLFREE_PYTHON");
-    if (!py || !*py)
-        py = exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
     int argc = 0;
     while (args[argc])
         argc++;
-    char **argv = calloc((size_t)argc + 4, sizeof *argv);
+    char **argv = tf_cli_python_argv("tollfree.html_report", argc, args);
     if (!argv) {
-        fputs("tollfree sweep: out of memory\n", stderr);
+        fprintf(stderr, "tollfree sweep: --report: %s\n", strerror(errno ? errno : ENOMEM));
         return 1;
     }
-    argv[0] = (char *)py;
-    argv[1] = "-m";
-    argv[2] = "tollfree.html_report";
-    memcpy(argv + 3, args, sizeof *argv * (size_t)argc);
+    const char *py = argv[0];
     pid_t pid;
     int rc = posix_spawnp(&pid, py, NULL, NULL, argv, environ);
     free(argv);
