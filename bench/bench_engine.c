@@ -246,12 +246,10 @@ static uint64_t gate_snapshot(const flow *f)
     if (rc)
         die("snapshot write", rc);
     run_range(&a, f->buf + off, f->len - off);
-    runner_open(&b, max_orders);
+    runner_open(&b, max_orders); /* its sink and buffers; the engine comes from the image */
     tf_engine_destroy(b.e);
     if ((rc = tf_engine_snapshot_read(img, len, NULL, &b.e)))
         die("snapshot read", rc);
-    uint64_t ev_a = a.out.bytes;
-    (void)ev_a;
     run_range(&b, f->buf + off, f->len - off);
     uint64_t ha = tf_engine_state_hash(a.e), hb = tf_engine_state_hash(b.e);
     if (ha != hb) {
@@ -399,9 +397,8 @@ static void replay_file(const flow *f, const char *dir, uint64_t want_hash)
     if (rc)
         die(path, rc);
     for (size_t off = 0; off < f->len;) {
-        int len = tf_ofl_frame_decode(f->buf + off, f->len - off, &(tf_ofl_msg){0});
         tf_ofl_msg m;
-        tf_ofl_frame_decode(f->buf + off, f->len - off, &m);
+        int len = tf_ofl_frame_decode(f->buf + off, f->len - off, &m);
         if ((rc = tf_journal_append(j, &m, NULL)))
             die("append", rc);
         off += (size_t)len;

@@ -6,12 +6,6 @@
 
 /* ---- create / destroy ----------------------------------------------------------------------- */
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static int config_ok(const tf_engine_config *cfg)
 {
     return cfg && cfg->size >= sizeof(tf_engine_config) && cfg->instruments &&
@@ -64,7 +58,7 @@ int tf_engine_create(const tf_engine_config *cfg, tf_engine **out)
     if (!e->instrument)
         goto fail;
     memcpy(e->instrument, cfg->instruments, n * sizeof *e->instrument);
-    qsort(e->instrument, n, sizeof *e->instrument, cmp_u64);
+    qsort(e->instrument, n, sizeof *e->instrument, eng_cmp_u64);
     rc = TF_E_INVALID_ARG;
     for (uint32_t i = 0; i < n; i++)
         if (e->instrument[i] == 0 || (i && e->instrument[i] == e->instrument[i - 1]))

@@ -109,6 +109,9 @@ uint32_t eng_tree_next(const tf_engine *e, uint32_t li); /* the next worse level
 /* 0 when the side's tree keeps every red-black rule and its cached best and count (tests). */
 int eng_tree_check(const tf_engine *e, const eng_side *s);
 
+/* query.c: qsort order of u64 ids */
+int eng_cmp_u64(const void *a, const void *b);
+
 /* book.c: resting and removing orders */
 int eng_book_of(const tf_engine *e, uint64_t instrument_id); /* book index or -1 */
 uint32_t eng_rest(tf_engine *e, uint32_t tree, int64_t price, uint64_t id, uint64_t account,

@@ -181,7 +181,7 @@ static int parse_id(const char **p, uint64_t *out)
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
+int eng_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
@@ -190,7 +190,7 @@ static int cmp_u64(const void *a, const void *b)
 /* Sorts ids[0..n) and drops duplicates; returns the new count. */
 static uint64_t compact(uint64_t *ids, uint64_t n)
 {
-    qsort(ids, n, sizeof *ids, cmp_u64);
+    qsort(ids, n, sizeof *ids, eng_cmp_u64);
     uint64_t k = 0;
     for (uint64_t i = 0; i < n; i++)
         if (!k || ids[i] != ids[k - 1])
@@ -200,7 +200,7 @@ static uint64_t compact(uint64_t *ids, uint64_t n)
 
 static int present(const uint64_t *sorted, uint64_t n, uint64_t v)
 {
-    return bsearch(&v, sorted, n, sizeof v, cmp_u64) != NULL;
+    return bsearch(&v, sorted, n, sizeof v, eng_cmp_u64) != NULL;
 }
 
 /* Appends lo..hi to ids[0..*n); the cap counts distinct ids: when the buffer fills, the ids are
