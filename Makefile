@@ -3,6 +3,7 @@ PY       ?= /usr/bin/python3
 BUILD    ?= build
 ASAN     ?= build-asan
 FUZZ     ?= build-fuzz
+TSAN     ?= build-tsan
 JOBS     ?= $(shell nproc)
 MAKEFLAGS += --no-print-directory
 export PYTHONPATH := $(CURDIR)/python
@@ -12,8 +13,8 @@ export TOLLFREE_BIN := $(CURDIR)/$(BUILD)/tollfree
 C_SOURCES = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all setup build test test-c test-asan test-py format format-check demo \
-        bench bench-kernel bench-orderflow bench-engine bench-orders bench-distributed fuzz fuzz-smoke clean help \
-        install
+        bench bench-kernel bench-orderflow bench-engine bench-orders bench-distributed bench-contention fuzz fuzz-smoke clean help \
+        install soak tsan
 
 all: build
 
@@ -25,8 +26,11 @@ help:
 	@echo "make bench      the boundary benchmark (build/report/)"
 	@echo "make bench-kernel / bench-orderflow / bench-engine   the kernel, order-flow and engine benchmarks"
 	@echo "make bench-distributed   the panel sweep in-process vs on Dask (docs/distributed.md)"
+	@echo "make bench-contention    shm vs unix live sessions and batch, quiet and beside a CPU hog"
 	@echo "make fuzz       build libFuzzer targets with clang (build-fuzz/fuzz/)"
 	@echo "make fuzz-smoke run each fuzzer FUZZ_SECONDS (default 8) from its corpus"
+	@echo "make soak       the soak and hostile suite against both servers, SOAK_SECONDS each (default 90)"
+	@echo "make tsan       ThreadSanitizer build ($(TSAN)/): the C tests and a concurrent load, TSan's log checked"
 	@echo "make format     clang-format every C file in place"
 	@echo "make install PREFIX=DIR   the CLI, libtollfree.so, headers, tollfree.pc and docs"
 	@echo "                (default PREFIX=/usr/local); Python: pip install --no-build-isolation ."
@@ -56,6 +60,28 @@ test-asan: $(ASAN)/CMakeCache.txt
 test-py: build
 	$(PY) -m pytest -q -p no:cacheprovider python/tests
 
+# The soak and hostile suite (tests/unit/test_soak.c; ctest runs a seconds-long slice of it):
+# both servers, SOAK_SECONDS each, with 200+ clients and every attack; prints the load held, the
+# good client's p50/p99 and peak memory, and checks fds, threads and memory return to baseline.
+SOAK_SECONDS ?= 90
+soak: build
+	cd $(BUILD) && TF_SOURCE_DIR=$(CURDIR) TF_BUILD_DIR=$(CURDIR)/$(BUILD) ./tests/test_soak $(SOAK_SECONDS)
+
+# ThreadSanitizer: every C test (servers included: they are the TSan binary too, and the soak
+# checks each server's log for reports), then the soak for TSAN_SOAK_SECONDS as the concurrent
+# load. Left out: the allocation-counting tests (*_alloc: they define malloc themselves, which
+# TSan's interceptors own) and test_kernel (its exhaustive sweeps take over 10 minutes unoptimized
+# under TSan; the kernel's threads run under TSan in test_server's worker sweeps). Debug, because
+# gcc 12 with -fsanitize=thread at -O1/-O2 stops on warnings in src/cli/input.c.
+TSAN_SOAK_SECONDS ?= 15
+TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 exitcode=66"
+tsan:
+	cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=Debug -DTF_TSAN=ON >/dev/null
+	cmake --build $(TSAN) -j $(JOBS)
+	cd $(TSAN) && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS) -E '_alloc$$|^test_kernel$$'
+	cd $(TSAN) && $(TSAN_ENV) TF_SOURCE_DIR=$(CURDIR) TF_BUILD_DIR=$(CURDIR)/$(TSAN) \
+	    ./tests/test_soak $(TSAN_SOAK_SECONDS)
+
 format-check:
 	@clang-format --dry-run --Werror $(C_SOURCES) && echo "format: ok"
 
@@ -76,6 +102,11 @@ bench-orderflow: setup build
 bench-engine: setup build
 	@mkdir -p $(BUILD)/report
 	$(BUILD)/bench/bench_engine $(BUILD)/report/engine.json
+
+# Shared memory against the Unix socket, on the machine as it is and beside a CPU hog (one busy
+# shell per vCPU): live sessions (one call per bar) and the batch sweep.
+bench-contention: setup build
+	$(PY) -m tollfree.bench.contention $(BENCH_CONTENTION_ARGS)
 
 # The order clients (C and Python, unix/tcp round trips, pipelining) and the paper loop.
 bench-orders: setup build
@@ -113,4 +144,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(FUZZ)
+	rm -rf $(BUILD) $(ASAN) $(FUZZ) $(TSAN)

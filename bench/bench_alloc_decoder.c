@@ -35,11 +35,11 @@ static uint64_t fold(const tf_ofl_msg *m)
  * where the decode reads from and where the message lives. */
 static int walk(const uint8_t *data, size_t len, int alloc, uint64_t *sum, long *records)
 {
-    tf_ofl_journal_header h;
-    int rc = tf_ofl_journal_header_decode(data, len, &h);
+    tf_journal_reader hr; /* checks the header and says where the records start */
+    int rc = tf_journal_reader_init(&hr, data, len);
     if (rc < 0)
         return rc;
-    size_t pos = TF_OFL_JOURNAL_HEADER_LEN;
+    size_t pos = hr.pos;
     tf_ofl_msg local;
     memset(&local, 0, sizeof local);
     while (pos < len) {

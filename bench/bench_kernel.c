@@ -28,6 +28,24 @@ typedef int (*sweep_fn)(const double *, int64_t, const int64_t *, int64_t, doubl
 
 #define MAX_ROUNDS 64
 
+/* The sweep with every statistic on (tf_stats rows), gated against the reference's rows: the
+ * "plain" / "+stats" pair of the report measures what the statistics cost. */
+static tf_stats *stats_out;
+static const tf_stats *stats_want;
+
+static int sweep_with_stats(const double *close, int64_t n_bars, const int64_t *params,
+                            int64_t n_combos, double *pnl, int64_t *trades,
+                            const tf_sweep_opts *opts)
+{
+    tf_sweep_opts o = *opts;
+    o.stats = stats_out;
+    memset(stats_out, 0xA5, sizeof(tf_stats) * (size_t)n_combos);
+    int rc = tf_sweep(close, n_bars, params, n_combos, pnl, trades, &o);
+    if (!rc && memcmp(stats_out, stats_want, sizeof(tf_stats) * (size_t)n_combos))
+        return -1;
+    return rc;
+}
+
 typedef struct row {
     const char *grid;
     const char *who; /* "before" or "now" */
@@ -198,15 +216,21 @@ int main(int argc, char **argv)
     if (!def || !big || !want_def || !want_big || !tdef || !tbig || !pnl || !trades)
         return 1;
     pin(1);
-    if (tf_sweep_reference(close, n, def, m_def, want_def, tdef))
+    tf_stats *stats_ref = malloc(sizeof(tf_stats) * (size_t)m_def);
+    stats_out = malloc(sizeof(tf_stats) * (size_t)m_def);
+    if (!stats_ref || !stats_out)
         return 1;
+    tf_sweep_opts with_stats = {.stats = stats_ref};
+    if (tf_sweep_reference(close, n, def, m_def, want_def, tdef, &with_stats))
+        return 1;
+    stats_want = stats_ref;
     /* The big grid's reference: its rows repeat (one combo per distinct Hull length), so the
      * reference runs once per distinct row. */
     for (int64_t j = 0; j < m_big; j++) {
         if (j > 0 && !memcmp(big + 6 * j, big + 6 * (j - 1), 6 * sizeof(int64_t))) {
             want_big[j] = want_big[j - 1];
             tbig[j] = tbig[j - 1];
-        } else if (tf_sweep_reference(close, n, big + 6 * j, 1, want_big + j, tbig + j)) {
+        } else if (tf_sweep_reference(close, n, big + 6 * j, 1, want_big + j, tbig + j, NULL)) {
             return 1;
         }
     }
@@ -222,6 +246,11 @@ int main(int argc, char **argv)
             rows[nr++] = make_row("default (80)", "before", base_sweep, t, isas[k], def, m_def);
             rows[nr++] = make_row("default (80)", "now", tf_sweep, t, isas[k], def, m_def);
         }
+    for (int t = 1; t <= 2; t++) {
+        rows[nr++] = make_row("default (80)", "plain", tf_sweep, t, TF_ISA_AUTO, def, m_def);
+        rows[nr++] =
+            make_row("default (80)", "+stats", sweep_with_stats, t, TF_ISA_AUTO, def, m_def);
+    }
     int first_big = nr;
     rows[nr++] = make_row(quick ? "6:200:800" : "6:200:8000", "before", base_sweep, 2, TF_ISA_AUTO,
                           big, m_big);
@@ -248,6 +277,11 @@ int main(int argc, char **argv)
            "load average (1 min) at the end: %.2f\n",
            rounds, (rounds + 1) / 2, now_s(CLOCK_MONOTONIC) - t_start, load[0]);
     report(rows, nr);
+    printf("\n(\"plain\" / \"+stats\" pairs: the same sweep without and with every statistic "
+           "(tf_stats rows, each gated bit for bit against the reference's); their ratio is "
+           "plain time / stats time.)\n");
+    free(stats_ref);
+    free(stats_out);
     free(close);
     free(def);
     free(big);

@@ -17,6 +17,7 @@
 
 #include "tollfree/api.h"
 #include "tollfree/error.h"
+#include "tollfree/kernel.h"
 #include "tollfree/wire.h"
 
 typedef struct tf_client tf_client;
@@ -24,7 +25,8 @@ typedef struct tf_client tf_client;
 typedef struct tf_client_opts {
     int timeout_ms;      /* per call; 0 = default (60 s); < 0 = wait forever */
     uint64_t ring_bytes; /* shm: ring size, a power of two (0 = 4 MiB) */
-    int spin;            /* shm: PAUSE iterations before a futex sleep (< 0 = default) */
+    int spin; /* shm: most PAUSE iterations before a yield and a futex sleep (the budget adapts
+               * below it, include/tollfree/shm.h; 0 = sleep at once; < 0 = default) */
 } tf_client_opts;
 
 typedef struct tf_server_info {
@@ -43,9 +45,10 @@ typedef struct tf_session_state {
     int64_t bars; /* query and close only (-1 after a bar call) */
 } tf_session_state;
 
-/* url: "unix:PATH", "tcp:HOST:PORT" ("tcp:[::1]:PORT" for IPv6) or "shm:PATH" (the server's
- * --shm socket). opts may be NULL. TF_E_INVALID_ARG for a bad url; -errno when the connection
- * fails; a shared-memory handshake status (TF_E_SHM_*, TF_E_BAD_FD). */
+/* url: "unix:PATH", "tcp:[HOST:]PORT" (HOST 127.0.0.1 when left out; "tcp:[::1]:PORT" for IPv6)
+ * or "shm:PATH" (the server's --shm socket): docs/protocol.md, "URLs". opts may be NULL.
+ * TF_E_INVALID_ARG for a bad url; -errno when the connection fails; a shared-memory handshake
+ * status (TF_E_SHM_*, TF_E_BAD_FD). */
 TF_API int tf_client_open(tf_client **out, const char *url);
 TF_API int tf_client_open_opts(tf_client **out, const char *url, const tf_client_opts *opts);
 /* Accepts NULL. Closes the connection (a shared-memory peer is told first). */
@@ -70,6 +73,11 @@ TF_API int tf_client_load_fd(tf_client *c, int memfd, uint64_t n_bars, uint64_t 
 /* SWEEP_DS: n_combos x 6 params against a loaded dataset; pnl[n_combos], trades[n_combos]. */
 TF_API int tf_client_sweep(tf_client *c, uint64_t handle, const int64_t *params, uint32_t n_combos,
                            double *pnl, int64_t *trades);
+/* SWEEP_DS with statistics (HELLO caps TF_CAP_SWEEP_FLAGS): pnl, trades and rows[n_combos], every
+ * output of each combo (docs/definition.md section 8); fee NULL = the server's default 0.09. */
+TF_API int tf_client_sweep_stats(tf_client *c, uint64_t handle, const int64_t *params,
+                                 uint32_t n_combos, const double *fee, double *pnl, int64_t *trades,
+                                 tf_stats *rows);
 /* SWEEP: the close series travels with the call. */
 TF_API int tf_client_sweep_inline(tf_client *c, const double *close, uint32_t n_bars,
                                   const int64_t *params, uint32_t n_combos, double *pnl,

@@ -62,9 +62,11 @@ typedef struct tf_dgram_tracker {
     tf_dgram_stats stats;
 } tf_dgram_tracker;
 
-/* Tracks session_id starting at first_seq (journal_seqs below it count as duplicates). */
+/* Tracks session_id starting at first_seq (journal_seqs below it count as duplicates). NULL is a
+ * no-op. */
 TF_API void tf_dgram_tracker_init(tf_dgram_tracker *t, uint64_t session_id, uint64_t first_seq);
-/* Decodes and classifies one datagram buf[0..len) into *ev. Returns ev->status. */
+/* Decodes and classifies one datagram buf[0..len) into *ev. Returns ev->status, or
+ * TF_E_NULL_ARG for a NULL t or ev. */
 TF_API int tf_dgram_track(tf_dgram_tracker *t, const void *buf, size_t len, tf_dgram_event *ev);
 
 /* ---- UDP sockets ---------------------------------------------------------------------------- */
@@ -83,6 +85,7 @@ TF_API int tf_dgram_sender_open(const char *host, uint16_t port, uint64_t sessio
 TF_API int tf_dgram_send(tf_dgram_sender *s, const tf_ofl_msg *msgs, size_t n);
 /* Sends a heartbeat carrying the last journal_seq sent (TF_DGRAM_NO_SEQ if none). 1 or error. */
 TF_API int tf_dgram_send_heartbeat(tf_dgram_sender *s);
+/* The socket, or TF_E_NULL_ARG. (Every call above returns TF_E_NULL_ARG for a NULL s.) */
 TF_API int tf_dgram_sender_fd(const tf_dgram_sender *s);
 /* NULL is a no-op. */
 TF_API void tf_dgram_sender_close(tf_dgram_sender *s);
@@ -93,11 +96,13 @@ TF_API int tf_dgram_receiver_open(const char *host, uint16_t port, uint64_t sess
                                   uint64_t first_seq, tf_dgram_receiver **out);
 /* Receives up to max (at most TF_DGRAM_BATCH per call) datagrams and classifies each into ev[].
  * timeout_ms: 0 do not wait, < 0 wait for ever, > 0 wait at most that long for the first.
- * Returns how many events were filled (0: nothing arrived in time) or -errno. */
+ * Returns how many events were filled (0: nothing arrived in time), -errno or TF_E_NULL_ARG. */
 TF_API int tf_dgram_recv(tf_dgram_receiver *r, tf_dgram_event *ev, size_t max, int timeout_ms);
+/* The bound port and the socket, or TF_E_NULL_ARG (as tf_dgram_recv for a NULL r). */
 TF_API int tf_dgram_receiver_port(const tf_dgram_receiver *r);
 TF_API int tf_dgram_receiver_fd(const tf_dgram_receiver *r);
-/* The receiver's tracker (its stats and next expected journal_seq). Valid until close. */
+/* The receiver's tracker (its stats and next expected journal_seq). Valid until close. NULL for
+ * a NULL r. */
 TF_API const tf_dgram_tracker *tf_dgram_receiver_tracker(const tf_dgram_receiver *r);
 /* NULL is a no-op. */
 TF_API void tf_dgram_receiver_close(tf_dgram_receiver *r);

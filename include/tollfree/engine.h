@@ -83,6 +83,7 @@ typedef struct tf_engine_counters {
     uint64_t applied, duplicates, skipped;
     uint64_t events, trades, rejected;
 } tf_engine_counters;
+/* All zero for a NULL e (no-op for a NULL out). */
 TF_API void tf_engine_get_counters(const tf_engine *e, tf_engine_counters *out);
 
 /* The state hash of docs/engine.md (FNV-1a 64). O(resting orders). */

@@ -29,6 +29,7 @@ typedef enum tf_error {
     TF_E_TOO_MANY_COMBOS = -1103,  /* n_combos < 0 or > TF_MAX_COMBOS */
     TF_E_ISA_UNAVAILABLE = -1104,  /* forced ISA path not supported by this CPU */
     TF_E_THREADS = -1105,          /* thread count < 0 or > TF_MAX_THREADS, or a thread failed */
+    TF_E_CANCELLED = -1106,        /* the sweep was cancelled through its tf_progress */
 
     /* -1200..-1299: engine wire protocol (v1/v2). Values are also the v2 error frame codes. */
     TF_E_WIRE_BASE = -1200,
@@ -76,6 +77,7 @@ typedef enum tf_error {
     TF_E_OFL_SEQ_GAP = -1422,                    /* journal_seq not the next contiguous value */
     TF_E_OFL_SESSION_MISMATCH = -1423,           /* reopened journal has another session id */
     TF_E_OFL_JOURNAL_FAILED = -1424,             /* an earlier write/fdatasync failed: closed */
+    TF_E_OFL_HEADER_DAMAGED = -1425,             /* journal header CRC32C or its tag is wrong */
 
     /* -1500..-1599: order engine */
     TF_E_ENGINE_BASE = -1500,

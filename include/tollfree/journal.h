@@ -2,7 +2,9 @@
  * zero-copy reader that finds where the valid prefix ends (docs/orderflow.md).
  *
  * File format:
- *     journal header (15 bytes, tf_ofl_journal_header)
+ *     journal header (23 bytes: the 15-byte OFL1 header, tf_ofl_journal_header, then "TFH",
+ *                    u8 1, u32 LE CRC32C of bytes 0..18; journals written before the header
+ *                    was protected have the 15 bytes alone and are still read)
  *     record*        record = OFL1 stream frame (11 + payload bytes) + u32 LE CRC32C(frame)
  * journal_seq is contiguous from 0. A record is valid when its whole length is present, its CRC
  * matches, the frame decodes, and its journal_seq is the next one. The valid prefix ends at the
@@ -22,6 +24,9 @@
 #include "tollfree/orderflow.h"
 
 #define TF_JOURNAL_CRC_LEN 4
+/* The header a new journal gets: the OFL1 header + its protection block (see above). A journal
+ * with the 15-byte header alone (TF_OFL_JOURNAL_HEADER_LEN) is read and appended to as it is. */
+#define TF_JOURNAL_HEADER_LEN 23
 #define TF_JOURNAL_MAX_RECORD (TF_OFL_MAX_FRAME + TF_JOURNAL_CRC_LEN)
 
 /* When appended records become durable (fdatasync'd). Nothing is reported durable before. */
@@ -61,13 +66,13 @@ typedef struct tf_journal_recovery {
 
 typedef struct tf_journal tf_journal;
 
-/* Opens path for appending, creating it (mode 0644, header written and synced, directory
- * synced) when missing or empty. An existing journal is checked (header errors are returned
- * and the file is left alone), its valid prefix found, any tail after it truncated (unless
- * TF_JOURNAL_NO_TRUNCATE) and the kept records fdatasync'd: they are all durable, and appends
- * continue after the last valid record. Takes an exclusive flock: a second appender gets
- * -EWOULDBLOCK. opts may be NULL (GROUP defaults, session 0, logical clock). rec may be NULL.
- * Returns 0 or an error (-errno, TF_E_OFL_*, TF_E_OFL_SESSION_MISMATCH, TF_E_NOMEM). */
+/* Opens path for appending, creating it (mode 0644, header written and synced, directory synced)
+ * when missing or empty; when that fails the file is cut back to empty. An existing journal is
+ * checked (header errors are returned and the file is left alone), its valid prefix found, any tail
+ * after it truncated (unless TF_JOURNAL_NO_TRUNCATE) and the kept records fdatasync'd: they are all
+ * durable, and appends continue after the last valid record. Takes an exclusive flock: a second
+ * appender gets -EWOULDBLOCK. opts may be NULL (GROUP defaults, session 0, logical clock). rec may
+ * be NULL. Returns 0 or an error (-errno, TF_E_OFL_*, TF_E_OFL_SESSION_MISMATCH, TF_E_NOMEM). */
 TF_API int tf_journal_open(const char *path, const tf_journal_opts *opts, tf_journal **out,
                            tf_journal_recovery *rec);
 
@@ -95,6 +100,8 @@ TF_API int tf_journal_sync(tf_journal *j);
  * records made durable (0 when nothing was due) or an error. Other policies: 0. */
 TF_API int tf_journal_poll(tf_journal *j);
 
+/* For a NULL j the int calls above return TF_E_NULL_ARG, and the getters below 0, NULL or zeroed
+ * stats. */
 /* The journal_seq the next append gets (= the number of records). */
 TF_API uint64_t tf_journal_next_seq(const tf_journal *j);
 /* Every record with journal_seq < this is durable (0: none yet). */
@@ -127,8 +134,10 @@ typedef struct tf_journal_reader {
     int error;            /* 0, or why the walk stopped */
 } tf_journal_reader;
 
-/* Checks the header. Returns 0 or its error (TF_E_OFL_BUFFER_TOO_SHORT, WRONG_MAGIC, ...), which
- * is also kept in r->error; then r->pos is 0. */
+/* Checks the header. Returns 0 or its error (TF_E_OFL_BUFFER_TOO_SHORT, WRONG_MAGIC,
+ * TF_E_OFL_HEADER_DAMAGED, ...), which is also kept in r->error; then r->pos is 0. On success
+ * r->pos is the header's length, where the first record starts: TF_JOURNAL_HEADER_LEN, or
+ * TF_OFL_JOURNAL_HEADER_LEN for a journal written before the header was protected. */
 TF_API int tf_journal_reader_init(tf_journal_reader *r, const void *buf, size_t len);
 
 /* Decodes the next record into *msg. Returns 1 (a record; r->frame views it), 0 (the end: the
@@ -137,7 +146,8 @@ TF_API int tf_journal_reader_init(tf_journal_reader *r, const void *buf, size_t 
  * FRAME_TOO_LARGE (its length field is impossible), TF_E_OFL_CRC_MISMATCH, a decode error
  * (UNKNOWN_KIND, PAYLOAD_LENGTH, INVALID_SIDE, ...), TF_E_OFL_SEQ_GAP. On a negative return the
  * valid prefix ends at byte r->pos with journal_seq r->next_seq; calling again returns the same.
- * Never allocates; never reads outside buf. */
+ * Never allocates; never reads outside buf. TF_E_NULL_ARG for a NULL r or msg (and from every
+ * reader call for a NULL r). */
 TF_API int tf_journal_reader_next(tf_journal_reader *r, tf_ofl_msg *msg);
 
 /* The same for up to max records at once into msgs[0..max): the walk's fast path (the position

@@ -62,7 +62,8 @@ typedef struct tf_orders_reply {
     uint64_t command_seq; /* out: assigned by the server; 0 when it could not decode the command */
 } tf_orders_reply;
 
-/* Connects to "unix:PATH" or "tcp:HOST:PORT" ("tcp:[::1]:PORT" for IPv6). opts may be NULL.
+/* Connects to "unix:PATH" or "tcp:[HOST:]PORT" (HOST 127.0.0.1 when left out; "tcp:[::1]:PORT"
+ * for IPv6), the grammar of docs/protocol.md, "URLs". opts may be NULL.
  * TF_E_INVALID_ARG for a bad url or opts, -errno when the connection fails, TF_E_NOMEM. */
 TF_API int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *opts);
 /* Closes the connection and frees the client. Queued fills are dropped. Accepts NULL. */

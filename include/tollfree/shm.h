@@ -21,11 +21,22 @@
 #define TF_SHM_WRAP 0xFFFFFFFFu /* a wrap marker where a frame length would be */
 /* Longest futex sleep before a liveness check of the peer. */
 #define TF_SHM_WAIT_NS 100000000ll
-/* Default spin budget (PAUSE iterations, ~37 ns each on the reference machine: ~0.75 ms) before
- * a futex sleep. After the first TF_SHM_PURE_SPIN iterations a spinner also yields the CPU every
- * TF_SHM_PURE_SPIN iterations (sched_yield), so a peer on the same CPU can run. */
+/* Waiting for the peer (docs/protocol.md, "Publishing and waiting"). A waiter spins (PAUSE,
+ * ~37 ns an iteration on the reference machine) for a budget that adapts to what spinning has
+ * recently bought, at most the configured spin (--spin / spin=; default ~0.75 ms), then yields
+ * the CPU once (sched_yield), then sleeps on the futex. Spinning on a CPU that another task
+ * wants starves that task (maybe the peer), so contention switches spinning and yielding off:
+ * a gap of TF_SHM_PREEMPT_NS between two clock reads of a spin and no answer since (the spinner
+ * was preempted and its peer did not answer either), or a yield that took TF_SHM_YIELD_SLOW_NS
+ * (another task held our CPU; the peer would have answered sooner). Once is chance (the budget
+ * halves); found again within TF_SHM_CALM_NS, the waiter sleeps at once for TF_SHM_CALM_NS, a
+ * window that doubles (up to TF_SHM_CALM_MAX_NS) while contention is found again as soon as it
+ * ends. */
 #define TF_SHM_DEFAULT_SPIN 20000
-#define TF_SHM_PURE_SPIN 64
+#define TF_SHM_PREEMPT_NS 50000ll
+#define TF_SHM_YIELD_SLOW_NS 20000ll
+#define TF_SHM_CALM_NS 20000000ll
+#define TF_SHM_CALM_MAX_NS 250000000ll
 
 /* Handshake messages on the Unix socket (the memfd rides on the first with SCM_RIGHTS). */
 #define TF_SHM_HELLO_BYTES 24      /* [u32 magic][u32 version][u64 ring_bytes][u64 total_bytes] */

@@ -59,6 +59,15 @@
 #define TF_CAP_DATASETS 1u
 #define TF_CAP_SESSIONS 2u
 #define TF_CAP_LOAD_FD 4u
+#define TF_CAP_SWEEP_FLAGS 8u /* SWEEP_DS takes flags: statistics in the reply, a fee */
+
+/* SWEEP_DS flags (the request's u32 after n_combos; 0 = the original request and reply). */
+#define TF_SWEEP_STATS                                                                             \
+    1u                  /* the reply adds one tf_stats row (TF_WIRE_STATS_ROW bytes) per combo     \
+                         */
+#define TF_SWEEP_FEE 2u /* an f64 fee follows the flags, before the params */
+#define TF_SWEEP_FLAGS_KNOWN (TF_SWEEP_STATS | TF_SWEEP_FEE)
+#define TF_WIRE_STATS_ROW 88 /* 11 x 8 bytes: tf_stats, little-endian, in its field order */
 
 /* STATS reply: 12 x u64 in this order. */
 enum {
@@ -90,6 +99,8 @@ typedef struct tf_wire_request {
     uint64_t n_bars;      /* v1, LOAD, LOAD_FD, SWEEP */
     uint64_t n_combos;    /* v1 sweep/echo, SWEEP, SWEEP_DS */
     uint64_t id;          /* dataset handle (SWEEP_DS, RUN_ONE, DROP) or session id */
+    uint32_t flags;       /* SWEEP_DS: TF_SWEEP_* */
+    double fee;           /* SWEEP_DS with TF_SWEEP_FEE */
     uint32_t max_version; /* HELLO */
     double close;         /* SESSION_BAR */
     int64_t params[6];    /* RUN_ONE, SESSION_OPEN */

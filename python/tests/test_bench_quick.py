@@ -42,3 +42,15 @@ def test_bench_boundary_quick(tmp_path):
     assert {"numba_1t", "tollfree_all"} <= keys
     for name in ("report.md", "serialization.png"):
         assert (tmp_path / name).exists(), name
+
+
+def test_bench_contention_quick():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    p = subprocess.run([sys.executable, "-m", "tollfree.bench.contention", "--quick"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, f"exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    assert p.stdout.startswith("machine: ")
+    for cond in ("quiet", "same", "hog"):
+        for tr in ("unix", "shm"):
+            assert f"| {cond} | {tr} |" in p.stdout, (cond, tr)

@@ -16,14 +16,25 @@ def run(*args, **kw):
                           **kw)
 
 
-def parse(out):
+ALL_COLUMNS = ("L,half,sq,p,p3,p2,pnl,trades,wins,gross_win,gross_loss,best,worst,mean,m2,"
+               "max_dd,exposure_bars,win_rate,profit_factor,sharpe_per_trade,avg_trade")
+
+
+def columns(out) -> dict:
+    """The CSV as {column: numpy array} (ints where the column is a count)."""
     lines = out.strip().splitlines()
-    assert lines[0] == "L,half,sq,p,p3,p2,pnl,trades"
+    head = lines[0].split(",")
     rows = [ln.split(",") for ln in lines[1:]]
-    params = np.array([[int(v) for v in r[:6]] for r in rows], dtype=np.int64).reshape(-1, 6)
-    pnl = np.array([float(r[6]) for r in rows])
-    trades = np.array([int(r[7]) for r in rows], dtype=np.int64)
-    return params, pnl, trades
+    ints = {"L", "half", "sq", "p", "p3", "p2", "trades", "wins", "exposure_bars"}
+    return {h: np.array([(int if h in ints else float)(r[k]) for r in rows],
+                        dtype=np.int64 if h in ints else np.float64) for k, h in enumerate(head)}
+
+
+def parse(out):
+    assert out.splitlines()[0] == ALL_COLUMNS
+    c = columns(out)
+    params = np.stack([c[n] for n in grid.PARAM_NAMES], axis=1).reshape(-1, 6)
+    return params, c["pnl"], c["trades"]
 
 
 def test_default_run_is_exact_and_round_trips():
@@ -35,6 +46,66 @@ def test_default_run_is_exact_and_round_trips():
     assert np.array_equal(pnl.view(np.int64), p.view(np.int64))  # %.17g round-trips
     assert np.array_equal(trades, t)
     assert (pnl[0], trades[0]) == (p[0], 57029)
+
+
+def test_statistics_columns_are_the_kernels_bits():
+    """Every statistic printed with %.17g reads back to the in-process bits; the derived figures
+    are the package's (same operations); --fee reaches the kernel."""
+    from tollfree.stats import derived
+    close, g = data.default_close(), grid.default_grid()
+    for fee in ("0.09", "0.3"):
+        r = run("sweep", "--quiet", "--fee", fee)
+        assert r.returncode == 0, r.stderr
+        c = columns(r.stdout)
+        st = tollfree.sweep_stats(close, g, fee=float(fee))
+        for k, v in list(st.items()) + list(derived(st).items()):
+            assert np.array_equal(c[k].view(np.uint64), np.asarray(v).view(np.uint64)), (fee, k)
+
+
+def test_columns_sort_and_top():
+    r = run("sweep", "--quiet", "--columns", "L,pnl,sharpe_per_trade", "--sort",
+            "sharpe_per_trade", "--top", "4")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "L,pnl,sharpe_per_trade" and len(lines) == 5
+    c = columns(r.stdout)
+    full = columns(run("sweep", "--quiet").stdout)
+    want = np.sort(full["sharpe_per_trade"][~np.isnan(full["sharpe_per_trade"])])[::-1][:4]
+    assert np.array_equal(c["sharpe_per_trade"], want)
+    r = run("sweep", "--quiet", "--columns", "L,max_dd", "--sort", "-max_dd", "--top", "3")
+    assert np.array_equal(columns(r.stdout)["max_dd"], np.sort(full["max_dd"])[:3])
+    r = run("sweep", "--quiet", "--columns", "basic", "--top", "2")
+    assert r.stdout.splitlines()[0] == "L,half,sq,p,p3,p2,pnl,trades"
+    for bad, msg in ((["--columns", "L,nope"], "unknown column 'nope'"),
+                     (["--sort", "speed"], "unknown column 'speed'"),
+                     (["--fee", "nan"], "--fee wants a finite number"),
+                     (["--fee", "x"], "--fee wants a finite number")):
+        r = run("sweep", *bad)
+        assert r.returncode == 2 and msg in r.stderr, (bad, r.stderr)
+
+
+def test_ctrl_c_stops_a_long_sweep(tmp_path):
+    """SIGINT during a sweep that would take minutes: exit 130, 'interrupted', no output. The
+    signal is sent once the kernel's worker thread runs (no clock decides anything)."""
+    import signal
+    import time
+    out = tmp_path / "out.csv"
+    p = subprocess.Popen([bin_path(), "sweep", "--grid", "6:6000:40000", "--threads", "2",
+                          "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while p.poll() is None and time.monotonic() < deadline:
+            with open(f"/proc/{p.pid}/status") as f:
+                if int([ln for ln in f if ln.startswith("Threads:")][0].split()[1]) >= 2:
+                    break
+            time.sleep(0.01)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=DEADLINE)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130 and "interrupted" in err, (p.returncode, err)
+    assert not out.exists() or out.stat().st_size == 0
 
 
 def test_top_k_is_sorted_best_first():

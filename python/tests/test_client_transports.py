@@ -151,7 +151,8 @@ def test_hello_and_caps(server, kind):
     assert h["caps"] & (wire.CAP_DATASETS | wire.CAP_SESSIONS) == 3
     assert bool(h["caps"] & wire.CAP_LOAD_FD) == (kind in ("unix", "shm"))
     assert h["max_frame"] == wire.DEFAULT_MAX_FRAME
-    assert h["max_datasets"] >= 1 and h["threads"] >= 1 and h["max_memory"] > 0
+    assert h["max_datasets"] == 64  # serve's default (--max-datasets)
+    assert h["threads"] >= 1 and h["max_memory"] > 0  # all cores / a share of RAM: the machine's
 
 
 def fnv1a64(close: np.ndarray) -> int:
@@ -215,8 +216,10 @@ def test_stats_count_requests(server):
         c.echo(np.ones(3))
         c.sweep(np.linspace(1, 2, 50), np.array([[5, 3, 2, 3, 1, 2]] * 4, np.int64))
         s1 = c.stats()
-        assert s1["requests"] >= s0["requests"] + 3
-        assert s1["sweeps"] >= s0["sweeps"] + 1 and s1["combos"] >= s0["combos"] + 4
+        # Only this connection talks to the server meanwhile: echo, sweep and the second STATS.
+        assert s1["requests"] == s0["requests"] + 3
+        assert s1["sweeps"] == s0["sweeps"] + 1 and s1["combos"] == s0["combos"] + 4
+        # Earlier tests' connections may still be closing on the server: at least this one.
         assert s1["connections_open"] >= 1 and s1["connections_total"] >= 1
         assert s1["bytes_in"] > s0["bytes_in"] and s1["bytes_out"] > s0["bytes_out"]
         assert s1["uptime_ns"] > s0["uptime_ns"]

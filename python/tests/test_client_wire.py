@@ -107,6 +107,129 @@ def test_parse_url():
         parse_url(5)
 
 
+URL_VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "urls.txt"
+
+
+def _url_vectors():
+    out = []
+    for line in URL_VECTORS.read_text().splitlines():
+        if line and not line.startswith("#"):
+            out.append(line.split(" "))
+    return out
+
+
+@pytest.mark.parametrize("vec", _url_vectors(), ids=lambda v: v[1][:40])
+def test_url_vectors(vec):
+    """The grammar the C clients follow too (tests/unit/test_urls.c reads the same file), for the
+    sweep client (tollfree.client.parse_url) and the order client (tollfree.orders.parse_url)."""
+    from tollfree import orders
+    url = vec[1]
+    if vec[0] == "bad":
+        with pytest.raises(ValueError):
+            parse_url(url)
+        with pytest.raises(ValueError):
+            orders.parse_url(url)
+        return
+    scheme = vec[2]
+    want = (vec[3], int(vec[4])) if scheme == "tcp" else (vec[3],)
+    assert parse_url(url) == (scheme, want)
+    if scheme == "unix":
+        assert orders.parse_url(url) == (socket.AF_UNIX, vec[3])
+    elif scheme == "tcp":
+        fam = socket.AF_INET6 if ":" in vec[3] else socket.AF_INET
+        assert orders.parse_url(url) == (fam, want)
+    else:
+        with pytest.raises(ValueError):
+            orders.parse_url(url)  # shm: is the sweep service's only
+
+
+def test_url_vectors_cover_both_kinds():
+    kinds = [v[0] for v in _url_vectors()]
+    assert kinds.count("ok") >= 10 and kinds.count("bad") >= 20
+    assert set(kinds) == {"ok", "bad"}
+
+
+FRAME_VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "wire_frames.txt"
+
+
+class _ScriptedTransport:
+    """A transport that records what the client sends and answers with a scripted reply."""
+
+    def __init__(self, reply: bytes):
+        self.sent = bytearray()
+        self.reply = memoryview(reply)
+        self.pos = 0
+        self.closed = False
+
+    def sendv(self, bufs, nbytes, fds=()):
+        for b in bufs:
+            self.sent += bytes(b)
+
+    def begin_reply(self):
+        pass
+
+    def read(self, mv, hint=0):
+        n = len(mv)
+        assert self.pos + n <= len(self.reply), "the client read past the scripted reply"
+        mv[:] = self.reply[self.pos:self.pos + n]
+        self.pos += n
+
+    def end_reply(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def _frame_vectors():
+    return [line.split(" ") for line in FRAME_VECTORS.read_text().splitlines()
+            if line and not line.startswith("#")]
+
+
+def _fields(text: str) -> dict:
+    return dict(kv.split("=", 1) for kv in text.split(",")) if text != "-" else {}
+
+
+@pytest.mark.parametrize("vec", _frame_vectors(), ids=lambda v: f"{v[0]}-{v[4][:12]}")
+def test_frame_vectors(vec):
+    """The Python client sends exactly the bytes the C client sends for the same call, and reads
+    the same replies the same way (tests/unit/test_client_vectors.c reads the same file)."""
+    from tollfree.client._v2 import Client, Dataset, Session
+    call, args, req, rep, result = vec[0], _fields(vec[1]), vec[2], vec[3], _fields(vec[4])
+    t = _ScriptedTransport(bytes.fromhex(rep))
+    c = Client(t, "vectors:")
+    params = [int(v) for v in args.get("params", "0:0:0:0:0:0").split(":")]
+
+    def make_call():
+        if call == "hello":
+            return c.hello()
+        if call == "run_one":
+            pnl, trades = c.run_one(Dataset(int(args["handle"]), 0), params)
+            return {"pnl": pnl, "trades": trades}
+        if call == "session_bar":
+            s = Session(c, int(args["session"]), params)
+            pos = s.on_bar(float.fromhex(args["close"]))
+            return {"position": pos, "trades": s.trades, "pnl": s.pnl}
+        if call == "session_close":
+            return Session(c, int(args["session"]), params).close()
+        if call == "drop":
+            return c.drop(Dataset(int(args["handle"]), 0))
+        raise AssertionError(f"unknown call {call}")
+
+    if "error" in result:
+        with pytest.raises(EngineError) as ei:
+            make_call()
+        assert ei.value.code == int(result["error"])
+        assert ei.value.message == result["message"].replace("_", " ")
+    else:
+        got = make_call()
+        for k, v in result.items():
+            want = float.fromhex(v) if "p" in v or "." in v else int(v)
+            assert got[k] == want, (k, got[k], want)
+    assert bytes(t.sent).hex() == req
+    assert t.pos == len(t.reply), "the whole reply is consumed"
+
+
 def test_engine_error():
     e = EngineError(wire.E_UNKNOWN_DATASET, "no such dataset")
     assert isinstance(e, Exception)

@@ -32,7 +32,10 @@ def folds_csv(text):
     (["--split", "0.7"], {"split": 0.7}),
     (["--walk-forward", "3", "--metric", "avg_trade"], {"walk_forward": 3, "metric": "avg_trade"}),
     (["--walk-forward", "2", "--metric", "trades"], {"walk_forward": 2, "metric": "trades"}),
-], ids=["split", "wf-avg_trade", "wf-trades"])
+    (["--walk-forward", "3", "--metric", "sharpe_per_trade", "--fee", "0.02"],
+     {"walk_forward": 3, "metric": "sharpe_per_trade", "fee": 0.02}),
+    (["--split", "0.6", "--metric", "-max_dd"], {"split": 0.6, "metric": "-max_dd"}),
+], ids=["split", "wf-avg_trade", "wf-trades", "wf-sharpe-fee", "split-max_dd"])
 def test_cli_and_python_agree_bit_for_bit(tmp_path, args, kw):
     f = tmp_path / "c.f64"
     C.tofile(f)
@@ -68,10 +71,11 @@ def test_folds_are_cold_started_sweeps():
     (["--split", "1.5"], "--split wants a fraction"),
     (["--walk-forward", "0"], "--walk-forward wants"),
     (["--split", "0.5", "--walk-forward", "2"], "exclude each other"),
-    (["--metric", "sharpe_ratio"], "--metric wants one of pnl, avg_trade, trades"),
+    (["--metric", "sharpe_ratio"], "unknown column 'sharpe_ratio'; columns: L, half"),
+    (["--metric", "sq"], "a window is not a metric"),
     (["--report", "r.pdf"], "use a .html name"),
     (["--heatmap", "L,sq"], "--heatmap goes with --report"),
-], ids=["split", "folds", "both", "metric", "report-name", "heatmap-alone"])
+], ids=["split", "folds", "both", "metric", "metric-window", "report-name", "heatmap-alone"])
 def test_bad_research_options(args, needle):
     r = cli(*args)
     assert r.returncode == 2 and needle in r.stderr and r.stdout == ""

@@ -32,7 +32,8 @@ def test_v1_error_bodies_are_never_a_multiple_of_8(server, combos, n_bars):
         body = recv_exact(s, blen)
         assert body[0] == 0x7F and body[1] == 2
         code, mlen = struct.unpack_from("<iI", body, 12)
-        assert code in (-1100, -1101) and mlen == blen - 20
+        too_short = min(min(c) for c in combos) < 1
+        assert code == (-1100 if too_short else -1101) and mlen == blen - 20
         assert blen % 8 != 0
         # the connection is still usable: a good request gets its 16-byte answer
         s.sendall(v1_sweep(3, [(1, 1, 1, 1, 1, 1)]))

@@ -54,7 +54,11 @@ def _declare(L: ctypes.CDLL) -> None:
     p, i64 = c.c_void_p, c.c_int64
     L.tf_strerror.argtypes, L.tf_strerror.restype = [c.c_int], c.c_char_p
     L.tf_sweep.argtypes = [p, i64, p, i64, p, p, p]
-    L.tf_sweep_reference.argtypes = [p, i64, p, i64, p, p]
+    L.tf_sweep_reference.argtypes = [p, i64, p, i64, p, p, p]
+    L.tf_progress_read.argtypes, L.tf_progress_read.restype = [p, p, p], None
+    L.tf_progress_cancel.argtypes, L.tf_progress_cancel.restype = [p], None
+    L.tf_strategy_set_fee.argtypes = [p, c.c_double]
+    L.tf_strategy_stats.argtypes = [p, p]
     L.tf_params_check.argtypes = [p, i64]
     L.tf_isa_supported.argtypes = [c.c_int]
     L.tf_isa_best.argtypes, L.tf_isa_best.restype = [], c.c_int

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ctypes
+import sys
+import threading
 
 import numpy as np
 
@@ -19,8 +21,114 @@ class KernelError(ValueError):
         super().__init__(f"{what}: {strerror(code)} (code {code})")
 
 
+FEE_DEFAULT = 0.09  # TF_FEE_DEFAULT: percent points per closed trade
+
+# One combo's outputs (tf_stats), in the kernel's order; docs/definition.md section 8.
+STAT_NAMES = ("pnl", "trades", "wins", "gross_win", "gross_loss", "best", "worst", "mean", "m2",
+              "max_dd", "exposure_bars")
+_INT_STATS = ("trades", "wins", "exposure_bars")
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int64 if n in _INT_STATS else ctypes.c_double) for n in STAT_NAMES]
+
+
+STATS_DTYPE = np.dtype(_Stats)
+
+
+class _Progress(ctypes.Structure):
+    _fields_ = [("done", ctypes.c_int64), ("total", ctypes.c_int64), ("cancel", ctypes.c_int)]
+
+
 class _Opts(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_int), ("isa", ctypes.c_int), ("max_bytes", ctypes.c_size_t)]
+    _fields_ = [("size", ctypes.c_size_t), ("threads", ctypes.c_int), ("isa", ctypes.c_int),
+                ("max_bytes", ctypes.c_size_t), ("fee", ctypes.POINTER(ctypes.c_double)),
+                ("stats", ctypes.c_void_p), ("progress", ctypes.POINTER(_Progress))]
+
+
+def as_fee(fee) -> float:
+    """Checks a fee: a finite real number of percent points per closed trade."""
+    if isinstance(fee, bool) or not isinstance(fee, (int, float, np.integer, np.floating)):
+        raise TypeError(f"fee must be a number (percent points per closed trade), got {fee!r}")
+    if not np.isfinite(fee):
+        raise ValueError(f"fee must be finite, got {fee!r}")
+    return float(fee)
+
+
+def _opts(threads, isa: str, fee, stats=None) -> tuple[_Opts, ctypes.c_double]:
+    """The kernel's options; the c_double returned must live as long as the options."""
+    if isa not in ISAS:
+        raise ValueError(f"isa must be one of {sorted(ISAS) + ['reference']}, got {isa!r}")
+    f = ctypes.c_double(as_fee(fee))
+    o = _Opts(ctypes.sizeof(_Opts), as_threads(threads), ISAS[isa], 0, ctypes.pointer(f),
+              None if stats is None else stats.ctypes.data, None)
+    return o, f
+
+
+# Sweeps with more work than this (bars x combos) run on a helper thread, so that Ctrl-C (and a
+# progress display) reach Python while the kernel works; smaller ones (well under a second) run
+# on the calling thread and cost no thread start.
+_BACKGROUND_WORK = 2e8
+
+
+def _progress_sink(progress):
+    """(show(done, total), finish()) for progress=True (tqdm if installed, else a line on
+    stderr) or a callable; (None, None) for None/False."""
+    if progress is None or progress is False:
+        return None, None
+    if callable(progress):
+        return progress, None
+    if progress is not True:
+        raise TypeError(f"progress must be True, False, None or a callable(done, total), "
+                        f"got {progress!r}")
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        def line(done, total):
+            pct = 100.0 * done / total if total else 0.0
+            sys.stderr.write(f"\rsweep: {pct:5.1f}% ({done}/{total} combo blocks)")
+            sys.stderr.flush()
+        return line, lambda: sys.stderr.write("\n")
+    bar = tqdm(total=1, unit="block", desc="sweep", file=sys.stderr)
+
+    def show(done, total):
+        bar.total = max(total, 1)
+        bar.n = done
+        bar.refresh()
+    return show, bar.close
+
+
+def _call(fn, work: float, progress, opts: _Opts, *args) -> int:
+    """fn(*args, &opts). Big jobs (or with progress) run on a helper thread while this one polls
+    the kernel's progress counters and waits for Ctrl-C: KeyboardInterrupt cancels the kernel
+    (it stops at its next combo group of one time block) and is re-raised once it returned."""
+    show, finish = _progress_sink(progress)
+    if work < _BACKGROUND_WORK and show is None:
+        return fn(*args, ctypes.addressof(opts))
+    pg = _Progress()
+    opts.progress = ctypes.pointer(pg)
+    result = []
+    t = threading.Thread(target=lambda: result.append(fn(*args, ctypes.addressof(opts))),
+                         daemon=True)
+    t.start()
+    done, total = ctypes.c_int64(), ctypes.c_int64()
+    try:
+        while True:  # shows once at the start and once after the end, and every 0.1 s between
+            alive = t.is_alive()
+            if show is not None:
+                lib().tf_progress_read(ctypes.byref(pg), ctypes.byref(done), ctypes.byref(total))
+                show(done.value, total.value)
+            if not alive:
+                break
+            t.join(0.1)
+    except BaseException:
+        lib().tf_progress_cancel(ctypes.byref(pg))
+        t.join()
+        raise
+    finally:
+        if finish is not None:
+            finish()
+    return result[0]
 
 
 def as_close(close) -> np.ndarray:
@@ -55,37 +163,83 @@ def as_params(params) -> np.ndarray:
     return params
 
 
+def as_combo(params) -> np.ndarray:
+    """Checks one combo: six integer window lengths (a sequence or an array), each in 1 .. 2**31,
+    as :func:`as_params` checks a grid (floats are refused here as they are there). Returns a
+    C-contiguous int64[6] (a copy)."""
+    a = np.asarray(params)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"a combo is six integer window lengths, got dtype {a.dtype}")
+    a = a.reshape(-1)
+    if a.shape != (6,):
+        raise ValueError(f"a combo is six window lengths, got {a.shape[0]}")
+    lo, hi = int(a.min()), int(a.max())
+    if lo < 1:
+        raise ValueError(f"window lengths must be >= 1, got {lo}")
+    if hi > MAX_WINDOW:
+        raise ValueError(f"window lengths must be <= 2**31, got {hi}")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def as_threads(threads) -> int:
+    """Checks a thread count: None or 0 (every core) or a positive integer; returns it as int."""
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise TypeError(f"threads must be an integer or None, got {type(threads).__name__} "
+                        f"{threads!r}")
+    if threads < 0:
+        raise ValueError(f"threads must be >= 0, got {threads}")
+    return int(threads)
+
+
 def _check(rc: int, what: str) -> None:
     if rc < 0:
         raise KernelError(rc, what)
 
 
 def sweep(close: np.ndarray, params: np.ndarray, threads: int | None = None,
-          isa: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+          isa: str = "auto", fee: float = FEE_DEFAULT,
+          progress=None) -> tuple[np.ndarray, np.ndarray]:
     """Runs the sweep in-process: ``(pnl float64[m], trades int64[m])``.
 
     Zero-copy on C-contiguous float64 ``close`` (n,) and int64 ``params`` (m, 6); the GIL is
     released during the call. ``threads=None`` or 0 uses every core; ``isa`` forces a SIMD path
     (``auto``, ``scalar``, ``sse2``, ``avx2``, ``avx512``) or ``reference`` for the literal spec.
+    ``fee``: percent points per closed trade (default 0.09). ``progress``: True (tqdm when
+    installed, else a line on stderr) or a callable(done, total). Ctrl-C stops a long sweep
+    (KeyboardInterrupt).
     """
+    pnl, trades, _ = _run(close, params, threads, isa, fee, progress, False)
+    return pnl, trades
+
+
+def sweep_stats(close, params, threads: int | None = None, isa: str = "auto",
+                fee: float = FEE_DEFAULT, progress=None) -> dict:
+    """Every output of every combo (docs/definition.md section 8): a dict of numpy arrays named
+    ``pnl, trades, wins, gross_win, gross_loss, best, worst, mean, m2, max_dd, exposure_bars``
+    (int64 for the counts, float64 otherwise), bit-identical on every path. Same arguments as
+    :func:`sweep`."""
+    _, _, rows = _run(close, params, threads, isa, fee, progress, True)
+    return {n: np.ascontiguousarray(rows[n]) for n in STAT_NAMES}
+
+
+def _run(close, params, threads, isa, fee, progress, with_stats):
     close, params = as_close(close), as_params(params)
     m = params.shape[0]
     pnl = np.empty(m, dtype=np.float64)
     trades = np.empty(m, dtype=np.int64)
-    if isa == "reference":
-        rc = lib().tf_sweep_reference(close.ctypes.data, close.shape[0], params.ctypes.data, m,
-                                      pnl.ctypes.data, trades.ctypes.data)
+    rows = np.empty(m, dtype=STATS_DTYPE) if with_stats else None
+    reference = isa == "reference"
+    opts, _fee_alive = _opts(threads, "auto" if reference else isa, fee, rows)
+    args = (close.ctypes.data, close.shape[0], params.ctypes.data, m, pnl.ctypes.data,
+            trades.ctypes.data)
+    if reference:
+        rc = lib().tf_sweep_reference(*args, ctypes.addressof(opts))
     else:
-        if isa not in ISAS:
-            raise ValueError(f"isa must be one of {sorted(ISAS) + ['reference']}, got {isa!r}")
-        t = 0 if threads is None else int(threads)
-        if t < 0:
-            raise ValueError(f"threads must be >= 0, got {t}")
-        opts = _Opts(t, ISAS[isa], 0)
-        rc = lib().tf_sweep(close.ctypes.data, close.shape[0], params.ctypes.data, m,
-                            pnl.ctypes.data, trades.ctypes.data, ctypes.addressof(opts))
+        rc = _call(lib().tf_sweep, float(close.shape[0]) * float(m), progress, opts, *args)
     _check(rc, "sweep")
-    return pnl, trades
+    return pnl, trades, rows
 
 
 class Series:
@@ -108,20 +262,15 @@ class Series:
         self._h = h
 
     def sweep(self, params: np.ndarray, threads: int | None = None,
-              isa: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+              isa: str = "auto", fee: float = FEE_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
         """:func:`sweep` on this series with its first-stage cache: ``(pnl, trades)``."""
         params = as_params(params)
         if self._h is None:
             raise ValueError("Series: closed")
-        if isa not in ISAS:
-            raise ValueError(f"isa must be one of {sorted(ISAS)}, got {isa!r}")
-        t = 0 if threads is None else int(threads)
-        if t < 0:
-            raise ValueError(f"threads must be >= 0, got {t}")
+        opts, _fee_alive = _opts(threads, isa, fee)
         m = params.shape[0]
         pnl = np.empty(m, dtype=np.float64)
         trades = np.empty(m, dtype=np.int64)
-        opts = _Opts(t, ISAS[isa], 0)
         _check(lib().tf_series_sweep(self._h, params.ctypes.data, m, pnl.ctypes.data,
                                      trades.ctypes.data, ctypes.addressof(opts)), "Series.sweep")
         return pnl, trades
@@ -156,36 +305,64 @@ def isa_best() -> str:
 
 class Strategy:
     """One combo, one bar at a time (the streaming kernel). Same bars -> same trades and pnl as
-    :func:`sweep`. ``on_bar(close)`` returns the position after the bar: -1, 0 or +1."""
+    :func:`sweep`. ``on_bar(close)`` returns the position after the bar: -1, 0 or +1.
 
-    def __init__(self, params):
-        p = np.ascontiguousarray(np.asarray(params, dtype=np.int64).reshape(-1))
-        if p.shape != (6,):
-            raise ValueError(f"a combo is six window lengths, got {p.shape[0]}")
-        as_params(p.reshape(1, 6))
+    ``params`` are six integer window lengths, checked as :func:`sweep` checks a grid
+    (``TypeError`` for floats, ``ValueError`` out of range). After :meth:`close`, every method
+    raises ``ValueError``."""
+
+    def __init__(self, params, fee: float = FEE_DEFAULT):
+        p = as_combo(params)
+        fee = as_fee(fee)
         self.params = tuple(int(v) for v in p)
         h = ctypes.c_void_p()
         _check(lib().tf_strategy_open(ctypes.byref(h), p.ctypes.data), "Strategy")
         self._h = h
+        _check(lib().tf_strategy_set_fee(h, fee), "Strategy")
+        self.fee = fee
         self._step = lib().tf_strategy_step
 
+    def _handle(self) -> ctypes.c_void_p:
+        h = getattr(self, "_h", None)
+        if h is None:
+            raise ValueError("Strategy is closed")
+        return h
+
     def on_bar(self, close: float) -> int:
-        return self._step(self._h, close)
+        try:
+            pos = self._step(self._h, close)
+        except ctypes.ArgumentError:
+            # ctypes takes float and int only; other reals (numpy.float32, Fraction) convert.
+            if isinstance(close, (str, bytes, bool)) or not hasattr(close, "__float__"):
+                raise TypeError(f"Strategy.on_bar: close must be a real number, got "
+                                f"{type(close).__name__}") from None
+            pos = self._step(self._h, float(close))
+        if pos < -1:  # only a closed handle (NULL) makes the step fail
+            self._handle()
+            _check(pos, "Strategy.on_bar")
+        return pos
 
     def reset(self) -> None:
-        lib().tf_strategy_reset(self._h)
+        lib().tf_strategy_reset(self._handle())
 
     @property
     def pnl(self) -> float:
-        return lib().tf_strategy_pnl(self._h)
+        return lib().tf_strategy_pnl(self._handle())
 
     @property
     def trades(self) -> int:
-        return lib().tf_strategy_trades(self._h)
+        return lib().tf_strategy_trades(self._handle())
+
+    def stats(self) -> dict:
+        """Every output so far (the names of :func:`sweep_stats`), as the batch sweep gives them
+        for the bars seen."""
+        row = _Stats()
+        _check(lib().tf_strategy_stats(self._handle(), ctypes.byref(row)), "Strategy.stats")
+        return {n: getattr(row, n) for n in STAT_NAMES}
 
     @property
     def bars(self) -> int:
-        return lib().tf_strategy_bars(self._h)
+        return lib().tf_strategy_bars(self._handle())
 
     def close(self) -> None:
         if getattr(self, "_h", None):

@@ -257,8 +257,7 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
     names, series = as_panel(panel, names)
     if isa not in binding.ISAS:
         raise ValueError(f"isa must be one of {sorted(binding.ISAS)}, got {isa!r}")
-    if int(threads) < 0:
-        raise ValueError(f"threads must be >= 0, got {threads}")
+    threads = binding.as_threads(threads)
     if chunk is not None and int(chunk) < 1:
         raise ValueError(f"chunk must be >= 1, got {chunk}")
     lengths = [s.shape[0] for s in series]

@@ -20,9 +20,8 @@ import numpy as np
 from tollfree import data as _data
 from tollfree import grid as _grid
 from tollfree import research
-from tollfree.binding import Strategy, isa_best, sweep
-
-FEE = 0.09  # percent points per round trip, fixed in the kernel (docs/definition.md section 5)
+from tollfree.binding import FEE_DEFAULT, Strategy, isa_best, sweep_stats
+from tollfree.stats import derived
 
 _CSS = """
 body{font:14px/1.45 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px auto;
@@ -75,11 +74,11 @@ def _fmt(x, d=4) -> str:
     return "nan" if x != x else f"{x:,.{d}f}"
 
 
-def equity(close: np.ndarray, combo) -> dict:
+def equity(close: np.ndarray, combo, fee: float = FEE_DEFAULT) -> dict:
     """The combo's path bar by bar from the streaming strategy: position, closed-trade equity
     (the pnl booked so far, exactly the kernel's), mark-to-market equity (plus the open trade),
     drawdown of the closed equity, and the bars where the position flipped."""
-    s = Strategy(combo)
+    s = Strategy(combo, fee=fee)
     n = close.shape[0]
     pos = np.empty(n, dtype=np.int8)
     closed = np.empty(n, dtype=np.float64)
@@ -117,14 +116,16 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
            source: str | None = None, notes=(), grid_spec: str | None = None,
            split: float | None = None, walk_forward: int | None = None, metric: str = "pnl",
            heatmap: str | None = None, top: int = 20, headline: str | None = None,
-           threads: int | None = None, title: str = "tollfree sweep report") -> str:
+           threads: int | None = None, title: str = "tollfree sweep report",
+           fee: float = FEE_DEFAULT) -> str:
     """Sweeps ``params`` (default grid) on ``close`` (default data; anything
     :func:`tollfree.data.to_close` takes) and writes the report to ``path``; returns ``path``.
 
     ``dates``: one label per bar (the file's date column), for the axes and the inputs table.
     ``split`` / ``walk_forward`` / ``metric``: the out-of-sample table (:func:`walk_forward`).
     ``heatmap="X,Y"``: pnl over two grid columns (others maximised over) instead of pnl
-    against L. ``headline``: text (e.g. :func:`tollfree.bench.headline`) shown verbatim."""
+    against L. ``headline``: text (e.g. :func:`tollfree.bench.headline`) shown verbatim.
+    ``fee``: percent points per closed trade."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -135,36 +136,35 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     n, m = close.shape[0], params.shape[0]
     if dates is not None and len(dates) != n:
         raise ValueError(f"dates has {len(dates)} labels for {n} bars")
-    pnl, trades = sweep(close, params, threads=threads)
-    avg = research.metric_values("avg_trade", pnl, trades, n)
+    st = sweep_stats(close, params, threads=threads, fee=fee)
+    pnl, trades = st["pnl"], st["trades"]
+    d = derived(st)
+    avg, sharpe = d["avg_trade"], d["sharpe_per_trade"]
     order = np.argsort(-np.nan_to_num(pnl, nan=-np.inf), kind="stable")
     best = int(order[0])
-    sharpe = _sharpe(close, params, threads)
 
     parts = [f"<h1>{html.escape(title)}</h1>",
              '<p class="note">HMA/HMA3 stop-and-reverse sweep, computed exactly by libtollfree '
              "(docs/definition.md). pnl is in percent points: the sum over closed trades of the "
-             f"trade's percent move minus a {FEE} fee per round trip; the position open at the "
+             f"trade's percent move minus a {fee} fee per round trip; the position open at the "
              "end is not counted.</p>"]
     span = f"{dates[0]} .. {dates[-1]}" if dates is not None else "bar 0 .. " + f"{n - 1:,}"
     inputs = [("input", source or "the embedded default data (150,000 bars)"),
               ("bars", f"{n:,} ({span})"), ("price range", f"{close.min():.6g} .. {close.max():.6g}"),
               ("grid", f"{grid_spec or 'given'}: {m:,} combos, L = {params[:, 0].min()} .. "
                        f"{params[:, 0].max()}"),
-              ("kernel", f"{isa_best()}, fee {FEE} percent points per round trip")]
+              ("kernel", f"{isa_best()}, fee {fee} percent points per round trip")]
     inputs += [("note", s) for s in notes]
     parts += ["<h2>Inputs</h2>", _table(["what", "value"], inputs, left=(0, 1))]
 
     k = min(top, m)
-    head = ["rank", *_grid.PARAM_NAMES, "pnl", "trades", "avg_trade"]
-    if sharpe is not None:
-        head.append("sharpe_per_trade")
+    head = ["rank", *_grid.PARAM_NAMES, "pnl", "trades", "avg_trade", "win_rate",
+            "profit_factor", "sharpe_per_trade", "max_dd"]
     rows = []
     for r, j in enumerate(order[:k], 1):
-        row = [r, *(int(v) for v in params[j]), _fmt(pnl[j]), _fmt(int(trades[j])), _fmt(avg[j])]
-        if sharpe is not None:
-            row.append(_fmt(sharpe[j]))
-        rows.append(row)
+        rows.append([r, *(int(v) for v in params[j]), _fmt(pnl[j]), _fmt(int(trades[j])),
+                     _fmt(avg[j]), _fmt(d["win_rate"][j]), _fmt(d["profit_factor"][j]),
+                     _fmt(sharpe[j]), _fmt(st["max_dd"][j])])
     parts += [f"<h2>Ranked by pnl (top {k} of {m:,})</h2>", _table(head, rows)]
 
     if heatmap:
@@ -178,18 +178,13 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
         ax.set_ylabel("pnl, percent points")
         ax.axhline(0, color="#999", lw=0.8)
         ax2 = ax.twinx()
-        if sharpe is not None:
-            ax2.plot(L, sharpe, "s-", ms=2, color="#d9730d", label="sharpe per trade")
-            ax2.set_ylabel("sharpe per trade")
-        else:
-            ax2.plot(L, avg, "s-", ms=2, color="#d9730d", label="avg trade")
-            ax2.set_ylabel("avg trade, percent points")
+        ax2.plot(L, sharpe, "s-", ms=2, color="#d9730d", label="sharpe per trade")
+        ax2.set_ylabel("sharpe per trade")
         fig.legend(loc="upper right")
         ax.grid(alpha=0.3)
-        label = "sharpe per trade" if sharpe is not None else "average trade"
-        parts += [f"<h2>pnl and {label} against L</h2>", _png(fig)]
+        parts += ["<h2>pnl and sharpe per trade against L</h2>", _png(fig)]
 
-    eq = equity(close, params[best])
+    eq = equity(close, params[best], fee)
     same = (np.float64(eq["pnl"]).view(np.int64) == pnl[best:best + 1].view(np.int64)[0]
             and eq["trades"] == trades[best])
     fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True,
@@ -221,7 +216,7 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
 
     if split is not None or walk_forward is not None:
         wf = research.walk_forward(close, params, split=split, walk_forward=walk_forward,
-                                   metric=metric, threads=threads)
+                                   metric=metric, threads=threads, fee=fee)
         lab = (lambda i: str(dates[min(i, n - 1)])) if dates is not None else (lambda i: f"{i:,}")
         rows = [[int(r.fold), f"{lab(r.is_start)} .. {lab(r.is_end - 1)}",
                  f"{lab(r.oos_start)} .. {lab(r.oos_end - 1)}",
@@ -244,22 +239,6 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     with open(path, "w", encoding="utf-8") as f:
         f.write(doc)
     return path
-
-
-def _sharpe(close, params, threads):
-    """sharpe_per_trade from the kernel's statistics when this build has them, else None."""
-    import tollfree
-    fn = getattr(tollfree, "sweep_stats", None)
-    if fn is None:
-        return None
-    try:
-        st = fn(close, params, threads=threads)
-        t = st["trades"].astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            std = np.sqrt(st["m2"] / (t - 1))
-            return st["mean"] / std
-    except Exception:  # a partial build of the statistics: the report goes on without them
-        return None
 
 
 def _heatmap_fig(plt, params, pnl, spec):
@@ -304,6 +283,7 @@ def main(argv=None) -> int:
     ap.add_argument("--heatmap")
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--fee", type=float, default=FEE_DEFAULT)
     ap.add_argument("--headline", help="a file whose text is shown as the benchmark headline")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
@@ -323,7 +303,7 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         report(close, params, a.out, dates=dates, source=source, notes=notes, grid_spec=a.grid,
                split=a.split, walk_forward=a.walk_forward, metric=a.metric, heatmap=a.heatmap,
-               top=a.top, headline=headline, threads=a.threads or None)
+               top=a.top, headline=headline, threads=a.threads or None, fee=a.fee)
     except (ValueError, OSError) as e:
         print(f"tollfree sweep: --report: {e}", file=sys.stderr)
         return 1

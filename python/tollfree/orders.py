@@ -36,6 +36,7 @@ from collections import deque
 from dataclasses import dataclass, fields
 from typing import Iterable, Sequence, Union
 
+from tollfree import urls
 from tollfree.errors import EngineError, EngineTimeout, os_error
 
 __all__ = ["connect", "Client", "Reply", "NewLimit", "NewMarket", "CancelByOrder", "CancelByClient",
@@ -359,23 +360,12 @@ class Reply(list):
 
 
 def parse_url(url: str) -> tuple:
-    if not isinstance(url, str):
-        raise TypeError(f"url must be a str, got {type(url).__name__}")
-    scheme, sep, rest = url.partition(":")
-    if scheme == "unix" and sep and rest:
-        return socket.AF_UNIX, rest
-    if scheme == "tcp" and sep:
-        host, sep2, port = rest.rpartition(":")
-        if not sep2 or not host:
-            raise ValueError(f"url {url!r}: expected tcp:HOST:PORT")
-        try:
-            p = int(port)
-        except ValueError:
-            raise ValueError(f"url {url!r}: bad TCP port {port!r}") from None
-        if not 0 < p < 65536:
-            raise ValueError(f"url {url!r}: TCP port out of range")
-        return socket.AF_INET6 if host.startswith("[") else socket.AF_INET, (host.strip("[]"), p)
-    raise ValueError(f"url {url!r}: expected unix:PATH or tcp:HOST:PORT")
+    """``(AF_UNIX, path)`` or ``(AF_INET or AF_INET6, (host, port))`` for ``unix:PATH`` or
+    ``tcp:[HOST:]PORT`` (the grammar of :mod:`tollfree.urls`, the C client's too)."""
+    scheme, args = urls.parse(url, schemes=("unix", "tcp"))
+    if scheme == "unix":
+        return socket.AF_UNIX, args[0]
+    return socket.AF_INET6 if ":" in args[0] else socket.AF_INET, args
 
 
 class Client:
@@ -617,5 +607,5 @@ class Client:
 
 def connect(url: str, timeout: float | None = 30.0, max_fills: int = 4096,
             max_inflight: int = 256) -> Client:
-    """Connects to ``tollfree engine serve`` at ``unix:PATH`` or ``tcp:HOST:PORT``."""
+    """Connects to ``tollfree engine serve`` at ``unix:PATH`` or ``tcp:[HOST:]PORT``."""
     return Client(url, timeout=timeout, max_fills=max_fills, max_inflight=max_inflight)

@@ -39,8 +39,9 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tollfree import orders as _o
+from tollfree.binding import FEE_DEFAULT
 
-FEE = 0.09  # percent points per closed trade (docs/definition.md section 5; TF_FEE)
+FEE = FEE_DEFAULT  # percent points per closed trade (docs/definition.md sections 5 and 9)
 ACCT_STRATEGY, ACCT_COUNTER, ACCT_QUOTER = 1, 2, 3
 QUOTE_QTY = 2
 MAX_LIVE_ORDERS = 1024

@@ -6,33 +6,46 @@ at that bar would start with nothing), by the in-process kernel."""
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import numpy as np
 
 from tollfree import grid as _grid
-from tollfree.binding import sweep
+from tollfree.binding import FEE_DEFAULT, STAT_NAMES, sweep, sweep_stats
+from tollfree.stats import DERIVED, derived
 from tollfree.data import to_close
 
-# name -> (what it is, value(pnl, trades, n_bars) -> float64 array). Higher is better for all.
-# The kernel's statistics (docs/definition.md) join here as rows when it has them.
-METRICS: dict[str, tuple[str, Callable]] = {
-    "pnl": ("total pnl, percent points after fees", lambda pnl, trades, n: pnl),
-    "avg_trade": ("pnl / trades (NaN without trades)",
-                  lambda pnl, trades, n: np.where(trades > 0, pnl / np.maximum(trades, 1), np.nan)),
-    "trades": ("closed round trips", lambda pnl, trades, n: trades.astype(np.float64)),
-}
+# The metrics: every output of the sweep and every derived figure (docs/definition.md sections 8
+# and 9), as `tollfree sweep --metric` takes them. Higher is better for all.
+METRICS: tuple[str, ...] = tuple(STAT_NAMES) + DERIVED
+_PLAIN = ("pnl", "trades")  # computed without the statistics
 
 COLUMNS = ["fold", "is_start", "is_end", "oos_start", "oos_end", "L", "half", "sq", "p", "p3",
            "p2", "metric", "is_value", "is_pnl", "is_trades", "oos_value", "oos_pnl",
            "oos_trades", "oos_rank", "combos", "oos_best_value"]
 
 
-def metric_values(metric: str, pnl: np.ndarray, trades: np.ndarray, n_bars: int) -> np.ndarray:
-    """The metric for every combo (float64)."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    return np.asarray(METRICS[metric][1](pnl, trades, n_bars), dtype=np.float64)
+def _check_metric(metric: str) -> str:
+    """The column of a metric "name" (higher is better) or "-name" (lower is better)."""
+    name = metric[1:] if isinstance(metric, str) and metric.startswith("-") else metric
+    if name not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)} (or -name: lower is "
+                         f"better), got {metric!r}")
+    return name
+
+
+def metric_values(metric: str, st: dict) -> np.ndarray:
+    """The metric for every combo (float64, higher is better: "-name" negates the column) from a
+    :func:`tollfree.sweep_stats` dict (pnl and trades alone suffice for those two)."""
+    name = _check_metric(metric)
+    v = np.asarray(derived(st)[name] if name in DERIVED else st[name], dtype=np.float64)
+    return -v if metric.startswith("-") else v
+
+
+def _sweep_for(metric, close, params, threads, isa, fee) -> dict:
+    if _check_metric(metric) in _PLAIN:
+        p, t = sweep(close, params, threads=threads, isa=isa, fee=fee)
+        return {"pnl": p, "trades": t}
+    return sweep_stats(close, params, threads=threads, isa=isa, fee=fee)
 
 
 def folds(n: int, split: float | None = None, walk_forward: int | None = None):
@@ -65,7 +78,8 @@ def _best(v: np.ndarray) -> int:
 
 
 def walk_forward(close, params=None, split: float | None = None, walk_forward: int | None = None,
-                 metric: str = "pnl", threads: int | None = None, isa: str = "auto"):
+                 metric: str = "pnl", threads: int | None = None, isa: str = "auto",
+                 fee: float = FEE_DEFAULT):
     """Out-of-sample check of the sweep: a pandas DataFrame with one row per fold.
 
     ``split=F``: in-sample = the first floor(n*F) bars, out-of-sample = the rest.
@@ -74,19 +88,20 @@ def walk_forward(close, params=None, split: float | None = None, walk_forward: i
     Columns: ``fold, is_start, is_end, oos_start, oos_end`` (bars, end exclusive), the winner's
     six lengths, ``metric``, ``is_value, is_pnl, is_trades`` (in sample), ``oos_value, oos_pnl,
     oos_trades, oos_rank`` (its rank among all ``combos`` out of sample by the metric; 1 = best,
-    NaN last) and ``oos_best_value``. ``close``: anything :func:`tollfree.data.to_close` takes."""
+    NaN last) and ``oos_best_value``. ``close``: anything :func:`tollfree.data.to_close` takes;
+    ``fee``: percent points per closed trade."""
     import pandas as pd
 
     close = to_close(close)
     params = _grid.default_grid() if params is None else np.ascontiguousarray(params, dtype=np.int64)
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    _check_metric(metric)
     rows = []
     for k, (a, b, _, c) in enumerate(folds(close.shape[0], split, walk_forward), 1):
-        p_is, t_is = sweep(close[a:b], params, threads=threads, isa=isa)
-        p_os, t_os = sweep(close[b:c], params, threads=threads, isa=isa)
-        v_is = metric_values(metric, p_is, t_is, b - a)
-        v_os = metric_values(metric, p_os, t_os, c - b)
+        s_is = _sweep_for(metric, close[a:b], params, threads, isa, fee)
+        s_os = _sweep_for(metric, close[b:c], params, threads, isa, fee)
+        p_is, t_is, p_os, t_os = s_is["pnl"], s_is["trades"], s_os["pnl"], s_os["trades"]
+        v_is = metric_values(metric, s_is)
+        v_os = metric_values(metric, s_os)
         w = _best(v_is)
         ov = v_os[w]
         rank = 1 + int(np.sum(v_os > ov)) if ov == ov else 1 + int(np.sum(~np.isnan(v_os)))

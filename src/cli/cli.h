@@ -3,6 +3,7 @@
 #ifndef TF_CLI_H
 #define TF_CLI_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,26 @@ int tf_cli_read_grid(const char *spec, int64_t **out, int64_t *n);
 
 /* Whole file into a NUL-terminated malloc'd buffer; -errno on failure. */
 int tf_cli_slurp(const char *path, char **out, size_t *len);
+
+/* An output file written whole or not at all (journal gen, engine gen): the writer writes and
+ * syncs o->tmp (PATH.tmp), which tf_cli_out_commit renames over PATH. SIGINT and SIGTERM between
+ * begin and commit only set tf_cli_interrupted: the writer stops at the next record, and commit
+ * removes the temporary instead. */
+typedef struct tf_cli_out {
+    const char *path;
+    const char *cmd; /* "journal gen": messages start "tollfree journal gen: " */
+    char tmp[4096];
+} tf_cli_out;
+extern volatile sig_atomic_t tf_cli_interrupted;
+/* Refuses (one line on stderr, -1) when PATH exists and !force, or when count records of at most
+ * per_record bytes plus fixed bytes do not fit in 95% of the free space of PATH's file system;
+ * else sets o->tmp, removes a stale PATH.tmp, catches SIGINT/SIGTERM, returns 0. */
+int tf_cli_out_begin(tf_cli_out *o, const char *cmd, const char *path, int force, uint64_t count,
+                     uint64_t per_record, uint64_t fixed);
+/* ok: the writer finished and synced o->tmp. Renames it over PATH (and syncs the directory), or
+ * (not ok, interrupted, or the rename failed) removes it and says why. Restores the default
+ * signal handlers. Returns 0 when PATH was written. */
+int tf_cli_out_commit(tf_cli_out *o, int ok);
 
 /* The Python side of a command (python.c): argv = {interpreter, "-m", module, args..., NULL}
  * (malloc'd; NULL on failure, errno set) after PYTHONPATH / TOLLFREE_LIB / TOLLFREE_BIN are set

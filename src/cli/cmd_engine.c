@@ -2,15 +2,14 @@
  * snapshots. `engine serve` lives in cmd_engine_serve.c. */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "tollfree/engine.h"
 #include "tollfree/journal.h"
@@ -556,42 +555,6 @@ static int cmd_snapshot(int argc, char **argv)
 
 /* ---- gen ------------------------------------------------------------------------------------ */
 
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    interrupted = 1;
-}
-
-static int gen_check(const struct opts *o, const char *tmp)
-{
-    struct stat st;
-    if (!o->force && stat(o->input, &st) == 0) {
-        fprintf(stderr, "tollfree engine gen: %s exists (use --force to replace it)\n", o->input);
-        return -1;
-    }
-    /* Refuse what cannot fit: every record is at most 72 bytes (a NewLimit + envelope + CRC). */
-    struct statvfs vfs;
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", tmp);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir] = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
-    if (statvfs(dir, &vfs) == 0) {
-        uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-        if (o->count > (avail - avail / 20) / 72) {
-            fprintf(stderr,
-                    "tollfree engine gen: %" PRIu64 " records need up to %.1f GB; %.1f GB free\n",
-                    o->count, (double)o->count * 72 / 1e9, (double)avail / 1e9);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int gen_write(const struct opts *o, tf_engine_flow *f, const char *tmp)
 {
     tf_journal_opts jo = {.durability = TF_JOURNAL_NONE, .session_id = o->seed + 1};
@@ -602,14 +565,13 @@ static int gen_write(const struct opts *o, tf_engine_flow *f, const char *tmp)
         return -1;
     }
     tf_ofl_msg m;
-    for (uint64_t i = 0; i < o->count && !rc && !interrupted; i++) {
+    for (uint64_t i = 0; i < o->count && !rc && !tf_cli_interrupted; i++) {
         tf_engine_flow_next(f, &m);
         rc = tf_journal_append(j, &m, NULL);
     }
     int crc = tf_journal_close(j);
-    if (rc || crc || interrupted) {
-        fprintf(stderr, "tollfree engine gen: %s\n",
-                interrupted ? "interrupted; nothing written" : tf_strerror(rc ? rc : crc));
+    if (rc || crc) {
+        fprintf(stderr, "tollfree engine gen: %s\n", tf_strerror(rc ? rc : crc));
         return -1;
     }
     return 0;
@@ -642,8 +604,9 @@ static int cmd_gen(int argc, char **argv)
     int n = instruments_of("gen", o.instruments ? o.instruments : "1", &ids);
     if (n < 0)
         return 2;
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp || gen_check(&o, tmp))
+    /* Every record is at most 72 bytes (a NewLimit + envelope + CRC). */
+    tf_cli_out of;
+    if (tf_cli_out_begin(&of, "engine gen", out, o.force, o.count, 72, TF_JOURNAL_HEADER_LEN))
         return 1;
     tf_engine_flow_config fc = {.size = sizeof fc,
                                 .mix = (uint32_t)mix,
@@ -654,20 +617,12 @@ static int cmd_gen(int argc, char **argv)
     tf_engine_flow *f;
     if ((rc = tf_engine_flow_open(&fc, &f))) {
         fprintf(stderr, "tollfree engine gen: %s\n", tf_strerror(rc));
+        tf_cli_out_commit(&of, 0);
         return 1;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    unlink(tmp);
-    rc = gen_write(&o, f, tmp);
+    rc = gen_write(&o, f, of.tmp);
     tf_engine_flow_close(f);
-    if (!rc && rename(tmp, out)) {
-        fprintf(stderr, "tollfree engine gen: %s: %s\n", out, strerror(errno));
-        rc = -1;
-    }
-    if (rc)
-        unlink(tmp);
-    return rc ? 1 : 0;
+    return tf_cli_out_commit(&of, !rc) ? 1 : 0;
 }
 
 int tf_cmd_engine(int argc, char **argv)

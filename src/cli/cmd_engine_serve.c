@@ -44,11 +44,27 @@ static const char usage[] =
     "  --max-orders N       live orders at once (default 1000000); NewLimit beyond is Rejected\n"
     "  --snapshot-every N   write DIR/snapshot.tfs every N commands (default 0 = never); a\n"
     "                       start then replays only the commands after it\n"
+    "";
+
+/* Split in two: ISO C bounds a string literal to 4095 bytes. */
+static const char usage_limits[] =
+    "connections (the limits are those of tollfree serve too):\n"
     "  --max-conns N        connections at once (default 4096; more are refused)\n"
+    "  --max-conns-per-peer N  connections of one peer (a UID on Unix sockets, an address on\n"
+    "                       TCP) at once (default: max-conns minus the reserve)\n"
+    "  --conn-reserve N     the last N slots only go to peers holding fewer than 4\n"
+    "                       connections, so a new client gets in when others fill the service\n"
+    "                       (default max-conns/16, 0 = none)\n"
     "  --stall-timeout S    close a connection stuck mid-frame, or not reading its replies,\n"
     "                       for S seconds (default 60, 0 = never)\n"
     "  --idle-timeout S     close a connection idle between frames for S seconds (default 0 =\n"
-    "                       never)\n"
+    "                       never: a client waiting for fills is idle)\n"
+    "  --min-rate BYTES     a frame still arriving after 10 s must have averaged this many\n"
+    "                       bytes a second, else its connection is closed (default 1024, 0 =\n"
+    "                       off)\n"
+    "  --max-memory BYTES   replies held and queued for all connections together (default\n"
+    "                       1073741824, at least 1048576): above it, a connection whose\n"
+    "                       replies wait takes no new command until its peer reads\n"
     "  --max-output BYTES   replies queued for one peer beyond the socket buffer before it is\n"
     "                       closed (default 4194304)\n"
     "  --quiet              no per-connection log lines\n"
@@ -89,6 +105,7 @@ int tf_cmd_engine_serve(int argc, char **argv)
         uint64_t n;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
+            fputs(usage_limits, stdout);
             return 0;
         }
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
@@ -137,6 +154,15 @@ int tf_cmd_engine_serve(int argc, char **argv)
             cfg.stall_timeout_s = (int)n;
         } else if (!strcmp(a, "--idle-timeout") && !parse_u64(v, 0, 86400 * 365, &n)) {
             cfg.idle_timeout_s = (int)n;
+        } else if (!strcmp(a, "--max-conns-per-peer") && !parse_u64(v, 1, 1000000, &n)) {
+            cfg.max_conns_per_peer = (int)n;
+        } else if (!strcmp(a, "--conn-reserve") && !parse_u64(v, 0, 1000000, &n)) {
+            cfg.conn_reserve = n ? (int)n : -1;
+        } else if (!strcmp(a, "--min-rate") && !parse_u64(v, 0, UINT64_MAX / 2, &n)) {
+            cfg.min_rate = n;
+        } else if (!strcmp(a, "--max-memory") &&
+                   !parse_u64(v, (uint64_t)1 << 20, UINT64_MAX / 2, &n)) {
+            cfg.max_memory = n;
         } else if (!strcmp(a, "--max-output") && !parse_u64(v, 4096, (uint64_t)1 << 34, &n)) {
             cfg.max_output = n;
         } else {

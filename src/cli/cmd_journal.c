@@ -8,14 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/commands.h"
+#include "orderflow/orderflow_internal.h"
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
 
 static const char usage[] =
     "usage: tollfree journal <gen|verify|dump> [options]\n"
     "\n"
-    "OFL1 journals: a 15-byte header, then records (stream frame + CRC32C), journal_seq from 0.\n"
+    "OFL1 journals: a 23-byte header (the OFL1 header and its CRC32C; 15 bytes without it in\n"
+    "journals written before), then records (stream frame + CRC32C), journal_seq from 0.\n"
     "\n"
     "  gen --count N [--seed S] OUT   write N records of the mixed cycle (50% NewLimit,\n"
     "                                 20% CancelByOrder, 10% Replace, 15% Trade, 5% Rejected)\n"
@@ -24,6 +27,9 @@ static const char usage[] =
     "  dump FILE [--json|--table]     print every record (JSON lines by default)\n"
     "\n"
     "Run 'tollfree journal <sub> --help' for details.\n";
+
+/* The largest record the mixed cycle writes: a Trade (11 + 72 bytes) and its CRC. */
+#define MAX_GEN_RECORD 87
 
 static const char gen_usage[] =
     "usage: tollfree journal gen --count N [--seed S] [--session ID]\n"
@@ -36,16 +42,20 @@ static const char gen_usage[] =
     "  --durability P   none, group (default: group commit every 4096 records / 1 ms) or every\n"
     "                   (fdatasync per record: slow). The file is synced at the end in all cases.\n"
     "  --force          replace OUT if it exists (default: refuse)\n"
+    "The journal is written to OUT.tmp and renamed to OUT when complete; on an error, SIGINT or\n"
+    "SIGTERM the temporary is removed and OUT is left as it was. A count that cannot fit on the\n"
+    "file system (95% of its free space) is refused before anything is written.\n"
     "Example: tollfree journal gen --count 1000000 --seed 7 flow.ofl\n";
 
 static const char verify_usage[] =
     "usage: tollfree journal verify FILE\n"
     "\n"
-    "Walks FILE checking the header, each record's length, CRC32C, kind, payload and that\n"
-    "journal_seq is contiguous from 0. Exit 0 and a summary on stdout when the file is whole;\n"
-    "otherwise one line on stderr naming the byte offset and journal_seq where the valid prefix\n"
-    "ends and why, and exit 1 (exit 2 for bad usage or an unreadable file). The file is never\n"
-    "modified: reopening it for appending truncates it to that valid prefix.\n";
+    "Walks FILE checking the header (and its CRC32C), each record's length, CRC32C, kind,\n"
+    "payload and that journal_seq is contiguous from 0. Exit 0 and a summary on stdout when the\n"
+    "file is whole; otherwise one line on stderr naming the byte offset and journal_seq where\n"
+    "the valid prefix ends and why (\"bad header\" when the header itself is damaged), and exit\n"
+    "1 (exit 2 for bad usage or an unreadable file). The file is never modified: reopening it\n"
+    "for appending truncates it to that valid prefix (a bad header is refused).\n";
 
 static const char dump_usage[] =
     "usage: tollfree journal dump FILE [--json|--table]\n"
@@ -135,39 +145,35 @@ static int cmd_gen(int argc, char **argv)
                 !have_count ? "--count N is required" : "the output file OUT is required");
         return 2;
     }
-    struct stat st;
-    if (stat(out, &st) == 0) {
-        if (!force) {
-            fprintf(stderr, "tollfree journal gen: %s exists (use --force to replace it)\n", out);
-            return 2;
-        }
-        if (unlink(out) != 0) {
-            fprintf(stderr, "tollfree journal gen: %s: %s\n", out, strerror(errno));
-            return 2;
-        }
-    }
-
+    /* Written to OUT.tmp and renamed when whole. The mixed cycle's 20 records take 1279 bytes
+     * (64 per record on average) and one record at most 87 (a Trade): count * 64 + one cycle of
+     * the largest bounds the file. */
+    tf_cli_out of;
+    if (tf_cli_out_begin(&of, "journal gen", out, force, count, 64,
+                         TF_JOURNAL_HEADER_LEN + 20 * MAX_GEN_RECORD))
+        return 2;
     tf_ofl_gen g;
     tf_ofl_gen_init(&g, seed);
     opts.session_id = have_session ? session : g.session_id;
     tf_journal *j;
-    int rc = tf_journal_open(out, &opts, &j, NULL);
+    int rc = tf_journal_open(of.tmp, &opts, &j, NULL);
     if (rc) {
-        fprintf(stderr, "tollfree journal gen: %s: %s\n", out, tf_strerror(rc));
+        fprintf(stderr, "tollfree journal gen: %s: %s\n", of.tmp, tf_strerror(rc));
+        tf_cli_out_commit(&of, 0);
         return 2;
     }
     tf_ofl_msg m;
-    for (uint64_t i = 0; i < count && !rc; i++) {
+    for (uint64_t i = 0; i < count && !rc && !tf_cli_interrupted; i++) {
         tf_ofl_gen_next(&g, &m);
         rc = tf_journal_append(j, &m, NULL);
     }
     tf_journal_stats st2;
     tf_journal_get_stats(j, &st2);
     int rc2 = tf_journal_close(j);
-    if (rc || rc2) {
-        fprintf(stderr, "tollfree journal gen: %s: %s\n", out, tf_strerror(rc ? rc : rc2));
+    if (rc || rc2)
+        fprintf(stderr, "tollfree journal gen: %s: %s\n", of.tmp, tf_strerror(rc ? rc : rc2));
+    if (tf_cli_out_commit(&of, !rc && !rc2))
         return 2;
-    }
     printf("%s: %" PRIu64 " records, %" PRIu64 " bytes, session %" PRIu64 "\n", out, count,
            st2.bytes, opts.session_id);
     return 0;
@@ -222,15 +228,25 @@ static int cmd_verify(int argc, char **argv)
         return 2;
     tf_journal_scan_result s;
     int rc = tf_journal_scan(m.data, m.len, &s);
+    tf_journal_reader r;
+    int protected_header =
+        !rc && !tf_journal_reader_init(&r, m.data, m.len) && r.pos == TF_JOURNAL_HEADER_LEN;
     tf_journal_map_close(&m);
+    if (rc && s.valid_bytes == 0) {
+        /* Nothing of the file can be trusted: say so rather than name a record. */
+        fprintf(stderr, "tollfree journal verify: %s: bad header at offset 0 (journal_seq 0): %s\n",
+                path, tf_strerror(rc));
+        return 1;
+    }
     if (rc) {
         report_invalid("verify", path, s.valid_bytes, s.records, rc);
         return 1;
     }
     printf("%s: ok, %" PRIu64 " records, %" PRIu64 " bytes, session %" PRIu64
-           ", schema %u, clock %s\n",
+           ", schema %u, clock %s, header %s\n",
            path, s.records, s.total_bytes, s.header.session_id, s.header.schema_version,
-           s.header.clock_kind == TF_OFL_CLOCK_WALL_NS ? "wall_ns" : "logical");
+           s.header.clock_kind == TF_OFL_CLOCK_WALL_NS ? "wall_ns" : "logical",
+           protected_header ? "crc32c" : "unprotected (written before the header CRC)");
     return 0;
 }
 
@@ -305,82 +321,36 @@ static void field_q(struct out *o, const char *k, tf_ofl_qty q)
     o->first = 0;
 }
 
+/* The payload's fields in wire order, from the kind table (src/orderflow/orderflow_internal.h). */
 static void payload_fields(struct out *o, const tf_ofl_msg *m)
 {
-    switch (m->kind) {
-    case TF_OFL_NEW_LIMIT:
-        field_u(o, "command_seq", m->new_limit.command_seq);
-        field_u(o, "account_id", m->new_limit.account_id);
-        field_u(o, "client_order_id", m->new_limit.client_order_id);
-        field_u(o, "instrument_id", m->new_limit.instrument_id);
-        field_s(o, "side", tf_ofl_side_name(m->new_limit.side));
-        field_i(o, "price", m->new_limit.price);
-        field_q(o, "quantity", m->new_limit.quantity);
-        break;
-    case TF_OFL_NEW_MARKET:
-        field_u(o, "command_seq", m->new_market.command_seq);
-        field_u(o, "account_id", m->new_market.account_id);
-        field_u(o, "client_order_id", m->new_market.client_order_id);
-        field_u(o, "instrument_id", m->new_market.instrument_id);
-        field_s(o, "side", tf_ofl_side_name(m->new_market.side));
-        field_q(o, "quantity", m->new_market.quantity);
-        break;
-    case TF_OFL_CANCEL_BY_ORDER:
-        field_u(o, "command_seq", m->cancel_by_order.command_seq);
-        field_u(o, "order_id", m->cancel_by_order.order_id);
-        break;
-    case TF_OFL_CANCEL_BY_CLIENT:
-        field_u(o, "command_seq", m->cancel_by_client.command_seq);
-        field_u(o, "account_id", m->cancel_by_client.account_id);
-        field_u(o, "client_order_id", m->cancel_by_client.client_order_id);
-        break;
-    case TF_OFL_REPLACE:
-        field_u(o, "command_seq", m->replace.command_seq);
-        field_u(o, "order_id", m->replace.order_id);
-        field_u(o, "client_order_id", m->replace.client_order_id);
-        field_i(o, "price", m->replace.price);
-        field_q(o, "quantity", m->replace.quantity);
-        break;
-    case TF_OFL_ACCEPTED:
-        field_u(o, "event_seq", m->accepted.event_seq);
-        field_u(o, "command_seq", m->accepted.command_seq);
-        field_u(o, "timestamp_ns", m->accepted.timestamp_ns);
-        field_u(o, "order_id", m->accepted.order_id);
-        field_u(o, "client_order_id", m->accepted.client_order_id);
-        field_u(o, "account_id", m->accepted.account_id);
-        break;
-    case TF_OFL_REJECTED:
-        field_u(o, "event_seq", m->rejected.event_seq);
-        field_u(o, "command_seq", m->rejected.command_seq);
-        field_u(o, "timestamp_ns", m->rejected.timestamp_ns);
-        field_u(o, "client_order_id", m->rejected.client_order_id);
-        field_s(o, "reason", tf_ofl_reason_name(m->rejected.reason));
-        break;
-    case TF_OFL_REPLACED:
-        field_u(o, "event_seq", m->replaced.event_seq);
-        field_u(o, "command_seq", m->replaced.command_seq);
-        field_u(o, "timestamp_ns", m->replaced.timestamp_ns);
-        field_u(o, "order_id", m->replaced.order_id);
-        field_u(o, "client_order_id", m->replaced.client_order_id);
-        break;
-    case TF_OFL_CANCELED:
-        field_u(o, "event_seq", m->canceled.event_seq);
-        field_u(o, "command_seq", m->canceled.command_seq);
-        field_u(o, "timestamp_ns", m->canceled.timestamp_ns);
-        field_u(o, "order_id", m->canceled.order_id);
-        break;
-    case TF_OFL_TRADE:
-        field_u(o, "event_seq", m->trade.event_seq);
-        field_u(o, "command_seq", m->trade.command_seq);
-        field_u(o, "timestamp_ns", m->trade.timestamp_ns);
-        field_u(o, "maker_order_id", m->trade.maker_order_id);
-        field_u(o, "taker_order_id", m->trade.taker_order_id);
-        field_u(o, "instrument_id", m->trade.instrument_id);
-        field_i(o, "price", m->trade.price);
-        field_q(o, "quantity", m->trade.quantity);
-        break;
-    default: /* Heartbeat: no payload */
-        break;
+    const tfo_field *f = tfo_kind_fields(m->kind);
+    const unsigned char *u = (const unsigned char *)&m->new_limit; /* the union */
+    for (; f && f->name; f++) {
+        const unsigned char *v = u + f->offset;
+        uint64_t x;
+        int64_t i;
+        tf_ofl_qty q;
+        switch (f->type) {
+        case OFL_T_U64:
+            memcpy(&x, v, sizeof x);
+            field_u(o, f->name, x);
+            break;
+        case OFL_T_I64:
+            memcpy(&i, v, sizeof i);
+            field_i(o, f->name, i);
+            break;
+        case OFL_T_QTY:
+            memcpy(&q, v, sizeof q);
+            field_q(o, f->name, q);
+            break;
+        case OFL_T_SIDE:
+            field_s(o, f->name, tf_ofl_side_name(*v));
+            break;
+        default: /* OFL_T_REASON */
+            field_s(o, f->name, tf_ofl_reason_name(*v));
+            break;
+        }
     }
 }
 

@@ -77,7 +77,7 @@ static const char usage[] =
     "  tollfree paper --combo 20 --input prices.csv --column close --half-spread 2\n";
 
 enum { ACCT_STRATEGY = 1, ACCT_COUNTER = 2, ACCT_QUOTER = 3 };
-#define FEE 0.09             /* docs/definition.md: percent points per closed trade (= TF_FEE) */
+#define FEE TF_FEE_DEFAULT   /* docs/definition.md: percent points per closed trade */
 #define MAX_LIVE_ORDERS 1024 /* in-process engine: the auction never leaves more than 3 live */
 #define REPLY_CAP (MAX_LIVE_ORDERS + 2)
 #define QUOTE_QTY 2 /* a reversal (2 lots) always fills against one quote */

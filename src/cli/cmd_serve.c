@@ -25,13 +25,26 @@ static const char usage[] =
     "  --threads N          kernel threads per sweep (default 0 = all cores)\n"
     "  --max-frame BYTES    largest request body (default 256M; suffixes K, M, G)\n"
     "  --max-datasets N     datasets held at once (default 64)\n"
-    "  --max-memory BYTES   bytes held by datasets, sessions and caches (default 4G)\n"
+    "  --max-memory BYTES   bytes held by datasets, sessions, caches and the request and reply\n"
+    "                       buffers of all connections (default 4G, at least 1M; there is no\n"
+    "                       unlimited setting): a request whose buffers would pass it is\n"
+    "                       answered LIMIT without being read into memory\n"
     "  --dataset-cache BYTES  per dataset: first-stage WMAs kept for later sweeps and\n"
     "                       RUN_ONE calls (default 256M, 0 = off; all caches together\n"
     "                       take at most half of --max-memory)\n"
     "  --spin N             shared memory: PAUSE iterations before a futex sleep (default 20000)\n"
-    "  --stall-timeout S    close a connection stalled mid-frame for S seconds (default 60,\n"
-    "                       0 = never)\n"
+    "  --stall-timeout S    close a connection stalled mid-frame, or not reading its replies,\n"
+    "                       for S seconds (default 60, 0 = never)\n"
+    "  --idle-timeout S     close a connection idle between frames for S seconds (default\n"
+    "                       300, 0 = never; shared-memory connections are exempt)\n"
+    "  --min-rate BYTES     a frame still arriving after 10 s must have averaged this many\n"
+    "                       bytes a second, else its connection is closed (default 1K, 0 = off)\n"
+    "  --max-conns N        socket connections at once (default 4096)\n"
+    "  --max-conns-per-peer N  connections of one peer (a UID on Unix sockets, an address on\n"
+    "                       TCP) at once (default: max-conns minus the reserve)\n"
+    "  --conn-reserve N     the last N slots only go to peers holding fewer than 4\n"
+    "                       connections, so a new client gets in when others fill the server\n"
+    "                       (default max-conns/16, 0 = none)\n"
     "  --quiet              no per-connection or per-error log lines\n"
     "  --help               this text\n"
     "\n"
@@ -133,6 +146,13 @@ int tf_cmd_serve(int argc, char **argv)
                    !parse_int(v, 1, TF_SERVER_MAX_DATASETS_LIMIT, &n)) {
             cfg.max_datasets = (uint32_t)n;
         } else if (!strcmp(a, "--max-memory") && !parse_bytes(v, &b)) {
+            if (b < TF_SERVER_MIN_MEMORY) {
+                fprintf(stderr,
+                        "tollfree serve: --max-memory %s: give at least 1M (it bounds datasets, "
+                        "sessions and connection buffers; there is no unlimited setting)\n",
+                        v);
+                return 2;
+            }
             cfg.max_memory = b;
         } else if (!strcmp(a, "--dataset-cache") && !parse_bytes(v, &b)) {
             cfg.dataset_cache = b;
@@ -140,6 +160,16 @@ int tf_cmd_serve(int argc, char **argv)
             cfg.spin = (int)n;
         } else if (!strcmp(a, "--stall-timeout") && !parse_int(v, 0, 86400 * 365, &n)) {
             cfg.stall_timeout_s = (int)n;
+        } else if (!strcmp(a, "--idle-timeout") && !parse_int(v, 0, 86400 * 365, &n)) {
+            cfg.idle_timeout_s = (int)n;
+        } else if (!strcmp(a, "--min-rate") && !parse_bytes(v, &b)) {
+            cfg.min_rate = b;
+        } else if (!strcmp(a, "--max-conns") && !parse_int(v, 1, 1000000, &n)) {
+            cfg.max_conns = (int)n;
+        } else if (!strcmp(a, "--max-conns-per-peer") && !parse_int(v, 1, 1000000, &n)) {
+            cfg.max_conns_per_peer = (int)n;
+        } else if (!strcmp(a, "--conn-reserve") && !parse_int(v, 0, 1000000, &n)) {
+            cfg.conn_reserve = n ? (int)n : -1;
         } else {
             fprintf(stderr, "tollfree serve: bad option or value: %s %s\n", a, v);
             return 2;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +12,21 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/research.h"
+#include "cli/sweep_run.h"
+#include "cli/sweep_table.h"
 #include "tollfree/kernel.h"
 
 static const char usage[] =
     "usage: tollfree sweep [options]\n"
     "\n"
     "Runs the HMA/HMA3 stop-and-reverse sweep (docs/definition.md) and prints one CSV row per\n"
-    "combo:\n"
-    "  L,half,sq,p,p3,p2,pnl,trades\n"
-    "pnl is in percent points: the sum over closed trades of the trade's percent move minus a\n"
-    "0.09 fee per round trip (fixed in the kernel), printed with %.17g (reads back exactly).\n"
+    "combo: the six windows L,half,sq,p,p3,p2, then pnl,trades, the statistics wins,\n"
+    "gross_win,gross_loss,best,worst,mean,m2,max_dd,exposure_bars and the derived win_rate,\n"
+    "profit_factor,sharpe_per_trade,avg_trade (docs/research.md defines each).\n"
+    "pnl is in percent points: the sum over closed trades of the trade's percent move minus\n"
+    "the fee (--fee, 0.09 per round trip by default). Reals are printed with %.17g (they read\n"
+    "back exactly). Ctrl-C stops a sweep within about a second; on a terminal, a sweep longer\n"
+    "than two seconds shows its progress.\n"
     "\n"
     "input:\n"
     "  --input FILE      close series, '-' for stdin: a CSV (header line optional; a UTF-8 BOM,\n"
@@ -39,17 +45,27 @@ static const char usage[] =
     "  --grid SPEC       default            the 80-combo grid, L = 6..200\n"
     "                    LO:HI:N            N Hull lengths from LO to HI, each expanded to six\n"
     "                                       windows as docs/definition.md section 2\n"
-    "                    FILE               CSV rows L,half,sq,p,p3,p2 (optional header line)\n"
+    "                    FILE               CSV rows L,half,sq,p,p3,p2 (optional header line)\n";
+
+/* Kept apart: one string literal may not pass 4095 bytes (-Wpedantic). */
+static const char usage_out[] =
     "out of sample:\n"
     "  --split F         in-sample = the first floor(n*F) bars, out-of-sample = the rest\n"
     "                    (0 < F < 1), each swept cold; prints one row per fold, not per combo\n"
     "  --walk-forward K  K folds: the bars cut into K+1 equal segments; fold k picks its winner\n"
     "                    on segment k-1 and tests it on segment k\n"
-    "  --metric NAME     what picks the winner and ranks combos out of sample: pnl (default),\n"
-    "                    avg_trade (pnl / trades), trades\n"
+    "  --metric NAME     what picks the winner and ranks combos out of sample, higher is\n"
+    "                    better: pnl (default) or any other output column (e.g. avg_trade,\n"
+    "                    sharpe_per_trade, profit_factor, win_rate), or -COLUMN where lower\n"
+    "                    is better (e.g. -max_dd)\n"
     "output:\n"
     "  --out FILE        write the CSV to FILE (a .csv or .txt name; '-' is stdout)\n"
-    "  --top K           only the K combos with the highest pnl, best first\n"
+    "  --columns LIST    the columns to print, comma-separated (default all; 'basic' = the\n"
+    "                    windows, pnl, trades: the sweep then skips the statistics)\n"
+    "  --sort COLUMN     order the rows by any column, highest first (-COLUMN: lowest\n"
+    "                    first, e.g. -max_dd), NaN last\n"
+    "  --top K           only the first K rows after sorting (by pnl without --sort)\n"
+    "  --fee F           fee per closed trade in percent points (default 0.09)\n"
     "  --report FILE.html  also write a self-contained HTML report: inputs, ranked table, plots,\n"
     "                    the best combo's equity, the out-of-sample table (python3-matplotlib)\n"
     "  --heatmap X,Y     in the report, pnl over two grid columns (others maximised over)\n"
@@ -64,6 +80,7 @@ static const char usage[] =
     "\n"
     "examples:\n"
     "  tollfree sweep --top 5\n"
+    "  tollfree sweep --sort sharpe_per_trade --top 5 --columns L,pnl,trades,sharpe_per_trade\n"
     "  tollfree sweep --input prices.csv --column Close --grid 10:300:50 --out results.csv\n"
     "  tollfree sweep --input prices.csv --walk-forward 4 --report report.html\n";
 
@@ -84,52 +101,11 @@ static const char usage_panel[] =
     "  default 1), --isa (not reference) and --quiet apply; the other options do not.\n"
     "  tollfree sweep --panel prices/ --scheduler local:2 --top 3\n";
 
-typedef struct row {
-    int64_t idx;
-    double pnl;
-} row;
-
-static int by_pnl_desc(const void *a, const void *b)
-{
-    const row *x = a, *y = b;
-    /* NaN sorts last; ties keep grid order */
-    int xn = x->pnl != x->pnl, yn = y->pnl != y->pnl;
-    if (xn != yn)
-        return xn - yn;
-    if (x->pnl > y->pnl)
-        return -1;
-    if (x->pnl < y->pnl)
-        return 1;
-    return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Runs the sweep; on big jobs in slices of combos with progress on stderr. Slicing changes no
- * result (each combo is computed the same way whichever slice it is in). */
-static int run(const double *close, int64_t n, const int64_t *grid, int64_t m, double *pnl,
-               int64_t *trades, const tf_sweep_opts *o, int reference, int quiet)
-{
-    double work = (double)n * (double)m;
-    int64_t slices = work > 4.0e8 ? 20 : 1;
-    int64_t step = (m + slices - 1) / slices;
-    double t0 = now_s();
-    for (int64_t j = 0; j < m; j += step) {
-        int64_t k = m - j < step ? m - j : step;
-        int rc = reference ? tf_sweep_reference(close, n, grid + 6 * j, k, pnl + j, trades + j)
-                           : tf_sweep(close, n, grid + 6 * j, k, pnl + j, trades + j, o);
-        if (rc)
-            return rc;
-        if (slices > 1 && !quiet)
-            fprintf(stderr, "sweep: %lld/%lld combos, %.1f s\n", (long long)(j + k), (long long)m,
-                    now_s() - t0);
-    }
-    return 0;
 }
 
 /* --panel / --scheduler (and not --help): the sweep over many instruments or on Dask is the
@@ -162,24 +138,39 @@ int tf_cmd_sweep(int argc, char **argv)
 {
     if (wants_panel(argc, argv))
         return exec_panel(argc, argv);
-    static const struct option opts[] = {
-        {"input", required_argument, 0, 'i'},   {"column", required_argument, 0, 'c'},
-        {"raw", no_argument, 0, 'r'},           {"grid", required_argument, 0, 'g'},
-        {"out", required_argument, 0, 'o'},     {"top", required_argument, 0, 'k'},
-        {"threads", required_argument, 0, 't'}, {"isa", required_argument, 0, 'a'},
-        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
-        {"skip-bad-rows", no_argument, 0, 'S'}, {"date-column", required_argument, 0, 'D'},
-        {"split", required_argument, 0, 'F'},   {"walk-forward", required_argument, 0, 'W'},
-        {"metric", required_argument, 0, 'M'},  {"report", required_argument, 0, 'R'},
-        {"heatmap", required_argument, 0, 'H'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"input", required_argument, 0, 'i'},
+                                         {"column", required_argument, 0, 'c'},
+                                         {"raw", no_argument, 0, 'r'},
+                                         {"grid", required_argument, 0, 'g'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"top", required_argument, 0, 'k'},
+                                         {"threads", required_argument, 0, 't'},
+                                         {"isa", required_argument, 0, 'a'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"skip-bad-rows", no_argument, 0, 'S'},
+                                         {"date-column", required_argument, 0, 'D'},
+                                         {"split", required_argument, 0, 'F'},
+                                         {"walk-forward", required_argument, 0, 'W'},
+                                         {"metric", required_argument, 0, 'M'},
+                                         {"report", required_argument, 0, 'R'},
+                                         {"heatmap", required_argument, 0, 'H'},
+                                         {"columns", required_argument, 0, 'C'},
+                                         {"sort", required_argument, 0, 'O'},
+                                         {"fee", required_argument, 0, 'f'},
+                                         {0, 0, 0, 0}};
     const char *input = NULL, *column = "close", *gridspec = "default", *out = NULL;
     const char *isa_name = "auto";
     long long top = -1, threads = 0;
     int raw = 0, quiet = 0, c;
     tf_cli_series_opts sopts = {0};
-    tf_cli_oos oos = {.metric = tf_cli_metric_find("pnl")};
+    tf_cli_oos oos = {.metric = {tf_cli_column_find("pnl"), 1}};
     const char *report = NULL, *heatmap = NULL, *metric_name = "pnl", *split_arg = NULL;
-    const char *folds_arg = NULL;
+    const char *folds_arg = NULL, *fee_arg = NULL;
+    tf_cli_columns cols;
+    tf_cli_columns_parse("all", &cols);
+    tf_cli_order order = {-1, 1};
+    double fee = TF_FEE_DEFAULT;
     char *end;
     optind = 1;
     opterr = 0;
@@ -248,10 +239,12 @@ int tf_cmd_sweep(int argc, char **argv)
             break;
         case 'M':
             metric_name = optarg;
-            oos.metric = tf_cli_metric_find(optarg);
-            if (!oos.metric) {
-                fprintf(stderr, "tollfree sweep: --metric wants one of %s, got '%s'\n",
-                        tf_cli_metric_names(), optarg);
+            if (tf_cli_order_parse(optarg, &oos.metric))
+                return 2;
+            if (oos.metric.col < 6) { /* one of the six windows */
+                if (oos.metric.col >= 0)
+                    fprintf(stderr, "tollfree sweep: --metric %s: a window is not a metric\n",
+                            optarg);
                 return 2;
             }
             break;
@@ -261,8 +254,29 @@ int tf_cmd_sweep(int argc, char **argv)
         case 'H':
             heatmap = optarg;
             break;
+        case 'C':
+            if (tf_cli_columns_parse(optarg, &cols))
+                return 2;
+            break;
+        case 'O':
+            if (tf_cli_order_parse(optarg, &order))
+                return 2;
+            break;
+        case 'f':
+            fee_arg = optarg;
+            errno = 0;
+            fee = strtod(optarg, &end);
+            if (*end || end == optarg || errno || !isfinite(fee)) {
+                fprintf(stderr,
+                        "tollfree sweep: --fee wants a finite number of percent points, "
+                        "got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'h':
             fputs(usage, stdout);
+            fputs(usage_out, stdout);
             fputs(usage_panel, stdout);
             return 0;
         case ':':
@@ -352,30 +366,49 @@ int tf_cmd_sweep(int argc, char **argv)
         free(grid);
         return 1;
     }
-    double *pnl = malloc(sizeof(double) * (size_t)m);
-    int64_t *trades = malloc(sizeof(int64_t) * (size_t)m);
-    row *rows = malloc(sizeof(row) * (size_t)m);
+    if (top > 0 && order.col < 0)
+        order.col = tf_cli_column_find("pnl");
+    int want_stats = tf_cli_columns_need_stats(&cols, order.col);
+    double *pnl = malloc(sizeof(double) * (size_t)(m ? m : 1));
+    int64_t *trades = malloc(sizeof(int64_t) * (size_t)(m ? m : 1));
+    tf_stats *stats = want_stats ? malloc(sizeof(tf_stats) * (size_t)(m ? m : 1)) : NULL;
     FILE *f = NULL;
     int status = 1;
-    if (!pnl || !trades || !rows) {
+    if (!pnl || !trades || (want_stats && !stats)) {
         fputs("tollfree sweep: out of memory\n", stderr);
         goto done;
     }
-    tf_sweep_opts o = {.threads = (int)threads, .isa = isa};
+    tf_sweep_opts o = {.threads = (int)threads, .isa = isa, .fee = &fee, .stats = stats};
     if (split_arg || folds_arg) {
         f = out ? fopen(out, "w") : stdout;
         if (!f) {
             fprintf(stderr, "tollfree sweep: %s: %s\n", out, strerror(errno));
             goto done;
         }
-        if (tf_cli_oos_run(f, series, n, grid, m, &oos, &o, reference, quiet))
+        o.stats = NULL;
+        tf_progress stop = {0};
+        o.progress = &stop;
+        tf_cli_interrupt_arm(&stop);
+        rc = tf_cli_oos_run(f, series, n, grid, m, &oos, &o, reference, quiet);
+        if (tf_cli_interrupt_disarm()) {
+            fputs("tollfree sweep: interrupted\n", stderr);
+            status = 130;
+            goto done;
+        }
+        if (rc)
             goto done;
         status = 0;
         goto report;
     }
     double t0 = now_s();
-    rc = run(series, n, grid, m, pnl, trades, &o, reference, quiet);
+    rc = tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, reference,
+                          !quiet && isatty(STDERR_FILENO));
     double dt = now_s() - t0;
+    if (rc == TF_E_CANCELLED) {
+        fputs("tollfree sweep: interrupted\n", stderr);
+        status = 130;
+        goto done;
+    }
     if (rc) {
         fprintf(stderr, "tollfree sweep: %s\n", tf_strerror(rc));
         goto done;
@@ -385,32 +418,17 @@ int tf_cmd_sweep(int argc, char **argv)
         fprintf(stderr, "tollfree sweep: %s: %s\n", out, strerror(errno));
         goto done;
     }
-    for (int64_t j = 0; j < m; j++)
-        rows[j] = (row){j, pnl[j]};
-    int64_t shown = m;
-    if (top > 0) {
-        qsort(rows, (size_t)m, sizeof(row), by_pnl_desc);
-        shown = top < m ? top : m;
-    }
-    fputs("L,half,sq,p,p3,p2,pnl,trades\n", f);
-    for (int64_t r = 0; r < shown; r++) {
-        int64_t j = rows[r].idx;
-        const int64_t *p = grid + 6 * j;
-        fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%lld\n", (long long)p[0], (long long)p[1],
-                (long long)p[2], (long long)p[3], (long long)p[4], (long long)p[5], pnl[j],
-                (long long)trades[j]);
-    }
-    if (fflush(f) != 0 || ferror(f)) {
-        fprintf(stderr, "tollfree sweep: write failed: %s\n", strerror(errno));
+    tf_cli_results res = {grid, pnl, trades, stats, m};
+    if (tf_cli_table_write(f, &res, &cols, &order, top))
         goto done;
-    }
     if (!quiet)
-        fprintf(stderr, "sweep: %lld combos x %lld bars in %.3f s (%s, %lld threads)\n",
+        fprintf(stderr, "sweep: %lld combos x %lld bars in %.3f s (%s, %lld threads%s)\n",
                 (long long)m, (long long)n, dt,
                 reference ? "reference" : tf_isa_name(isa == TF_ISA_AUTO ? tf_isa_best() : isa),
                 reference ? 1
                 : threads ? threads
-                          : (long long)sysconf(_SC_NPROCESSORS_ONLN));
+                          : (long long)sysconf(_SC_NPROCESSORS_ONLN),
+                stats ? ", with statistics" : "");
     status = 0;
 report:
     if (report && status == 0) {
@@ -461,6 +479,10 @@ report:
             args[k++] = "--heatmap";
             args[k++] = (char *)heatmap;
         }
+        if (fee_arg) {
+            args[k++] = "--fee";
+            args[k++] = (char *)fee_arg;
+        }
         if (quiet)
             args[k++] = "--quiet";
         args[k] = NULL;
@@ -477,6 +499,6 @@ done:
     free(grid);
     free(pnl);
     free(trades);
-    free(rows);
+    free(stats);
     return status;
 }

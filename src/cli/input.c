@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -16,6 +17,13 @@ int tf_cli_slurp(const char *path, char **out, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f)
         return -errno;
+    /* fopen opens a directory for reading; only the first read fails, with EISDIR, which
+     * ferror() would turn into a vague EIO. */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return -EISDIR;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
     while (buf) {
@@ -709,6 +717,14 @@ int tf_cli_read_series_ex(const char *path, const tf_cli_series_opts *o, double 
         fprintf(stderr, "tollfree: %s: %s\n", path, strerror(errno));
         return -1;
     }
+    /* A directory opens fine and fails only at the first read (EISDIR): say what it is. */
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "tollfree: %s: is a directory (want a CSV or raw .f64 price file)\n", name);
+        if (!is_stdin)
+            close(fd);
+        return -1;
+    }
     int raw =
         o->raw || ends_with(path, ".f64") || ends_with(path, ".bin") || ends_with(path, ".raw");
     int rc = raw ? read_raw_stream(name, fd, o, out, n, info)
@@ -820,8 +836,9 @@ static int grid_file(const char *path, int64_t **out, int64_t *n)
         }
         memcpy(g + 6 * count++, v, sizeof v);
     }
+    int stopped = p < end; /* the loop broke out: realloc failed (compared before buf is freed) */
     free(buf);
-    if (!g || p < end) {
+    if (!g || stopped) {
         fprintf(stderr, "tollfree: %s: out of memory\n", path);
         free(g);
         return -1;

@@ -10,48 +10,9 @@
 
 #include "cli/cli.h"
 #include "cli/research.h"
+#include "cli/sweep_table.h"
 
 extern char **environ;
-
-static double m_pnl(double pnl, int64_t trades, int64_t n_bars)
-{
-    (void)trades;
-    (void)n_bars;
-    return pnl;
-}
-
-static double m_trades(double pnl, int64_t trades, int64_t n_bars)
-{
-    (void)pnl;
-    (void)n_bars;
-    return (double)trades;
-}
-
-static double m_avg_trade(double pnl, int64_t trades, int64_t n_bars)
-{
-    (void)n_bars;
-    return trades > 0 ? pnl / (double)trades : NAN;
-}
-
-/* The kernel's statistics (wins, gross win/loss, ...) join here as rows when it has them. */
-static const tf_cli_metric metrics[] = {
-    {"pnl", "total pnl, percent points after fees", m_pnl},
-    {"avg_trade", "pnl / trades (NaN without trades)", m_avg_trade},
-    {"trades", "closed round trips", m_trades},
-};
-
-const tf_cli_metric *tf_cli_metric_find(const char *name)
-{
-    for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++)
-        if (!strcmp(metrics[i].name, name))
-            return &metrics[i];
-    return NULL;
-}
-
-const char *tf_cli_metric_names(void)
-{
-    return "pnl, avg_trade, trades";
-}
 
 /* a better than b: NaN is worse than any number. */
 static int better(double a, double b)
@@ -61,27 +22,58 @@ static int better(double a, double b)
     return b != b || a > b;
 }
 
-static int sweep_range(const double *close, int64_t n, const int64_t *grid, int64_t m, double *pnl,
-                       int64_t *trades, const tf_sweep_opts *o, int reference)
+/* One part of the series, swept cold into r (r->stats NULL: no statistics). */
+static int sweep_range(const double *close, int64_t n, tf_cli_results *r, const tf_sweep_opts *o,
+                       int reference)
 {
-    return reference ? tf_sweep_reference(close, n, grid, m, pnl, trades)
-                     : tf_sweep(close, n, grid, m, pnl, trades, o);
+    tf_sweep_opts so = *o;
+    so.stats = (tf_stats *)r->stats;
+    double *pnl = (double *)r->pnl;
+    int64_t *trades = (int64_t *)r->trades;
+    return reference ? tf_sweep_reference(close, n, r->grid, r->m, pnl, trades, &so)
+                     : tf_sweep(close, n, r->grid, r->m, pnl, trades, &so);
+}
+
+/* The winner by the metric (NaN never wins; ties: the first in grid order) and its value. */
+static int64_t winner(const tf_cli_order *mt, const tf_cli_results *r, double *value)
+{
+    int64_t w = 0;
+    double wv = tf_cli_order_value(mt, r, 0);
+    for (int64_t j = 1; j < r->m; j++) {
+        double v = tf_cli_order_value(mt, r, j);
+        if (better(v, wv))
+            w = j, wv = v;
+    }
+    *value = wv;
+    return w;
 }
 
 int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid, int64_t m,
                    const tf_cli_oos *oos, const tf_sweep_opts *o, int reference, int quiet)
 {
     int folds = oos->folds > 0 ? oos->folds : 1;
-    const tf_cli_metric *mt = oos->metric;
-    double *p_is = malloc(sizeof(double) * (size_t)m), *p_os = malloc(sizeof(double) * (size_t)m);
-    int64_t *t_is = malloc(sizeof(int64_t) * (size_t)m),
-            *t_os = malloc(sizeof(int64_t) * (size_t)m);
+    const tf_cli_order *mt = &oos->metric;
+    char mt_name[64];
+    snprintf(mt_name, sizeof mt_name, "%s%s", mt->sign < 0 ? "-" : "", tf_cli_column_name(mt->col));
+    tf_cli_columns only = {{mt->col}, 1};
+    int stats = tf_cli_columns_need_stats(&only, -1);
+    size_t per = sizeof(double) + sizeof(int64_t) + (stats ? sizeof(tf_stats) : 0);
+    char *mem = malloc(per * 2 * (size_t)(m ? m : 1));
+    tf_cli_results is = {grid, NULL, NULL, NULL, m}, os = is;
     int status = -1;
     int64_t rank_sum = 0;
     double oos_sum = 0;
-    if (!p_is || !p_os || !t_is || !t_os) {
+    if (!mem) {
         fputs("tollfree sweep: out of memory\n", stderr);
         goto done;
+    }
+    is.pnl = (double *)mem;
+    os.pnl = is.pnl + m;
+    is.trades = (int64_t *)(os.pnl + m);
+    os.trades = is.trades + m;
+    if (stats) {
+        is.stats = (tf_stats *)(os.trades + m);
+        os.stats = is.stats + m;
     }
     fprintf(f, "fold,is_start,is_end,oos_start,oos_end,L,half,sq,p,p3,p2,metric,is_value,is_pnl,"
                "is_trades,oos_value,oos_pnl,oos_trades,oos_rank,combos,oos_best_value\n");
@@ -104,44 +96,36 @@ int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid,
                     k, (long long)n);
             goto done;
         }
-        int rc = sweep_range(close + a, b - a, grid, m, p_is, t_is, o, reference);
+        int rc = sweep_range(close + a, b - a, &is, o, reference);
         if (!rc)
-            rc = sweep_range(close + b, c - b, grid, m, p_os, t_os, o, reference);
+            rc = sweep_range(close + b, c - b, &os, o, reference);
         if (rc) {
             fprintf(stderr, "tollfree sweep: %s\n", tf_strerror(rc));
             goto done;
         }
-        int64_t w = 0;
-        double wv = mt->value(p_is[0], t_is[0], b - a);
-        for (int64_t j = 1; j < m; j++) {
-            double v = mt->value(p_is[j], t_is[j], b - a);
-            if (better(v, wv))
-                w = j, wv = v;
-        }
-        double ov = mt->value(p_os[w], t_os[w], c - b), best = NAN;
+        double wv, best;
+        int64_t w = winner(mt, &is, &wv);
+        double ov = tf_cli_order_value(mt, &os, w);
+        winner(mt, &os, &best);
         int64_t rank = 1;
-        for (int64_t j = 0; j < m; j++) {
-            double v = mt->value(p_os[j], t_os[j], c - b);
-            rank += better(v, ov);
-            if (better(v, best))
-                best = v;
-        }
+        for (int64_t j = 0; j < m; j++)
+            rank += better(tf_cli_order_value(mt, &os, j), ov);
         const int64_t *p = grid + 6 * w;
         fprintf(f,
                 "%d,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%.17g,%.17g,%lld,%.17g,"
                 "%.17g,%lld,%lld,%lld,%.17g\n",
                 k, (long long)a, (long long)b, (long long)b, (long long)c, (long long)p[0],
                 (long long)p[1], (long long)p[2], (long long)p[3], (long long)p[4], (long long)p[5],
-                mt->name, wv, p_is[w], (long long)t_is[w], ov, p_os[w], (long long)t_os[w],
-                (long long)rank, (long long)m, best);
+                mt_name, wv, is.pnl[w], (long long)is.trades[w], ov, os.pnl[w],
+                (long long)os.trades[w], (long long)rank, (long long)m, best);
         rank_sum += rank;
-        oos_sum += p_os[w];
+        oos_sum += os.pnl[w];
         if (!quiet)
             fprintf(stderr,
                     "fold %d: in-sample bars %lld..%lld winner L=%lld (%s %.4g) -> out of sample "
                     "bars %lld..%lld: %s %.4g, rank %lld of %lld\n",
-                    k, (long long)a, (long long)b - 1, (long long)p[0], mt->name, wv, (long long)b,
-                    (long long)c - 1, mt->name, ov, (long long)rank, (long long)m);
+                    k, (long long)a, (long long)b - 1, (long long)p[0], mt_name, wv, (long long)b,
+                    (long long)c - 1, mt_name, ov, (long long)rank, (long long)m);
     }
     if (!quiet) {
         double mean_rank = (double)rank_sum / folds;
@@ -160,10 +144,7 @@ int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid,
     }
     status = 0;
 done:
-    free(p_is);
-    free(p_os);
-    free(t_is);
-    free(t_os);
+    free(mem);
     return status;
 }
 

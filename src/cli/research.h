@@ -6,20 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/sweep_table.h"
 #include "tollfree/kernel.h"
-
-/* A figure to rank combos by, computed from one combo's sweep outputs over n_bars. Higher is
- * better for every metric. New kernel outputs become new rows of the table in research.c. */
-typedef struct tf_cli_metric {
-    const char *name;
-    const char *what;
-    double (*value)(double pnl, int64_t trades, int64_t n_bars);
-} tf_cli_metric;
-
-/* The metric called name, or NULL. */
-const tf_cli_metric *tf_cli_metric_find(const char *name);
-/* "pnl, avg_trade, trades" (for messages and --help). */
-const char *tf_cli_metric_names(void);
 
 /* How a sweep is split into folds. split in (0, 1): one fold, in-sample = the first
  * floor(n * split) bars. folds >= 1: walk-forward, the bars cut into folds + 1 equal segments
@@ -27,10 +15,11 @@ const char *tf_cli_metric_names(void);
 typedef struct tf_cli_oos {
     double split;
     int folds;
-    const tf_cli_metric *metric;
+    tf_cli_order metric; /* what picks the winner (sweep_table.h): a column, or -column */
 } tf_cli_oos;
 
-/* Runs every fold (each segment a cold-started sweep) and writes one CSV row per fold to f:
+/* Runs every fold (each segment a cold-started sweep, with the statistics when the metric needs
+ * them) and writes one CSV row per fold to f:
  * the in-sample winner by the metric, its figures in and out of sample, and its rank out of
  * sample among all combos. A verdict goes to stderr unless quiet. 0, or -1 after one line on
  * stderr. */

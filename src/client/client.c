@@ -28,6 +28,11 @@
 #define DEFAULT_RING ((uint64_t)4 << 20)
 #define SOCKBUF_BYTES (4 << 20)
 
+/* A v1 request frame before its arrays: u32 body_len, then the 9-byte v1 body header. */
+#define V1_REQ (TF_WIRE_PREFIX + TF_WIRE_V1_FIXED)
+/* An error frame's body before its message: the v2 header, then i32 code and u32 msg_len. */
+#define ERR_FIXED (TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED)
+
 enum { K_UNIX, K_TCP, K_SHM };
 
 struct tf_client {
@@ -41,7 +46,7 @@ struct tf_client {
     uint8_t *map;
     size_t map_len;
     uint64_t ring_bytes;
-    int spin;
+    tf_shm_waiter wait; /* how this client waits for replies and for room (shm_ring.c) */
     pid_t server_pid;
     tf_ring_prod req;
     tf_ring_cons resp;
@@ -51,7 +56,7 @@ struct tf_client {
 typedef struct reply_spec {
     void *fixed;
     size_t fixed_len;
-    struct iovec arr[2];
+    struct iovec arr[3];
     int narr;
 } reply_spec;
 
@@ -197,13 +202,13 @@ static size_t spec_len(const reply_spec *sp)
     return n;
 }
 
-/* A v2 call on the socket. hdr holds 16 + fixed request bytes (filled by the caller after the
- * header); arrays follow. */
+/* A v2 call on the socket. hdr holds TF_WIRE_REQ_<OP> bytes: the prefix and v2 header (filled
+ * here) and the fixed arguments (filled by the caller at TF_WIRE_REQ_ARGS); arrays follow. */
 static int sock_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len,
                      const struct iovec *arr, int narr, int fd_pass, reply_spec *sp)
 {
     int64_t deadline = deadline_of(c);
-    uint64_t body = hdr_len - 4;
+    uint64_t body = hdr_len - TF_WIRE_PREFIX;
     for (int i = 0; i < narr; i++)
         body += arr[i].iov_len;
     if (body > UINT32_MAX)
@@ -218,14 +223,14 @@ static int sock_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len,
     if (rc)
         return fail(c, rc);
 
-    uint8_t rh[16];
+    uint8_t rh[TF_WIRE_PREFIX + TF_WIRE_V2_HEADER];
     size_t got = 0;
     rc = recv_buf(c, rh, sizeof rh, deadline, &got);
     if (rc)
         return fail(c, rc == TF_E_TRUNCATED && got == 0 ? -ECONNRESET : rc);
     uint32_t rlen = tf_le32(rh);
     tf_wire_reply r;
-    rc = tf_wire_decode_reply(rh + 4, 12, rlen, &r);
+    rc = tf_wire_decode_reply(rh + TF_WIRE_PREFIX, TF_WIRE_V2_HEADER, rlen, &r);
     /* Requests are answered in order; an error frame for a request whose body the server never
      * read (FRAME_TOO_LARGE) carries request_id 0. */
     if (rc < 0 || (r.opcode != op && r.opcode != TF_OP_ERROR) ||
@@ -233,23 +238,23 @@ static int sock_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len,
         return fail(c, TF_E_PROTOCOL);
     if (r.opcode == TF_OP_ERROR) {
         uint8_t e[TF_WIRE_ERROR_FIXED + TF_WIRE_MAX_ERROR_MSG];
-        if (rlen < 20 || rlen > 20 + TF_WIRE_MAX_ERROR_MSG)
+        if (rlen < ERR_FIXED || rlen > ERR_FIXED + TF_WIRE_MAX_ERROR_MSG)
             return fail(c, TF_E_PROTOCOL);
-        rc = recv_buf(c, e, rlen - 12, deadline, NULL);
+        rc = recv_buf(c, e, rlen - TF_WIRE_V2_HEADER, deadline, NULL);
         if (rc)
             return fail(c, rc);
         int32_t code = (int32_t)tf_le32(e);
         uint32_t msg_len = tf_le32(e + 4);
-        if (code >= 0 || msg_len != rlen - 20)
+        if (code >= 0 || msg_len != rlen - ERR_FIXED)
             return fail(c, TF_E_PROTOCOL);
         set_msg(c, e + 8, msg_len);
         if (code == TF_E_FRAME_TOO_LARGE || code == TF_E_SHUTTING_DOWN)
             c->broken = 1; /* the server closes after these */
         return code;
     }
-    if (rlen != 12 + spec_len(sp))
+    if (rlen != TF_WIRE_V2_HEADER + spec_len(sp))
         return fail(c, TF_E_PROTOCOL);
-    struct iovec in[3];
+    struct iovec in[4];
     int nin = 0;
     in[nin++] = (struct iovec){sp->fixed, sp->fixed_len};
     for (int i = 0; i < sp->narr; i++)
@@ -284,7 +289,7 @@ static int shm_await_reply(tf_client *c, int64_t deadline, const uint8_t **f, ui
             return 0;
         if (rc < 0)
             return rc;
-        rc = tf_ring_wait_data(&c->resp, c->spin, shm_alive, c, deadline);
+        rc = tf_ring_wait_data(&c->resp, &c->wait, shm_alive, c, deadline);
         if (rc)
             return rc;
     }
@@ -294,7 +299,7 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
                     int narr, reply_spec *sp)
 {
     int64_t deadline = deadline_of(c);
-    uint64_t body = hdr_len - 4;
+    uint64_t body = hdr_len - TF_WIRE_PREFIX;
     for (int i = 0; i < narr; i++)
         body += arr[i].iov_len;
     uint64_t span = TF_SHM_FRAME_SPAN(body);
@@ -303,7 +308,7 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
     uint64_t id = ++c->next_id;
     tf_wire_put_header(hdr, (uint32_t)body, op, id);
     uint8_t *dst;
-    int rc = tf_ring_wait_room(&c->req, span, c->spin, shm_alive, c, deadline, &dst);
+    int rc = tf_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, deadline, &dst);
     if (rc)
         return fail(c, rc);
     memcpy(dst, hdr, hdr_len);
@@ -329,13 +334,13 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
         (r.request_id != id && !(r.opcode == TF_OP_ERROR && r.request_id == 0)))
         return fail(c, TF_E_PROTOCOL);
     if (r.opcode == TF_OP_ERROR) {
-        set_msg(c, f + 4 + 20, r.msg_len);
+        set_msg(c, f + TF_WIRE_PREFIX + ERR_FIXED, r.msg_len);
         tf_ring_consume(&c->resp, rlen);
         return r.code;
     }
-    if (rlen != 12 + spec_len(sp))
+    if (rlen != TF_WIRE_V2_HEADER + spec_len(sp))
         return fail(c, TF_E_PROTOCOL);
-    const uint8_t *p = f + 16;
+    const uint8_t *p = f + TF_WIRE_PREFIX + TF_WIRE_V2_HEADER;
     if (sp->fixed_len)
         memcpy(sp->fixed, p, sp->fixed_len);
     p += sp->fixed_len;
@@ -423,25 +428,24 @@ int tf_client_open_opts(tf_client **out, const char *url, const tf_client_opts *
         return TF_E_NOMEM;
     c->fd = -1;
     c->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
-    c->spin = opts && opts->spin >= 0 ? opts->spin : TF_SHM_DEFAULT_SPIN;
+    tf_shm_waiter_init(&c->wait, opts && opts->spin >= 0 ? opts->spin : TF_SHM_DEFAULT_SPIN);
     uint64_t ring = opts && opts->ring_bytes ? opts->ring_bytes : DEFAULT_RING;
-    int rc;
-    if (!strncmp(url, "unix:", 5)) {
+    tfc_url u;
+    int rc = tfc_parse_url(url, &u);
+    if (!rc && u.scheme == TFC_UNIX) {
         c->kind = K_UNIX;
-        rc = tfc_dial_unix(url + 5, &c->fd);
-    } else if (!strncmp(url, "tcp:", 4)) {
+        rc = tfc_dial_unix(u.path, &c->fd);
+    } else if (!rc && u.scheme == TFC_TCP) {
         c->kind = K_TCP;
-        rc = tfc_dial_tcp(url + 4, &c->fd);
-    } else if (!strncmp(url, "shm:", 4)) {
+        rc = tfc_dial_tcp(u.host, u.port, &c->fd);
+    } else if (!rc) {
         c->kind = K_SHM;
         if (ring < TF_SHM_MIN_RING || ring > TF_SHM_MAX_RING || (ring & (ring - 1)))
             rc = TF_E_INVALID_ARG;
         else
-            rc = tfc_dial_unix(url + 4, &c->fd);
+            rc = tfc_dial_unix(u.path, &c->fd);
         if (!rc)
             rc = shm_handshake(c, ring);
-    } else {
-        rc = TF_E_INVALID_ARG;
     }
     if (!rc && c->kind != K_SHM) {
         int sz = SOCKBUF_BYTES;
@@ -496,9 +500,9 @@ int tf_client_hello(tf_client *c, tf_server_info *info)
 {
     if (!c)
         return TF_E_NULL_ARG;
-    uint8_t hdr[24], rep[TF_WIRE_HELLO_REPLY];
-    tf_put32(hdr + 16, TF_WIRE_VERSION);
-    tf_put32(hdr + 20, 0);
+    uint8_t hdr[TF_WIRE_REQ_HELLO], rep[TF_WIRE_HELLO_REPLY];
+    tf_put32(hdr + TF_WIRE_REQ_ARGS, TF_WIRE_VERSION);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 4, 0);
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_HELLO, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc && info) {
@@ -516,7 +520,7 @@ int tf_client_echo(tf_client *c, const void *data, size_t n, void *out)
 {
     if (!c || (n && (!data || !out)))
         return TF_E_NULL_ARG;
-    uint8_t hdr[16];
+    uint8_t hdr[TF_WIRE_REQ_ECHO];
     struct iovec arr = {(void *)data, n};
     reply_spec sp = {NULL, 0, {{out, n}}, 1};
     return call(c, TF_OP_ECHO, hdr, sizeof hdr, &arr, n ? 1 : 0, -1, &sp);
@@ -539,9 +543,9 @@ int tf_client_load_fd(tf_client *c, int memfd, uint64_t n_bars, uint64_t *handle
         return TF_E_BAD_FD;
     if (c->kind == K_TCP)
         return TF_E_BAD_FD;
-    uint8_t hdr[32], rep[TF_WIRE_LOAD_REPLY];
-    tf_put64(hdr + 16, n_bars);
-    tf_put64(hdr + 24, 0);
+    uint8_t hdr[TF_WIRE_REQ_LOAD_FD], rep[TF_WIRE_LOAD_REPLY];
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, n_bars);
+    tf_put64(hdr + TF_WIRE_REQ_ARGS + 8, 0);
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_LOAD_FD, hdr, sizeof hdr, NULL, 0, memfd, &sp);
     return rc ? rc : load_reply(rep, handle, created);
@@ -592,10 +596,10 @@ int tf_client_load(tf_client *c, const double *series, uint64_t n_bars, uint64_t
         close(fd);
         return rc;
     }
-    if (n_bars > (UINT32_MAX - 20) / 8)
+    if (n_bars > (UINT32_MAX - (TF_WIRE_REQ_LOAD - TF_WIRE_PREFIX)) / 8)
         return TF_E_FRAME_TOO_LARGE;
-    uint8_t hdr[24], rep[TF_WIRE_LOAD_REPLY];
-    tf_put64(hdr + 16, n_bars);
+    uint8_t hdr[TF_WIRE_REQ_LOAD], rep[TF_WIRE_LOAD_REPLY];
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, n_bars);
     struct iovec arr = {(void *)series, (size_t)(8 * n_bars)};
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_LOAD, hdr, sizeof hdr, &arr, n_bars ? 1 : 0, -1, &sp);
@@ -605,7 +609,7 @@ int tf_client_load(tf_client *c, const double *series, uint64_t n_bars, uint64_t
 static int sweep_common(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, struct iovec *arr,
                         int narr, uint32_t n_combos, double *pnl, int64_t *trades)
 {
-    uint8_t rep[8];
+    uint8_t rep[TF_WIRE_SWEEP_REPLY_FIXED];
     reply_spec sp = {rep,
                      sizeof rep,
                      {{pnl, 8 * (size_t)n_combos}, {trades, 8 * (size_t)n_combos}},
@@ -621,13 +625,39 @@ int tf_client_sweep(tf_client *c, uint64_t handle, const int64_t *params, uint32
 {
     if (!c || (n_combos && (!params || !pnl || !trades)))
         return TF_E_NULL_ARG;
-    uint8_t hdr[32];
-    tf_put64(hdr + 16, handle);
-    tf_put32(hdr + 24, n_combos);
-    tf_put32(hdr + 28, 0);
+    uint8_t hdr[TF_WIRE_REQ_SWEEP_DS];
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, handle);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 8, n_combos);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 12, 0);
     struct iovec arr = {(void *)params, 48 * (size_t)n_combos};
     return sweep_common(c, TF_OP_SWEEP_DS, hdr, sizeof hdr, &arr, n_combos ? 1 : 0, n_combos, pnl,
                         trades);
+}
+
+int tf_client_sweep_stats(tf_client *c, uint64_t handle, const int64_t *params, uint32_t n_combos,
+                          const double *fee, double *pnl, int64_t *trades, tf_stats *rows)
+{
+    if (!c || (n_combos && (!params || !pnl || !trades || !rows)))
+        return TF_E_NULL_ARG;
+    uint8_t hdr[TF_WIRE_REQ_SWEEP_DS + 8], rep[TF_WIRE_SWEEP_REPLY_FIXED];
+    uint32_t flags = TF_SWEEP_STATS | (fee ? TF_SWEEP_FEE : 0);
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, handle);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 8, n_combos);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 12, flags);
+    if (fee)
+        memcpy(hdr + TF_WIRE_REQ_SWEEP_DS, fee, 8);
+    struct iovec arr = {(void *)params, 48 * (size_t)n_combos};
+    reply_spec sp = {rep,
+                     sizeof rep,
+                     {{pnl, 8 * (size_t)n_combos},
+                      {trades, 8 * (size_t)n_combos},
+                      {rows, TF_WIRE_STATS_ROW * (size_t)n_combos}},
+                     n_combos ? 3 : 0};
+    int rc = call(c, TF_OP_SWEEP_DS, hdr, TF_WIRE_REQ_SWEEP_DS + (fee ? 8 : 0), &arr,
+                  n_combos ? 1 : 0, -1, &sp);
+    if (!rc && (tf_le32(rep) != n_combos || tf_le32(rep + 4) != TF_SWEEP_STATS))
+        return fail(c, TF_E_PROTOCOL);
+    return rc;
 }
 
 int tf_client_sweep_inline(tf_client *c, const double *close, uint32_t n_bars,
@@ -635,9 +665,9 @@ int tf_client_sweep_inline(tf_client *c, const double *close, uint32_t n_bars,
 {
     if (!c || (n_bars && !close) || (n_combos && (!params || !pnl || !trades)))
         return TF_E_NULL_ARG;
-    uint8_t hdr[24];
-    tf_put32(hdr + 16, n_bars);
-    tf_put32(hdr + 20, n_combos);
+    uint8_t hdr[TF_WIRE_REQ_SWEEP];
+    tf_put32(hdr + TF_WIRE_REQ_ARGS, n_bars);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 4, n_combos);
     struct iovec arr[2];
     int narr = 0;
     if (n_bars)
@@ -652,9 +682,9 @@ int tf_client_run_one(tf_client *c, uint64_t handle, const int64_t params[6], do
 {
     if (!c || !params)
         return TF_E_NULL_ARG;
-    uint8_t hdr[72], rep[16];
-    tf_put64(hdr + 16, handle);
-    memcpy(hdr + 24, params, 48);
+    uint8_t hdr[TF_WIRE_REQ_RUN_ONE], rep[TF_WIRE_RUN_ONE_REPLY];
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, handle);
+    memcpy(hdr + TF_WIRE_REQ_ARGS + 8, params, TF_WIRE_PARAMS_BYTES);
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_RUN_ONE, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc) {
@@ -670,8 +700,8 @@ int tf_client_drop(tf_client *c, uint64_t handle)
 {
     if (!c)
         return TF_E_NULL_ARG;
-    uint8_t hdr[24];
-    tf_put64(hdr + 16, handle);
+    uint8_t hdr[TF_WIRE_REQ_DROP];
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, handle);
     reply_spec sp = {NULL, 0, {{0}}, 0};
     return call(c, TF_OP_DROP, hdr, sizeof hdr, NULL, 0, -1, &sp);
 }
@@ -680,7 +710,7 @@ int tf_client_stats(tf_client *c, uint64_t *stats)
 {
     if (!c || !stats)
         return TF_E_NULL_ARG;
-    uint8_t hdr[16], rep[TF_WIRE_STATS_REPLY];
+    uint8_t hdr[TF_WIRE_REQ_STATS], rep[TF_WIRE_STATS_REPLY];
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_STATS, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc)
@@ -693,8 +723,8 @@ int tf_client_session_open(tf_client *c, const int64_t params[6], uint64_t *sess
 {
     if (!c || !params || !session)
         return TF_E_NULL_ARG;
-    uint8_t hdr[64], rep[8];
-    memcpy(hdr + 16, params, 48);
+    uint8_t hdr[TF_WIRE_REQ_SESSION_OPEN], rep[TF_WIRE_SESSION_OPEN_REPLY];
+    memcpy(hdr + TF_WIRE_REQ_ARGS, params, TF_WIRE_PARAMS_BYTES);
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_SESSION_OPEN, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc)
@@ -716,9 +746,9 @@ int tf_client_session_bar(tf_client *c, uint64_t session, double close, tf_sessi
 {
     if (!c)
         return TF_E_NULL_ARG;
-    uint8_t hdr[32], rep[TF_WIRE_SESSION_BAR_REPLY];
-    tf_put64(hdr + 16, session);
-    memcpy(hdr + 24, &close, 8);
+    uint8_t hdr[TF_WIRE_REQ_SESSION_BAR], rep[TF_WIRE_SESSION_BAR_REPLY];
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, session);
+    memcpy(hdr + TF_WIRE_REQ_ARGS + 8, &close, 8);
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_SESSION_BAR, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc)
@@ -726,12 +756,14 @@ int tf_client_session_bar(tf_client *c, uint64_t session, double close, tf_sessi
     return rc;
 }
 
+_Static_assert(TF_WIRE_REQ_SESSION_QUERY == TF_WIRE_REQ_SESSION_CLOSE, "one request layout");
+
 static int session_state_call(tf_client *c, uint8_t op, uint64_t session, tf_session_state *st)
 {
     if (!c)
         return TF_E_NULL_ARG;
-    uint8_t hdr[24], rep[TF_WIRE_SESSION_STATE_REPLY];
-    tf_put64(hdr + 16, session);
+    uint8_t hdr[TF_WIRE_REQ_SESSION_QUERY], rep[TF_WIRE_SESSION_STATE_REPLY];
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, session);
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, op, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc)
@@ -755,9 +787,10 @@ int tf_client_session_close(tf_client *c, uint64_t session, tf_session_state *st
  * A reply is taken for one only if it is exactly one, whatever its length. */
 static int looks_like_error(const uint8_t *b, uint64_t len)
 {
-    return len >= 20 && len <= 20 + TF_WIRE_MAX_ERROR_MSG && b[0] == TF_OP_ERROR &&
+    return len >= ERR_FIXED && len <= ERR_FIXED + TF_WIRE_MAX_ERROR_MSG && b[0] == TF_OP_ERROR &&
            b[1] == TF_WIRE_VERSION && b[2] == 0 && b[3] == 0 && tf_le64(b + 4) == 0 &&
-           (int32_t)tf_le32(b + 12) < 0 && tf_le32(b + 16) == len - 20;
+           (int32_t)tf_le32(b + TF_WIRE_V2_HEADER) < 0 &&
+           tf_le32(b + TF_WIRE_V2_HEADER + 4) == len - ERR_FIXED;
 }
 
 /* Copies k bytes into an iovec sequence, advancing it. */
@@ -786,27 +819,27 @@ static int v1_shm_call(tf_client *c, const uint8_t *hdr, const double *close, ui
     if (span > c->ring_bytes - 8)
         return TF_E_SHM_TOO_BIG;
     uint8_t *dst;
-    int rc = tf_ring_wait_room(&c->req, span, c->spin, shm_alive, c, deadline, &dst);
+    int rc = tf_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, deadline, &dst);
     if (rc)
         return fail(c, rc);
-    memcpy(dst, hdr, 13);
+    memcpy(dst, hdr, V1_REQ);
     if (n_bars)
-        memcpy(dst + 13, close, 8 * (size_t)n_bars);
+        memcpy(dst + V1_REQ, close, 8 * (size_t)n_bars);
     if (n_combos)
-        memcpy(dst + 13 + 8 * (size_t)n_bars, params, 48 * (size_t)n_combos);
+        memcpy(dst + V1_REQ + 8 * (size_t)n_bars, params, TF_WIRE_PARAMS_BYTES * (size_t)n_combos);
     tf_ring_publish(&c->req, span);
     const uint8_t *f;
     uint32_t rlen;
     rc = shm_await_reply(c, deadline, &f, &rlen);
     if (rc)
         return fail(c, rc);
-    uint8_t e[20 + TF_WIRE_MAX_ERROR_MSG];
+    uint8_t e[ERR_FIXED + TF_WIRE_MAX_ERROR_MSG];
     if (rlen <= sizeof e) {
         memcpy(e, f + 4, rlen);
         if (looks_like_error(e, rlen)) {
-            set_msg(c, e + 20, rlen - 20);
+            set_msg(c, e + ERR_FIXED, rlen - ERR_FIXED);
             tf_ring_consume(&c->resp, rlen);
-            return (int32_t)tf_le32(e + 12);
+            return (int32_t)tf_le32(e + TF_WIRE_V2_HEADER);
         }
     }
     if (rlen != want)
@@ -823,10 +856,11 @@ static int v1_call(tf_client *c, uint8_t op, const double *close, uint32_t n_bar
     if (c->broken)
         return -ENOTCONN;
     c->msg[0] = 0;
-    uint64_t body = 9 + 8 * (uint64_t)n_bars + 48 * (uint64_t)n_combos;
+    uint64_t body =
+        TF_WIRE_V1_FIXED + 8 * (uint64_t)n_bars + TF_WIRE_PARAMS_BYTES * (uint64_t)n_combos;
     if (body > UINT32_MAX)
         return TF_E_FRAME_TOO_LARGE;
-    uint8_t hdr[13];
+    uint8_t hdr[V1_REQ];
     tf_put32(hdr, (uint32_t)body);
     hdr[4] = op;
     tf_put32(hdr + 5, n_bars);
@@ -846,21 +880,21 @@ static int v1_call(tf_client *c, uint8_t op, const double *close, uint32_t n_bar
     if (rc)
         return fail(c, rc == TF_E_TRUNCATED && got == 0 ? -ECONNRESET : rc);
     uint32_t len = tf_le32(pre);
-    if (len >= 20 && len <= 20 + TF_WIRE_MAX_ERROR_MSG) {
-        uint8_t e[20 + TF_WIRE_MAX_ERROR_MSG];
-        rc = recv_buf(c, e, 20, deadline, NULL);
+    if (len >= ERR_FIXED && len <= ERR_FIXED + TF_WIRE_MAX_ERROR_MSG) {
+        uint8_t e[ERR_FIXED + TF_WIRE_MAX_ERROR_MSG];
+        rc = recv_buf(c, e, ERR_FIXED, deadline, NULL);
         if (rc)
             return fail(c, rc);
         if (looks_like_error(e, len)) {
-            rc = recv_buf(c, e + 20, len - 20, deadline, NULL);
+            rc = recv_buf(c, e + ERR_FIXED, len - ERR_FIXED, deadline, NULL);
             if (rc)
                 return fail(c, rc);
-            set_msg(c, e + 20, len - 20);
-            return (int32_t)tf_le32(e + 12);
+            set_msg(c, e + ERR_FIXED, len - ERR_FIXED);
+            return (int32_t)tf_le32(e + TF_WIRE_V2_HEADER);
         }
         if (len != want)
             return fail(c, TF_E_PROTOCOL);
-        scatter(&out, &nout, e, 20);
+        scatter(&out, &nout, e, ERR_FIXED);
     } else if (len != want) {
         return fail(c, TF_E_PROTOCOL);
     }

@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,24 +31,62 @@ int tfc_dial_unix(const char *path, int *out)
     return 0;
 }
 
-int tfc_dial_tcp(const char *spec, int *out)
+int tfc_parse_url(const char *url, tfc_url *out)
 {
-    char host[256], port[32];
-    const char *colon = strrchr(spec, ':');
-    if (!colon)
+    memset(out, 0, sizeof *out);
+    const char *rest;
+    if (!strncmp(url, "unix:", 5) || !strncmp(url, "shm:", 4)) {
+        out->scheme = url[0] == 'u' ? TFC_UNIX : TFC_SHM;
+        rest = strchr(url, ':') + 1;
+        size_t n = strlen(rest);
+        if (n == 0 || n > TFC_MAX_PATH)
+            return TF_E_INVALID_ARG;
+        memcpy(out->path, rest, n + 1);
+        return 0;
+    }
+    if (strncmp(url, "tcp:", 4) != 0)
         return TF_E_INVALID_ARG;
-    size_t hl = (size_t)(colon - spec);
-    const char *h = spec;
+    out->scheme = TFC_TCP;
+    rest = url + 4;
+    const char *colon = strrchr(rest, ':');
+    const char *port = colon ? colon + 1 : rest;
+    size_t pl = strlen(port);
+    if (pl == 0 || pl > 5)
+        return TF_E_INVALID_ARG;
+    unsigned long v = 0;
+    for (size_t i = 0; i < pl; i++) {
+        if (port[i] < '0' || port[i] > '9')
+            return TF_E_INVALID_ARG;
+        v = v * 10 + (unsigned long)(port[i] - '0');
+    }
+    if (v == 0 || v > 65535)
+        return TF_E_INVALID_ARG;
+    out->port = (uint16_t)v;
+    if (!colon) {
+        memcpy(out->host, "127.0.0.1", sizeof "127.0.0.1");
+        return 0;
+    }
+    const char *h = rest;
+    size_t hl = (size_t)(colon - rest);
     if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
         h++;
         hl -= 2;
+        if (hl == 0 || memchr(h, '[', hl) || memchr(h, ']', hl))
+            return TF_E_INVALID_ARG;
+    } else if (memchr(h, ':', hl) || memchr(h, '[', hl) || memchr(h, ']', hl)) {
+        return TF_E_INVALID_ARG; /* an IPv6 address must be bracketed */
     }
-    size_t pl = strlen(colon + 1);
-    if (hl == 0 || hl >= sizeof host || pl == 0 || pl >= sizeof port)
+    if (hl == 0 || hl > TFC_MAX_HOST)
         return TF_E_INVALID_ARG;
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    memcpy(port, colon + 1, pl + 1);
+    memcpy(out->host, h, hl);
+    out->host[hl] = 0;
+    return 0;
+}
+
+int tfc_dial_tcp(const char *host, uint16_t port_num, int *out)
+{
+    char port[8];
+    snprintf(port, sizeof port, "%u", (unsigned)port_num);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
     if (getaddrinfo(host, port, &hints, &res) != 0)

@@ -449,13 +449,14 @@ int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *op
         tf_orders_close(c);
         return TF_E_NOMEM;
     }
-    int rc;
-    if (!strncmp(url, "unix:", 5))
-        rc = tfc_dial_unix(url + 5, &c->fd);
-    else if (!strncmp(url, "tcp:", 4))
-        rc = tfc_dial_tcp(url + 4, &c->fd);
-    else
-        rc = TF_E_INVALID_ARG;
+    tfc_url u;
+    int rc = tfc_parse_url(url, &u);
+    if (!rc && u.scheme == TFC_UNIX)
+        rc = tfc_dial_unix(u.path, &c->fd);
+    else if (!rc && u.scheme == TFC_TCP)
+        rc = tfc_dial_tcp(u.host, u.port, &c->fd);
+    else if (!rc)
+        rc = TF_E_INVALID_ARG; /* shm: is the sweep service's */
     if (!rc) {
         int sz = SOCKBUF_BYTES;
         setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);

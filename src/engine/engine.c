@@ -406,8 +406,12 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
 
 void tf_engine_get_counters(const tf_engine *e, tf_engine_counters *out)
 {
-    if (!e || !out)
+    if (!out)
         return;
+    if (!e) {
+        *out = (tf_engine_counters){0};
+        return;
+    }
     uint64_t levels = 0;
     for (uint32_t i = 0; i < 2 * e->n_books; i++)
         levels += e->sides[i].n_levels;

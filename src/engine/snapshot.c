@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "engine/engine_internal.h"
+#include "orderflow/fio.h"
 
 #define HEAD_LEN 112
 #define ORDER_LEN 56
@@ -216,12 +217,14 @@ int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_confi
 static int write_all(int fd, const uint8_t *p, uint64_t n)
 {
     while (n) {
-        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
+        ssize_t w = tfo_fio->write(fd, p, n > (1u << 30) ? (1u << 30) : n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             return -errno;
         }
+        if (w == 0)
+            return -EIO;
         p += w;
         n -= (uint64_t)w;
     }
@@ -243,7 +246,7 @@ static int sync_dir_of(const char *path)
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int rc = fsync(fd) ? -errno : 0;
+    int rc = tfo_fio->fsync(fd) ? -errno : 0;
     close(fd);
     return rc;
 }
@@ -267,7 +270,7 @@ int tf_engine_snapshot_save(const tf_engine *e, const char *path)
             rc = -errno;
         } else {
             rc = write_all(fd, buf, len);
-            if (!rc && fsync(fd))
+            if (!rc && tfo_fio->fsync(fd))
                 rc = -errno;
             if (close(fd) && !rc)
                 rc = -errno;

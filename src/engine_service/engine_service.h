@@ -32,9 +32,13 @@ typedef struct tfes_config {
     uint32_t max_orders;     /* 0: TF_ENGINE_DEFAULT_MAX_ORDERS */
     uint64_t snapshot_every; /* commands between snapshots (0: never) */
     int max_conns;           /* 0: 4096 */
+    int max_conns_per_peer;  /* per UID (unix) or address (tcp); 0: max_conns - reserve */
+    int conn_reserve;        /* slots for peers with few connections; 0: max_conns/16, -1: none */
     int stall_timeout_s;     /* 0: never */
     int idle_timeout_s;      /* 0: never */
+    uint64_t min_rate;       /* bytes/s a frame in progress must average (0: off) */
     uint64_t max_output;     /* bytes queued for one peer before it is closed (0: 4 MiB) */
+    uint64_t max_memory;     /* replies held and queued for all connections (0: 1 GiB) */
     int quiet;
 } tfes_config;
 

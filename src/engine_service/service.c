@@ -57,7 +57,8 @@ typedef struct svc {
     tfes_config cfg;
     tfes_recovered r;
     tfn_loop *lp;
-    int failed; /* a journal write failed: stop, release nothing more */
+    int failed;        /* a journal write failed: stop, release nothing more */
+    uint64_t mem_used; /* held replies and the layer's queued output (atomic; --max-memory) */
     /* connections */
     slot *slots;
     uint32_t nslots, *free_slots, nfree;
@@ -89,6 +90,7 @@ void tfes_config_init(tfes_config *cfg)
     cfg->durability = TF_JOURNAL_GROUP;
     cfg->max_orders = TF_ENGINE_DEFAULT_MAX_ORDERS;
     cfg->stall_timeout_s = 60;
+    cfg->min_rate = 1024;
 }
 
 /* ---------------------------------------------------------------- routes */
@@ -187,6 +189,7 @@ static int held_add(svc *s, es_conn *ec, const void *p, size_t n)
         uint8_t *b = realloc(ec->held, cap);
         if (!b)
             return TF_E_NOMEM;
+        __atomic_fetch_add(&s->mem_used, cap - ec->held_cap, __ATOMIC_RELAXED);
         ec->held = b;
         ec->held_cap = cap;
     }
@@ -278,6 +281,7 @@ static void commit(svc *s)
             tfn_conn_send(ec->c, ec->held, ec->held_len); /* over the limit: closed by the layer */
         ec->held_len = 0;
         if (ec->held_cap > (1u << 20)) {
+            __atomic_fetch_sub(&s->mem_used, ec->held_cap, __ATOMIC_RELAXED);
             free(ec->held);
             ec->held = NULL;
             ec->held_cap = 0;
@@ -488,15 +492,18 @@ static void es_close(tfn_conn *c, const char *why)
     if (!ec)
         return;
     /* Ordinary ends are not logged (1,000 clients would flood stderr); a bad frame was. */
-    if (strcmp(why, "peer closed") && strcmp(why, "closed after a bad frame") &&
-        strcmp(why, "server shutting down"))
-        tfn_log_limited(s->lp, "conn %llu (%s): closed (%s), %llu commands",
+    uint64_t left = tfn_conn_log_dropped(c);
+    if (left || (strcmp(why, "peer closed") && strcmp(why, "closed after a bad frame") &&
+                 strcmp(why, "server shutting down")))
+        tfn_log_limited(s->lp,
+                        "conn %llu (%s): closed (%s), %llu commands, %llu log lines left out",
                         (unsigned long long)ec->id, tfn_conn_transport(c), why,
-                        (unsigned long long)ec->commands);
+                        (unsigned long long)ec->commands, (unsigned long long)left);
     /* Its routes go stale with the generation; its held replies are dropped (it is gone). */
     s->slots[ec->slot].conn = NULL;
     s->slots[ec->slot].gen++;
     s->free_slots[s->nfree++] = ec->slot;
+    __atomic_fetch_sub(&s->mem_used, ec->held_cap, __ATOMIC_RELAXED);
     free(ec->held);
     free(ec);
 }
@@ -573,8 +580,8 @@ static int es_frame(tfn_conn *c, int where)
         rej.rejected.reason = TF_OFL_REASON_OTHER;
         if (held_msg(s, ec, &rej) || held_heartbeat(s, ec, 0))
             return -1;
-        tfn_log_limited(s->lp, "conn %llu (%s): %s: answered Rejected(Other)",
-                        (unsigned long long)ec->id, tfn_conn_transport(c), tf_strerror(rc));
+        tfn_conn_log(c, "conn %llu (%s): %s: answered Rejected(Other)", (unsigned long long)ec->id,
+                     tfn_conn_transport(c), tf_strerror(rc));
         return 0;
     }
     if (rc < 0) {
@@ -673,8 +680,13 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         .name = NAME,
         .quiet = cfg->quiet,
         .max_conns = cfg->max_conns,
+        .max_conns_per_peer = cfg->max_conns_per_peer,
+        .conn_reserve = cfg->conn_reserve,
         .stall_timeout_s = cfg->stall_timeout_s,
         .idle_timeout_s = cfg->idle_timeout_s,
+        .min_rate = cfg->min_rate,
+        .mem_used = &s->mem_used,
+        .mem_limit = cfg->max_memory ? cfg->max_memory : (uint64_t)1 << 30,
         .out_max = cfg->max_output ? (size_t)cfg->max_output : (size_t)4 << 20,
         .frames_per_turn = 512,
         .workers = 0,

@@ -98,18 +98,76 @@ int tf_series_reserve(tf_series *s, const int64_t *len, int64_t n_len, const dou
 void tf_series_publish(tf_series *s, const int64_t *len, const int64_t *fill_idx, double **fill_buf,
                        int64_t n_fill, int ok);
 
-/* Stop-and-reverse state of one combo (spec section 5). */
+/* Stop-and-reverse state of one combo (spec section 5), with its fee. */
 typedef struct tf_sar {
     int64_t pos;
     double entry;
     double pnl;
     int64_t trades;
+    double fee;
 } tf_sar;
 
-#define TF_FEE 0.09
+/* The statistics' extra state (spec section 8). Kept only when statistics are asked for. */
+typedef struct tf_sar_extra {
+    int64_t wins;
+    double gross_win, gross_loss, best, worst, mean, m2, peak, max_dd;
+    int64_t first_bar; /* -1 until a position opens */
+} tf_sar_extra;
 
-/* One bar of the SAR loop, exactly as the spec writes it. Used by the reference and streaming. */
-static inline void tf_sar_step(tf_sar *st, double f, double s, double c)
+static inline tf_sar tf_sar_start(double fee)
+{
+    return (tf_sar){0, 0.0, 0.0, 0, fee};
+}
+
+static inline tf_sar_extra tf_sar_extra_start(void)
+{
+    return (tf_sar_extra){0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1};
+}
+
+/* Welford's update for the trades-th return r (spec section 8's order of operations). */
+static inline void tf_sar_welford(double *mean, double *m2, double r, int64_t trades)
+{
+    double delta = r - *mean;
+    *mean += delta / (double)trades;
+    *m2 += delta * (r - *mean);
+}
+
+/* One closed trade at close c: the spec's booking line, then (x non-NULL) the statistics in the
+ * spec's order. The return r is the value pnl adds, so pnl's bits do not depend on x. */
+static inline void tf_sar_book(tf_sar *st, tf_sar_extra *x, double c)
+{
+    double r = (double)st->pos * (c - st->entry) / st->entry * 100.0 - st->fee;
+    st->pnl += r;
+    st->trades += 1;
+    if (!x)
+        return;
+    /* Without a branch (a win is a coin flip the predictor cannot learn): the side that does not
+     * take r adds +0.0, which leaves it unchanged, since neither sum can ever be -0.0 (both start
+     * at +0.0, and +0.0 + -0.0 is +0.0). NaN goes to gross_loss, as the spec's else does. */
+    int win = r > 0.0;
+    x->wins += win;
+    x->gross_win += win ? r : 0.0;
+    x->gross_loss += win ? 0.0 : r;
+    if (st->trades == 1) {
+        x->best = r;
+        x->worst = r;
+    } else {
+        if (r > x->best)
+            x->best = r;
+        if (r < x->worst)
+            x->worst = r;
+    }
+    tf_sar_welford(&x->mean, &x->m2, r, st->trades);
+    if (st->pnl > x->peak)
+        x->peak = st->pnl;
+    double dd = x->peak - st->pnl;
+    if (dd > x->max_dd)
+        x->max_dd = dd;
+}
+
+/* One bar (number i of the series) of the SAR loop, exactly as the spec writes it. Used by the
+ * reference, streaming and the fast sweep's bar-by-bar words. */
+static inline void tf_sar_step(tf_sar *st, tf_sar_extra *x, double f, double s, double c, int64_t i)
 {
     int64_t want;
     if (f != f || s != s)
@@ -121,10 +179,10 @@ static inline void tf_sar_step(tf_sar *st, double f, double s, double c)
     else
         return;
     if (want != st->pos) {
-        if (st->pos != 0) {
-            st->pnl += (double)st->pos * (c - st->entry) / st->entry * 100.0 - TF_FEE;
-            st->trades += 1;
-        }
+        if (st->pos != 0)
+            tf_sar_book(st, x, c);
+        else if (x)
+            x->first_bar = i;
         st->pos = want;
         st->entry = c;
     }
@@ -132,13 +190,44 @@ static inline void tf_sar_step(tf_sar *st, double f, double s, double c)
 
 /* One closed trade and the reversal at a bar where the signal flips an open position: the spec's
  * booking line, exactly as tf_sar_step evaluates it. */
-static inline void tf_sar_flip(tf_sar *st, int64_t want, double c)
+static inline void tf_sar_flip(tf_sar *st, tf_sar_extra *x, int64_t want, double c)
 {
-    st->pnl += (double)st->pos * (c - st->entry) / st->entry * 100.0 - TF_FEE;
-    st->trades += 1;
+    tf_sar_book(st, x, c);
     st->pos = want;
     st->entry = c;
 }
+
+/* A combo's outputs after n bars; x NULL leaves the statistics at zero. */
+static inline void tf_sar_output(const tf_sar *st, const tf_sar_extra *x, int64_t n, tf_stats *out)
+{
+    tf_sar_extra z = tf_sar_extra_start();
+    if (!x)
+        x = &z;
+    *out = (tf_stats){.pnl = st->pnl,
+                      .trades = st->trades,
+                      .wins = x->wins,
+                      .gross_win = x->gross_win,
+                      .gross_loss = x->gross_loss,
+                      .best = x->best,
+                      .worst = x->worst,
+                      .mean = x->mean,
+                      .m2 = x->m2,
+                      .max_dd = x->max_dd,
+                      .exposure_bars = x->first_bar >= 0 ? n - x->first_bar : 0};
+}
+
+/* The options a sweep reads, resolved from a caller's tf_sweep_opts of any known size: 0, or
+ * TF_E_INVALID_ARG (bad size, unknown non-zero bytes, non-finite fee). */
+typedef struct tf_opts {
+    int threads;
+    tf_isa isa;
+    size_t max_bytes;
+    double fee;
+    tf_stats *stats;
+    tf_progress *progress;
+} tf_opts;
+
+int tf_opts_resolve(const tf_sweep_opts *in, tf_opts *out);
 
 /* Bars per time block of the sweep: sized from the L2 cache found at first use (sweep.c). */
 int64_t tf_sweep_block_bars(void);

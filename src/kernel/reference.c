@@ -19,8 +19,8 @@ static void wma_full(const double *x, int64_t n, int64_t L, double *out)
     }
 }
 
-static void run_combo(const double *close, int64_t n, const int64_t *p, double *buf, double *pnl,
-                      int64_t *trades)
+static void run_combo(const double *close, int64_t n, const int64_t *p, double *buf,
+                      const tf_opts *o, double *pnl, int64_t *trades, tf_stats *stats)
 {
     double *a = buf, *b = buf + n, *c = buf + 2 * n, *raw = buf + 3 * n, *inner = buf + 4 * n;
     double *hma = buf + 5 * n, *hma3 = buf + 6 * n;
@@ -38,20 +38,26 @@ static void run_combo(const double *close, int64_t n, const int64_t *p, double *
         inner[i] = 3.0 * a[i] - b[i] - c[i];
     wma_full(inner, n, p[TF_P_P], hma3);
 
-    tf_sar st = {0, 0.0, 0.0, 0};
+    tf_sar st = tf_sar_start(o->fee);
+    tf_sar_extra x = tf_sar_extra_start();
     for (int64_t i = 0; i < n; i++)
-        tf_sar_step(&st, hma3[i], hma[i], close[i]);
+        tf_sar_step(&st, stats ? &x : NULL, hma3[i], hma[i], close[i], i);
     *pnl = st.pnl;
     *trades = st.trades;
+    if (stats)
+        tf_sar_output(&st, &x, n, stats);
 }
 
 int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
-                       double *pnl, int64_t *trades)
+                       double *pnl, int64_t *trades, const tf_sweep_opts *opts)
 {
     if (n_bars < 0 || n_bars > TF_MAX_BARS)
         return TF_E_TOO_MANY_BARS;
     int rc = tf_params_check(params, n_combos);
     if (rc)
+        return rc;
+    tf_opts o;
+    if ((rc = tf_opts_resolve(opts, &o)))
         return rc;
     if (n_combos == 0)
         return 0;
@@ -61,7 +67,8 @@ int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t *param
     if (n_bars > 0 && !(buf = malloc(sizeof(double) * 7 * (size_t)n_bars)))
         return TF_E_NOMEM;
     for (int64_t j = 0; j < n_combos; j++)
-        run_combo(close, n_bars, params + j * TF_PARAMS_PER_COMBO, buf, &pnl[j], &trades[j]);
+        run_combo(close, n_bars, params + j * TF_PARAMS_PER_COMBO, buf, &o, &pnl[j], &trades[j],
+                  o.stats ? &o.stats[j] : NULL);
     free(buf);
     return 0;
 }

@@ -90,6 +90,8 @@ void tf_series_close(tf_series *s)
 
 size_t tf_series_cached_bytes(tf_series *s)
 {
+    if (!s)
+        return 0;
     pthread_mutex_lock(&s->mu);
     size_t n = (size_t)s->n_ent * (size_t)s->n_bars * sizeof(double);
     pthread_mutex_unlock(&s->mu);

@@ -21,6 +21,7 @@ struct tf_strategy {
     ring close, raw, inner;
     int64_t n; /* bars seen */
     tf_sar sar;
+    tf_sar_extra extra;
     double *mem;
 };
 
@@ -79,6 +80,7 @@ int tf_strategy_open(tf_strategy **out, const int64_t params[TF_PARAMS_PER_COMBO
     s->close.buf = s->mem;
     s->raw.buf = s->close.buf + 2 * s->close.cap;
     s->inner.buf = s->raw.buf + 2 * s->raw.cap;
+    s->sar.fee = TF_FEE_DEFAULT;
     tf_strategy_reset(s);
     *out = s;
     return 0;
@@ -86,8 +88,21 @@ int tf_strategy_open(tf_strategy **out, const int64_t params[TF_PARAMS_PER_COMBO
 
 void tf_strategy_reset(tf_strategy *s)
 {
+    if (!s)
+        return;
     s->n = 0;
-    s->sar = (tf_sar){0, 0.0, 0.0, 0};
+    s->sar = tf_sar_start(s->sar.fee);
+    s->extra = tf_sar_extra_start();
+}
+
+int tf_strategy_set_fee(tf_strategy *s, double fee)
+{
+    if (!s)
+        return TF_E_NULL_ARG;
+    if (s->n != 0 || !isfinite(fee))
+        return TF_E_INVALID_ARG;
+    s->sar.fee = fee;
+    return 0;
 }
 
 void tf_strategy_close(tf_strategy *s)
@@ -121,6 +136,8 @@ static double wma(const double *newest, int64_t n, int64_t W, double denom)
 
 int tf_strategy_step(tf_strategy *s, double close)
 {
+    if (!s)
+        return TF_E_NULL_ARG;
     const int64_t *p = s->p;
     const double *d = s->denom;
     int64_t n = s->n;
@@ -137,22 +154,30 @@ int tf_strategy_step(tf_strategy *s, double close)
     const double *in = push(&s->inner, n, 3.0 * w3 - w2 - wp);
     double hma3 = wma(in, n, p[TF_P_P], d[TF_P_P]);
 
-    tf_sar_step(&s->sar, hma3, hma, close);
+    tf_sar_step(&s->sar, &s->extra, hma3, hma, close, n);
     s->n = n + 1;
     return (int)s->sar.pos;
 }
 
 double tf_strategy_pnl(const tf_strategy *s)
 {
-    return s->sar.pnl;
+    return s ? s->sar.pnl : 0.0;
 }
 
 int64_t tf_strategy_trades(const tf_strategy *s)
 {
-    return s->sar.trades;
+    return s ? s->sar.trades : 0;
 }
 
 int64_t tf_strategy_bars(const tf_strategy *s)
 {
-    return s->n;
+    return s ? s->n : 0;
+}
+
+int tf_strategy_stats(const tf_strategy *s, tf_stats *out)
+{
+    if (!s || !out)
+        return TF_E_NULL_ARG;
+    tf_sar_output(&s->sar, &s->extra, s->n, out);
+    return 0;
 }

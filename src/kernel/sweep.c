@@ -62,7 +62,11 @@ typedef struct plan {
     double *hist;      /* all histories */
     int64_t hist_total; /* doubles in hist */
     int64_t hraw_max, hinner_max;
-    tf_sar *sar; /* [n_combos] */
+    tf_sar *sar;         /* [n_combos] */
+    tf_sar_extra *extra; /* [n_combos] when statistics are asked for, else NULL */
+    double fee;
+    tf_progress *progress; /* NULL, or the caller's progress and cancel flag */
+    int extra_wanted;
 
     /* Work counters, two per block (first-stage slices, combos), so nobody ever resets one. */
     atomic_llong *next;
@@ -161,25 +165,54 @@ static void first_item(const plan *pl, const block *b, int64_t k, int64_t n_slic
  * lines exist and differ on all 64 bars of a word and a position is open, the wanted side is
  * the gt bit, and the position flips exactly where that bit differs from the one before it.
  * Other words (warm-up, NaN, equal lines, before the first open) run the spec's step per bar. */
-static void sar_block(tf_sar *st, const double *hma3, const double *hma, const double *c, int64_t n,
-                      const uint64_t *gt, const uint64_t *lt)
+/* x: the combo's statistics, or NULL; t0: the block's first bar. Inlined into two copies, so
+ * the plain sweep carries no trace of the statistics. (Measured: Welford's chain waits on a
+ * division per trade; buffering the returns to run two combos' chains side by side was slower
+ * than keeping it here, where the flip loop's other work overlaps it.) */
+static inline __attribute__((always_inline)) void
+sar_block_with(tf_sar *st_mem, tf_sar_extra *x_mem, const double *hma3, const double *hma,
+               const double *c, int64_t n, int64_t t0, const uint64_t *gt, const uint64_t *lt)
 {
+    /* The state in locals for the block (registers: stores and reloads through the combo's
+     * slots would put store-to-load latency on every trade's dependency chains). */
+    tf_sar st_local = *st_mem, *st = &st_local;
+    tf_sar_extra x_local, *x = NULL;
+    if (x_mem) {
+        x_local = *x_mem;
+        x = &x_local;
+    }
     for (int64_t w = 0; w * 64 < n; w++) {
         int64_t base = w * 64, nb = n - base < 64 ? n - base : 64;
         uint64_t all = nb == 64 ? ~(uint64_t)0 : ((uint64_t)1 << nb) - 1;
         uint64_t g = gt[w];
         if (st->pos == 0 || (g | lt[w]) != all) {
             for (int64_t i = base; i < base + nb; i++)
-                tf_sar_step(st, hma3[i], hma[i], c[i]);
+                tf_sar_step(st, x, hma3[i], hma[i], c[i], t0 + i);
             continue;
         }
         uint64_t flips = (g ^ ((g << 1) | (uint64_t)(st->pos > 0))) & all;
         while (flips) {
             int bit = __builtin_ctzll(flips);
             flips &= flips - 1;
-            tf_sar_flip(st, (g >> bit) & 1 ? 1 : -1, c[base + bit]);
+            tf_sar_flip(st, x, (g >> bit) & 1 ? 1 : -1, c[base + bit]);
         }
     }
+    *st_mem = st_local;
+    if (x_mem)
+        *x_mem = x_local;
+}
+
+static void sar_block(tf_sar *st, const double *hma3, const double *hma, const double *c, int64_t n,
+                      const uint64_t *gt, const uint64_t *lt)
+{
+    sar_block_with(st, NULL, hma3, hma, c, n, 0, gt, lt);
+}
+
+static void sar_block_stats(tf_sar *st, tf_sar_extra *x, const double *hma3, const double *hma,
+                            const double *c, int64_t n, int64_t t0, const uint64_t *gt,
+                            const uint64_t *lt)
+{
+    sar_block_with(st, x, hma3, hma, c, n, t0, gt, lt);
 }
 
 /* One second-stage line over block b (spec section 4): the element-wise combination of its
@@ -217,8 +250,27 @@ static void group_block(const plan *pl, const block *b, int64_t g, const worker 
         line_block(pl, b, !in, pl->slot + j * N_FIRST, in ? p[TF_P_SQ] : p[TF_P_P],
                    pl->hist + pl->hist_off[j], in ? raw_buf : inner_buf, in ? hma : hma3);
         pl->ops.cmp(hma3, hma, n, gt, lt);
-        sar_block(&pl->sar[j], hma3, hma, pl->close + b->t0, n, gt, lt);
+        if (pl->extra)
+            sar_block_stats(&pl->sar[j], &pl->extra[j], hma3, hma, pl->close + b->t0, n, b->t0, gt,
+                            lt);
+        else
+            sar_block(&pl->sar[j], hma3, hma, pl->close + b->t0, n, gt, lt);
     }
+}
+
+/* The caller asked the sweep to stop. Every thread still passes every barrier (so none waits
+ * for one that left); the work between them is skipped. */
+static int cancelled(const plan *pl)
+{
+    return pl->progress && __atomic_load_n(&pl->progress->cancel, __ATOMIC_RELAXED);
+}
+
+static void group_block_counted(const plan *pl, const block *b, int64_t g, const worker *wk)
+{
+    group_block(pl, b, g, wk);
+    if (pl->progress)
+        __atomic_fetch_add(&pl->progress->done, pl->group_at[g + 1] - pl->group_at[g],
+                           __ATOMIC_RELAXED);
 }
 
 static void run_blocks(worker *w)
@@ -230,11 +282,13 @@ static void run_blocks(worker *w)
         block b = {t0, t0 + pl->block < pl->n_bars ? t0 + pl->block : pl->n_bars};
         atomic_llong *next_slice = &pl->next[2 * nb], *next_combo = &pl->next[2 * nb + 1];
         for (long long k; (k = atomic_fetch_add(next_slice, 1)) < n_items;)
-            first_item(pl, &b, k, n_slices, w->outs);
+            if (!cancelled(pl))
+                first_item(pl, &b, k, n_slices, w->outs);
         if (pl->n_threads > 1)
             pthread_barrier_wait(&pl->barrier);
         for (long long g; (g = atomic_fetch_add(next_combo, 1)) < pl->n_groups;)
-            group_block(pl, &b, g, w);
+            if (!cancelled(pl))
+                group_block_counted(pl, &b, g, w);
         /* The next block's first stage overwrites the rows this block's combos read. */
         if (pl->n_threads > 1)
             pthread_barrier_wait(&pl->barrier);
@@ -560,12 +614,13 @@ static double footprint(const plan *pl, int nt, int64_t n_blocks)
     return 8.0 * ((double)pl->n_len * (double)pl->block + (double)pl->hist_total +
                   2.0 * (double)n_blocks + 3.0 * (double)pl->n_len) +
            (double)nt * per_thread +
-           (double)pl->n_combos * (double)(sizeof(tf_sar) + N_FIRST * 12 + 8 + 48);
+           (double)pl->n_combos * (double)(sizeof(tf_sar) + N_FIRST * 12 + 8 + 48 +
+                                           (pl->extra_wanted ? sizeof(tf_sar_extra) : 0));
 }
 
-static int resolve_threads(const tf_sweep_opts *opts, const plan *pl)
+static int resolve_threads(const tf_opts *opts, const plan *pl)
 {
-    long t = opts ? opts->threads : 0;
+    long t = opts->threads;
     if (t == 0) {
         t = sysconf(_SC_NPROCESSORS_ONLN);
         if (t < 1)
@@ -598,21 +653,25 @@ static void free_plan(plan *pl)
     free(pl->need_len);
     free(pl->need_denom);
     free(pl->sar);
+    free(pl->extra);
     free(pl->next);
 }
 
 /* Arguments, as tf_sweep documents them; 0 or the error, with ops filled. */
 static int check_args(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
-                      double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_isa_ops *ops)
+                      double *pnl, int64_t *trades, const tf_sweep_opts *in, tf_opts *opts,
+                      tf_isa_ops *ops)
 {
     if (n_bars < 0 || n_bars > TF_MAX_BARS)
         return TF_E_TOO_MANY_BARS;
     int rc = tf_params_check(params, n_combos);
     if (rc)
         return rc;
-    if (opts && (opts->threads < 0 || opts->threads > TF_MAX_THREADS))
+    if ((rc = tf_opts_resolve(in, opts)))
+        return rc;
+    if (opts->threads < 0 || opts->threads > TF_MAX_THREADS)
         return TF_E_THREADS;
-    tf_isa isa = opts ? opts->isa : TF_ISA_AUTO;
+    tf_isa isa = opts->isa;
     if ((unsigned)isa > TF_ISA_AVX512)
         return TF_E_INVALID_ARG;
     if (tf_isa_ops_for(isa, ops))
@@ -643,10 +702,17 @@ static int alloc_run(plan *pl, int nt, int64_t n_blocks, tf_series *series)
     }
     pl->first = malloc(sizeof(double) * (size_t)(pl->n_len * pl->block));
     pl->hist = malloc(sizeof(double) * (size_t)(pl->hist_total + 1));
-    pl->sar = calloc((size_t)pl->n_combos, sizeof(tf_sar));
+    pl->sar = malloc(sizeof(tf_sar) * (size_t)pl->n_combos);
     pl->next = calloc((size_t)(2 * n_blocks), sizeof(atomic_llong));
     if (!pl->first || !pl->hist || !pl->sar || !pl->next)
         return TF_E_NOMEM;
+    if (pl->extra_wanted && !(pl->extra = malloc(sizeof(tf_sar_extra) * (size_t)pl->n_combos)))
+        return TF_E_NOMEM;
+    for (int64_t j = 0; j < pl->n_combos; j++) {
+        pl->sar[j] = tf_sar_start(pl->fee);
+        if (pl->extra)
+            pl->extra[j] = tf_sar_extra_start();
+    }
     fill_nan(pl->hist, pl->hist_total); /* bars before 0: never read, but defined */
     for (int64_t i = 0; i < 2 * n_blocks; i++)
         atomic_init(&pl->next[i], 0);
@@ -666,51 +732,88 @@ static int alloc_workers(plan *pl, worker *ws, int nt)
     return 0;
 }
 
+/* Zero combos or zero bars: nothing to compute, every output at its start value. */
+static void empty_outputs(int64_t n_combos, double *pnl, int64_t *trades, const tf_opts *o)
+{
+    tf_sar st = tf_sar_start(o->fee);
+    tf_sar_extra x = tf_sar_extra_start();
+    for (int64_t j = 0; j < n_combos; j++) {
+        pnl[j] = 0.0;
+        trades[j] = 0;
+        if (o->stats)
+            tf_sar_output(&st, &x, 0, &o->stats[j]);
+    }
+}
+
+/* The plan for a run of nt threads over n_blocks blocks: 0, TF_E_LIMIT or TF_E_NOMEM. */
+static int prepare(plan *pl, const int64_t *params, int64_t n_combos, const tf_opts *o, int *nt,
+                   int64_t *n_blocks)
+{
+    int rc = dedup_combos(pl, params, n_combos);
+    if (!rc)
+        rc = make_plan(pl);
+    if (rc)
+        return rc;
+    *nt = resolve_threads(o, pl);
+    pl->block = block_for(*nt);
+    *n_blocks = (pl->n_bars + pl->block - 1) / pl->block;
+    if (o->max_bytes && footprint(pl, *nt, *n_blocks) > (double)o->max_bytes)
+        return TF_E_LIMIT;
+    return 0;
+}
+
+/* Each caller row's outputs from its distinct combo. */
+static void scatter(const plan *pl, int64_t n_combos, double *pnl, int64_t *trades, tf_stats *stats)
+{
+    for (int64_t j = 0; j < n_combos; j++) {
+        int64_t u = pl->combo_of[j];
+        pnl[j] = pl->sar[u].pnl;
+        trades[j] = pl->sar[u].trades;
+        if (stats)
+            tf_sar_output(&pl->sar[u], &pl->extra[u], pl->n_bars, &stats[j]);
+    }
+}
+
 int tf_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
                   double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series)
 {
     tf_isa_ops ops;
-    int rc = check_args(close, n_bars, params, n_combos, pnl, trades, opts, &ops);
+    tf_opts o;
+    int rc = check_args(close, n_bars, params, n_combos, pnl, trades, opts, &o, &ops);
     if (rc || n_combos == 0)
         return rc;
     if (n_bars == 0) {
-        for (int64_t j = 0; j < n_combos; j++) {
-            pnl[j] = 0.0;
-            trades[j] = 0;
-        }
+        empty_outputs(n_combos, pnl, trades, &o);
         return 0;
     }
 
-    plan pl = {.close = close, .n_bars = n_bars, .ops = ops};
+    plan pl = {.close = close,
+               .n_bars = n_bars,
+               .ops = ops,
+               .fee = o.fee,
+               .progress = o.progress,
+               .extra_wanted = o.stats != NULL};
     worker *ws = NULL;
     int nt = 0;
     int64_t n_blocks = 0;
-    rc = dedup_combos(&pl, params, n_combos);
-    if (!rc)
-        rc = make_plan(&pl);
-    if (!rc) {
-        nt = resolve_threads(opts, &pl);
-        pl.block = block_for(nt);
-        n_blocks = (n_bars + pl.block - 1) / pl.block;
-        if (opts && opts->max_bytes && footprint(&pl, nt, n_blocks) > (double)opts->max_bytes)
-            rc = TF_E_LIMIT;
-    }
+    rc = prepare(&pl, params, n_combos, &o, &nt, &n_blocks);
     if (!rc)
         rc = alloc_run(&pl, nt, n_blocks, series);
     if (!rc && !(ws = calloc((size_t)nt, sizeof(worker))))
         rc = TF_E_NOMEM;
     if (!rc)
         rc = alloc_workers(&pl, ws, nt);
-    if (!rc)
+    if (!rc) {
+        if (o.progress)
+            __atomic_store_n(&o.progress->total, pl.n_combos * n_blocks, __ATOMIC_RELAXED);
         run_threads(&pl, ws, nt);
+        if (cancelled(&pl))
+            rc = TF_E_CANCELLED;
+    }
     if (series && pl.fill_idx)
         tf_series_publish(series, pl.len, pl.fill_idx, pl.fill_buf, pl.n_fill, rc == 0);
-    if (!rc) {
-        for (int64_t j = 0; j < n_combos; j++) {
-            pnl[j] = pl.sar[pl.combo_of[j]].pnl;
-            trades[j] = pl.sar[pl.combo_of[j]].trades;
-        }
-    }
+    if (!rc)
+        scatter(&pl, n_combos, pnl, trades, o.stats);
     for (int t = 0; ws && t < nt; t++) {
         free(ws[t].scratch);
         free(ws[t].mask);

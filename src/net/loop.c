@@ -1,5 +1,6 @@
 /* The connection layer (net.h): event loop, listeners, connection state machine, bounded output,
- * worker pool, stdio, stall/idle timeouts, signals and shutdown.
+ * worker pool, stdio, stall/idle/rate timeouts, per-peer caps and the reserve, the memory counter,
+ * rate-limited logs, signals and shutdown.
  *
  * Sockets are non-blocking and registered edge-triggered once (EPOLLIN | EPOLLRDHUP); EPOLLOUT is
  * added only while output is blocked, so a client reading its replies never wakes the loop for
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
@@ -65,11 +67,23 @@ struct tfn_conn {
     const char *why;
     int parked, dead, want_out, in_ready;
     int64_t last_io_ns;
-    int last_outq;                /* bytes the peer had not read at the last tick (SIOCOUTQ) */
-    int64_t outq_since_ns;        /* since when that backlog has not shrunk */
+    int last_outq;         /* bytes the peer had not read at the last tick (SIOCOUTQ) */
+    int64_t outq_since_ns; /* since when that backlog has not shrunk */
+    int64_t frame_t0_ns;   /* when the frame in progress began (0: none) */
+    uint64_t frame_bytes;  /* bytes read since then */
+    uint8_t peer[17];      /* family (1 uid, 4, 6) and key; peer[0] == 0: not counted */
+    int log_tokens;        /* tfn_conn_log */
+    int64_t log_sec;
+    uint64_t log_dropped, log_dropped_total;
     struct tfn_conn *prev, *next; /* every live socket connection */
     struct tfn_conn *qnext;       /* worker queue, done list, ready list, graveyard */
 };
+
+/* Open connections per peer: open addressing, linear probing, backward-shift deletion. */
+typedef struct peer_ent {
+    uint8_t key[17];
+    int count; /* 0: empty */
+} peer_ent;
 
 typedef struct listener {
     int fd;
@@ -90,6 +104,9 @@ struct tfn_loop {
     int nls;
     tfn_conn *conns;
     int nconns;
+    peer_ent *peers;
+    size_t peer_mask;
+    tfn_counters ctr;
     tfn_conn *ready, *ready_tail;
     tfn_conn *grave;
     int stopping;
@@ -127,6 +144,26 @@ static void stat_add(uint64_t *ctr, int64_t n)
 {
     if (ctr)
         __atomic_fetch_add(ctr, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+static void mem_add(tfn_loop *lp, size_t n)
+{
+    if (lp->cfg.mem_used && n)
+        __atomic_fetch_add(lp->cfg.mem_used, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+static void mem_sub(tfn_loop *lp, size_t n)
+{
+    if (lp->cfg.mem_used && n)
+        __atomic_fetch_sub(lp->cfg.mem_used, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+int tfn_mem_room(const tfn_loop *lp, uint64_t bytes)
+{
+    if (!lp->cfg.mem_used)
+        return 1;
+    uint64_t used = __atomic_load_n(lp->cfg.mem_used, __ATOMIC_RELAXED);
+    return bytes <= lp->cfg.mem_limit && used <= lp->cfg.mem_limit - bytes;
 }
 
 /* ---------------------------------------------------------------- logging */
@@ -192,6 +229,44 @@ void tfn_log_limited(tfn_loop *lp, const char *fmt, ...)
     va_end(ap);
 }
 
+void tfn_conn_log(tfn_conn *c, const char *fmt, ...)
+{
+    tfn_loop *lp = c->lp;
+    if (lp->cfg.quiet)
+        return;
+    /* A token bucket per connection: a burst, then one line a second. */
+    int64_t sec = now_ns() / 1000000000ll;
+    if (c->log_sec == 0) {
+        c->log_tokens = TFN_CONN_LOG_BURST;
+    } else if (sec > c->log_sec) {
+        int64_t add = sec - c->log_sec;
+        c->log_tokens = add >= TFN_CONN_LOG_BURST                       ? TFN_CONN_LOG_BURST
+                        : c->log_tokens + (int)add > TFN_CONN_LOG_BURST ? TFN_CONN_LOG_BURST
+                                                                        : c->log_tokens + (int)add;
+    }
+    c->log_sec = sec;
+    if (c->log_tokens <= 0) {
+        c->log_dropped++;
+        c->log_dropped_total++;
+        return;
+    }
+    c->log_tokens--;
+    char prefix[96] = "";
+    if (c->log_dropped)
+        snprintf(prefix, sizeof prefix, "(%llu lines of this connection left out) ",
+                 (unsigned long long)c->log_dropped);
+    c->log_dropped = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(lp, prefix, fmt, ap);
+    va_end(ap);
+}
+
+uint64_t tfn_conn_log_dropped(const tfn_conn *c)
+{
+    return c->log_dropped_total;
+}
+
 /* ---------------------------------------------------------------- accessors */
 
 void *tfn_conn_data(const tfn_conn *c)
@@ -232,6 +307,11 @@ int tfn_loop_stopping(const tfn_loop *lp)
 int tfn_loop_conns(const tfn_loop *lp)
 {
     return lp->nconns;
+}
+
+void tfn_loop_counters(const tfn_loop *lp, tfn_counters *out)
+{
+    *out = lp->ctr;
 }
 
 void *tfn_loop_ud(const tfn_loop *lp)
@@ -297,6 +377,9 @@ static ssize_t conn_read(tfn_conn *c, void *buf, size_t n)
              * has signalled its end (then only a read of 0 tells that everything was taken). */
             c->drained = !c->blocking && (size_t)r < n && !got_fd && !c->rdhup;
             c->last_io_ns = now_ns();
+            if (!c->frame_t0_ns)
+                c->frame_t0_ns = c->last_io_ns;
+            c->frame_bytes += (uint64_t)r;
             stat_add(lp->cfg.stat_bytes_in, r);
             return r;
         }
@@ -380,6 +463,7 @@ static int conn_flush(tfn_conn *c)
     if (c->opos == c->oend) {
         c->opos = c->oend = 0;
         if (c->ocap > OBUF_KEEP) {
+            mem_sub(lp, c->ocap);
             free(c->obuf);
             c->obuf = NULL;
             c->ocap = 0;
@@ -424,6 +508,7 @@ static int out_reserve(tfn_conn *c, size_t n)
     uint8_t *p = realloc(c->obuf, cap);
     if (!p)
         return TF_E_NOMEM;
+    mem_add(lp, cap - c->ocap);
     c->obuf = p;
     c->ocap = cap;
     return 0;
@@ -554,10 +639,125 @@ static void park(tfn_loop *lp, tfn_conn *c)
     pthread_mutex_unlock(&lp->qlock);
 }
 
+/* ---------------------------------------------------------------- peers */
+
+static size_t peer_hash(const uint8_t *key)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < 17; i++)
+        h = (h ^ key[i]) * 0x100000001b3ull;
+    return (size_t)(h ^ h >> 29);
+}
+
+/* The slot of key, or of the empty slot where it would go. */
+static size_t peer_find(const tfn_loop *lp, const uint8_t *key)
+{
+    size_t i = peer_hash(key) & lp->peer_mask;
+    while (lp->peers[i].count && memcmp(lp->peers[i].key, key, 17))
+        i = (i + 1) & lp->peer_mask;
+    return i;
+}
+
+static int peer_count(const tfn_loop *lp, const uint8_t *key)
+{
+    return lp->peers[peer_find(lp, key)].count;
+}
+
+/* The table holds at most max_conns keys in 2 x max_conns (or more) slots: never full. */
+static void peer_inc(tfn_loop *lp, const uint8_t *key)
+{
+    peer_ent *e = &lp->peers[peer_find(lp, key)];
+    if (!e->count)
+        memcpy(e->key, key, 17);
+    e->count++;
+}
+
+static void peer_dec(tfn_loop *lp, const uint8_t *key)
+{
+    size_t m = lp->peer_mask, i = peer_find(lp, key);
+    if (!lp->peers[i].count || --lp->peers[i].count)
+        return;
+    /* Backward-shift: move later entries of the cluster into the hole when their home allows. */
+    for (size_t j = i;;) {
+        j = (j + 1) & m;
+        if (!lp->peers[j].count)
+            break;
+        size_t home = peer_hash(lp->peers[j].key) & m;
+        if (((j - home) & m) >= ((j - i) & m)) {
+            lp->peers[i] = lp->peers[j];
+            lp->peers[j].count = 0;
+            i = j;
+        }
+    }
+}
+
+/* The peer of an accepted socket: the UID of a Unix peer, the address of a TCP peer. */
+static void peer_key(int fd, int is_unix, uint8_t key[17])
+{
+    memset(key, 0, 17);
+    if (is_unix) {
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0) {
+            key[0] = 1;
+            memcpy(key + 1, &cr.uid, sizeof cr.uid);
+        }
+        return;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        key[0] = 4;
+        memcpy(key + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    } else if (ss.ss_family == AF_INET6) {
+        key[0] = 6;
+        memcpy(key + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+    }
+}
+
+static void peer_name(const uint8_t key[17], char *buf, size_t cap)
+{
+    if (key[0] == 1) {
+        uid_t uid;
+        memcpy(&uid, key + 1, sizeof uid);
+        snprintf(buf, cap, "uid %u", (unsigned)uid);
+    } else if (key[0] == 4 || key[0] == 6) {
+        inet_ntop(key[0] == 4 ? AF_INET : AF_INET6, key + 1, buf, (socklen_t)cap);
+    } else {
+        snprintf(buf, cap, "unknown peer");
+    }
+}
+
+/* Whether a new connection of this peer may be taken; why is set when not. */
+static int admit(tfn_loop *lp, const uint8_t key[17], const char **why)
+{
+    int n = lp->nconns, max = lp->cfg.max_conns;
+    if (n >= max) {
+        lp->ctr.refused_full++;
+        *why = "the server is full (max-conns)";
+        return 0;
+    }
+    int pc = key[0] ? peer_count(lp, key) : 0;
+    if (key[0] && pc >= lp->cfg.max_conns_per_peer) {
+        lp->ctr.refused_peer++;
+        *why = "this peer holds its maximum (max-conns-per-peer)";
+        return 0;
+    }
+    if (n >= max - lp->cfg.conn_reserve && pc >= TFN_RESERVE_PEER_CONNS) {
+        lp->ctr.refused_reserve++;
+        *why = "only the reserve is left, for peers with few connections";
+        return 0;
+    }
+    return 1;
+}
+
 /* ---------------------------------------------------------------- connections */
 
 static void conn_free(tfn_conn *c)
 {
+    mem_sub(c->lp, c->ocap);
     free(c->ibuf);
     free(c->obuf);
     free(c);
@@ -570,6 +770,8 @@ static void conn_close(tfn_loop *lp, tfn_conn *c, const char *why)
     c->dead = 1;
     c->ops->on_close(c, why);
     close(c->rfd);
+    if (c->peer[0])
+        peer_dec(lp, c->peer);
     stat_add(lp->cfg.stat_conns_open, -1);
     if (c->prev)
         c->prev->next = c->next;
@@ -589,6 +791,9 @@ static void conn_close(tfn_loop *lp, tfn_conn *c, const char *why)
 static int frame_done(tfn_loop *lp, tfn_conn *c)
 {
     c->state = IN_HEAD;
+    /* The next frame's clock starts with its first byte (already here when pipelined). */
+    c->frame_t0_ns = c->ipos < c->iend ? now_ns() : 0;
+    c->frame_bytes = c->iend - c->ipos;
     if (!c->blocking && lp->nworkers && c->ops->is_heavy && c->ops->is_heavy(c)) {
         park(lp, c);
         return 0;
@@ -597,115 +802,128 @@ static int frame_done(tfn_loop *lp, tfn_conn *c)
     return 1;
 }
 
-/* Makes progress on input. 1: progress (call again), 0: would block, parked or at the peer's
- * end, <0: close now (*why set). */
-static int conn_step(tfn_loop *lp, tfn_conn *c, const char **why)
+/* The input steps below return 1: progress (call again), 0: would block, parked or at the
+ * peer's end, <0: close now (*why set). */
+
+/* What a read that brought no bytes means. */
+static int read_stopped(ssize_t n, int mid_frame, const char **why)
 {
-    ssize_t n;
-    if (c->state == IN_HEAD) {
-        size_t avail = c->iend - c->ipos;
-        size_t need = 0;
-        if (avail) {
-            tfn_head h = {0, 0, NULL};
-            int r = c->ops->head(c, c->ibuf + c->ipos, avail, &h);
-            if (r < 0) {
-                tfn_conn_close(c, c->why ? c->why : "closed after an error");
-                return 1;
-            }
-            if (r == 0) {
-                if (h.consume > avail) {
-                    *why = "internal error: a frame header longer than the input";
-                    return -1;
-                }
-                c->ipos += h.consume;
-                c->body = h.body;
-                c->body_len = h.body_len;
-                uint64_t have = c->iend - c->ipos;
-                uint64_t take = have < h.body_len ? have : h.body_len;
-                if (c->body && take)
-                    memcpy(c->body, c->ibuf + c->ipos, take);
-                c->ipos += take;
-                c->got = take;
-                if (c->ipos == c->iend)
-                    c->ipos = c->iend = 0;
-                if (c->got == c->body_len)
-                    return frame_done(lp, c);
-                c->state = IN_BODY;
-                return 1;
-            }
-            need = (size_t)r;
-            if (need <= avail || need > c->ops->max_head || need > c->icap / 2) {
-                *why = "internal error: a frame header that cannot be decided";
-                return -1;
-            }
-        }
-        if (c->ipos == c->iend)
-            c->ipos = c->iend = 0;
-        if (c->icap - c->ipos < c->ops->max_head) {
-            memmove(c->ibuf, c->ibuf + c->ipos, c->iend - c->ipos);
-            c->iend -= c->ipos;
-            c->ipos = 0;
-        }
-        if (c->eof) {
-            if (avail)
-                *why = "peer closed in the middle of a frame";
-            return avail ? -1 : 0;
-        }
-        if (c->drained)
-            return 0;
-        n = conn_read(c, c->ibuf + c->iend, c->icap - c->iend);
-        if (n > 0) {
-            c->iend += (size_t)n;
-            return 1;
-        }
-        if (n == 0) {
-            if (c->iend > c->ipos) {
-                *why = "peer closed in the middle of a frame";
-                return -1;
-            }
+    if (n == -EAGAIN)
+        return 0;
+    if (n == 0) {
+        if (!mid_frame)
             return 0; /* a clean end: the caller closes once the replies are out */
-        }
-    } else { /* IN_BODY (ibuf is empty here: head() took what it held) */
-        uint64_t need = c->body_len - c->got;
-        if (c->eof) {
-            *why = "peer closed in the middle of a frame";
-            return -1;
-        }
-        if (c->drained)
-            return 0;
-        if (c->body && need >= c->icap / 2) {
-            /* Big bodies go straight to their final home. */
-            n = conn_read(c, c->body + c->got, need > SIZE_MAX ? SIZE_MAX : (size_t)need);
-            if (n > 0)
-                c->got += (uint64_t)n;
-        } else {
-            c->ipos = c->iend = 0;
-            n = conn_read(c, c->ibuf, c->icap);
-            if (n > 0) {
-                uint64_t take = (uint64_t)n < need ? (uint64_t)n : need;
-                if (c->body)
-                    memcpy(c->body + c->got, c->ibuf, take);
-                c->got += take;
-                c->ipos = take;
-                c->iend = (size_t)n;
-                if (c->ipos == c->iend)
-                    c->ipos = c->iend = 0;
-            }
-        }
-        if (n > 0) {
-            if (c->got == c->body_len)
-                return frame_done(lp, c);
+        *why = "peer closed in the middle of a frame";
+        return -1;
+    }
+    *why = n == -ECANCELED ? "server shutting down" : "read failed";
+    return -1;
+}
+
+/* head() decided: take the header, and what the input already holds of the body. */
+static int frame_begin(tfn_loop *lp, tfn_conn *c, const tfn_head *h, size_t avail, const char **why)
+{
+    if (h->consume > avail) {
+        *why = "internal error: a frame header longer than the input";
+        return -1;
+    }
+    c->ipos += h->consume;
+    c->body = h->body;
+    c->body_len = h->body_len;
+    uint64_t have = c->iend - c->ipos;
+    uint64_t take = have < h->body_len ? have : h->body_len;
+    if (c->body && take)
+        memcpy(c->body, c->ibuf + c->ipos, take);
+    c->ipos += take;
+    c->got = take;
+    if (c->ipos == c->iend)
+        c->ipos = c->iend = 0;
+    if (c->got == c->body_len)
+        return frame_done(lp, c);
+    c->state = IN_BODY;
+    return 1;
+}
+
+/* Between frames or inside a header: ask head() about what is here, else read more. */
+static int step_head(tfn_loop *lp, tfn_conn *c, const char **why)
+{
+    size_t avail = c->iend - c->ipos;
+    if (avail) {
+        tfn_head h = {0, 0, NULL};
+        int r = c->ops->head(c, c->ibuf + c->ipos, avail, &h);
+        if (r < 0) {
+            tfn_conn_close(c, c->why ? c->why : "closed after an error");
             return 1;
         }
-        if (n == 0) {
-            *why = "peer closed in the middle of a frame";
+        if (r == 0)
+            return frame_begin(lp, c, &h, avail, why);
+        size_t need = (size_t)r;
+        if (need <= avail || need > c->ops->max_head || need > c->icap / 2) {
+            *why = "internal error: a frame header that cannot be decided";
             return -1;
         }
     }
-    if (n == -EAGAIN)
+    if (c->ipos == c->iend)
+        c->ipos = c->iend = 0;
+    if (c->icap - c->ipos < c->ops->max_head) {
+        memmove(c->ibuf, c->ibuf + c->ipos, c->iend - c->ipos);
+        c->iend -= c->ipos;
+        c->ipos = 0;
+    }
+    if (c->eof) {
+        if (avail)
+            *why = "peer closed in the middle of a frame";
+        return avail ? -1 : 0;
+    }
+    if (c->drained)
         return 0;
-    *why = n == -ECANCELED ? "server shutting down" : "read failed";
-    return -1;
+    ssize_t n = conn_read(c, c->ibuf + c->iend, c->icap - c->iend);
+    if (n > 0) {
+        c->iend += (size_t)n;
+        return 1;
+    }
+    return read_stopped(n, c->iend > c->ipos, why);
+}
+
+/* Inside a body (the input buffer is empty here: frame_begin took what it held). */
+static int step_body(tfn_loop *lp, tfn_conn *c, const char **why)
+{
+    uint64_t need = c->body_len - c->got;
+    if (c->eof) {
+        *why = "peer closed in the middle of a frame";
+        return -1;
+    }
+    if (c->drained)
+        return 0;
+    ssize_t n;
+    if (c->body && need >= c->icap / 2) {
+        /* Big bodies go straight to their final home. */
+        n = conn_read(c, c->body + c->got, need > SIZE_MAX ? SIZE_MAX : (size_t)need);
+        if (n > 0)
+            c->got += (uint64_t)n;
+    } else {
+        /* Small or dropped bodies through the input buffer; what follows stays there. */
+        c->ipos = c->iend = 0;
+        n = conn_read(c, c->ibuf, c->icap);
+        if (n > 0) {
+            uint64_t take = (uint64_t)n < need ? (uint64_t)n : need;
+            if (c->body)
+                memcpy(c->body + c->got, c->ibuf, take);
+            c->got += take;
+            c->ipos = take;
+            c->iend = (size_t)n;
+            if (c->ipos == c->iend)
+                c->ipos = c->iend = 0;
+        }
+    }
+    if (n > 0)
+        return c->got == c->body_len ? frame_done(lp, c) : 1;
+    return read_stopped(n, 1, why);
+}
+
+static int conn_step(tfn_loop *lp, tfn_conn *c, const char **why)
+{
+    return c->state == IN_HEAD ? step_head(lp, c, why) : step_body(lp, c, why);
 }
 
 /* EPOLLOUT is registered only while output is blocked. */
@@ -758,6 +976,10 @@ static void conn_drive(tfn_loop *lp, tfn_conn *c)
         }
         if (c->nzc || c->oend - c->opos > lp->cfg.out_high)
             return; /* the peer must read first */
+        if (out_pending(c) && !tfn_mem_room(lp, 0)) {
+            lp->ctr.mem_waits++;
+            return; /* over the memory limit: output waits for its peer (EPOLLOUT resumes) */
+        }
         if (lp->stopping && !lp->cfg.drain_on_stop) {
             conn_close(lp, c, "server shutting down");
             return;
@@ -812,8 +1034,13 @@ static void accept_all(tfn_loop *lp, listener *l)
                 tfn_log_limited(lp, "accept on %s failed: %s", l->label, strerror(errno));
             return;
         }
-        if (lp->nconns >= lp->cfg.max_conns) {
-            tfn_log_limited(lp, "refusing a %s connection: %d connections open", l->label,
+        uint8_t key[17];
+        peer_key(fd, l->path[0] != 0, key);
+        const char *why = NULL;
+        if (!admit(lp, key, &why)) {
+            char pn[INET6_ADDRSTRLEN + 16];
+            peer_name(key, pn, sizeof pn);
+            tfn_log_limited(lp, "refusing a %s connection from %s: %s (%d open)", l->label, pn, why,
                             lp->nconns);
             close(fd);
             continue;
@@ -846,6 +1073,9 @@ static void accept_all(tfn_loop *lp, listener *l)
         }
         stat_add(lp->cfg.stat_conns_total, 1);
         stat_add(lp->cfg.stat_conns_open, 1);
+        memcpy(c->peer, key, 17);
+        if (key[0])
+            peer_inc(lp, key);
         c->next = lp->conns;
         if (lp->conns)
             lp->conns->prev = c;
@@ -1123,7 +1353,8 @@ static void timeouts(tfn_loop *lp)
 {
     int64_t stall = (int64_t)lp->cfg.stall_timeout_s * 1000000000ll;
     int64_t idle = (int64_t)lp->cfg.idle_timeout_s * 1000000000ll;
-    if (stall <= 0 && idle <= 0)
+    uint64_t rate = lp->cfg.min_rate;
+    if (stall <= 0 && idle <= 0 && !rate)
         return;
     int64_t now = now_ns();
     for (tfn_conn *c = lp->conns, *next; c; c = next) {
@@ -1140,13 +1371,30 @@ static void timeouts(tfn_loop *lp)
             c->outq_since_ns = now;
         c->last_outq = outq;
         int deaf = outq > 0 && now - c->outq_since_ns > stall;
-        int mid = out_pending(c) || c->state != IN_HEAD || c->ipos < c->iend;
-        if (stall > 0 && quiet > stall && (mid || deaf))
+        int in_frame = c->state != IN_HEAD || c->ipos < c->iend;
+        int mid = out_pending(c) || in_frame;
+        /* The rate is the peer's only while the layer is reading: output that waits (or the
+         * memory limit) stops the reading, and restarts the clock. */
+        if (!in_frame || out_pending(c) || c->closing) {
+            c->frame_t0_ns = in_frame ? now : 0;
+            c->frame_bytes = 0;
+        }
+        int64_t took = c->frame_t0_ns ? now - c->frame_t0_ns : 0;
+        int slow = rate && in_frame && took > (int64_t)TFN_RATE_GRACE_S * 1000000000ll &&
+                   (double)c->frame_bytes < (double)rate * (double)took / 1e9;
+        if (stall > 0 && quiet > stall && (mid || deaf)) {
+            lp->ctr.closed_stall++;
             conn_close(lp, c,
                        out_pending(c) || deaf ? "stalled: the peer does not read its replies"
                                               : "stalled in the middle of a frame");
-        else if (!mid && idle > 0 && quiet > idle && !(c->ops->busy && c->ops->busy(c)))
+        } else if (slow) {
+            lp->ctr.closed_slow++;
+            conn_close(lp, c, "too slow: a frame below the minimum receive rate");
+        } else if (!mid && idle > 0 && quiet > idle && !(c->ops->busy && c->ops->busy(c)) &&
+                   !(c->ops->keep_idle && c->ops->keep_idle(c))) {
+            lp->ctr.closed_idle++;
             conn_close(lp, c, "idle timeout");
+        }
     }
 }
 
@@ -1193,7 +1441,22 @@ int tfn_loop_open(const tfn_config *cfg, tfn_loop **out)
         lp->cfg.sockbuf_bytes = 4 << 20;
     if (lp->cfg.frames_per_turn <= 0)
         lp->cfg.frames_per_turn = 32;
+    if (lp->cfg.conn_reserve == 0)
+        lp->cfg.conn_reserve = lp->cfg.max_conns / 16;
+    if (lp->cfg.conn_reserve < 0 || lp->cfg.conn_reserve >= lp->cfg.max_conns)
+        lp->cfg.conn_reserve = 0;
+    if (lp->cfg.max_conns_per_peer <= 0)
+        lp->cfg.max_conns_per_peer = lp->cfg.max_conns - lp->cfg.conn_reserve;
+    size_t pcap = 16;
+    while (pcap < 2 * (size_t)lp->cfg.max_conns)
+        pcap *= 2;
+    lp->peers = calloc(pcap, sizeof *lp->peers);
+    lp->peer_mask = pcap - 1;
     lp->ep = lp->sig_fd = lp->done_efd = lp->stdio_efd = lp->stop_efd = -1;
+    if (!lp->peers) {
+        free(lp);
+        return TF_E_NOMEM;
+    }
     pthread_mutex_init(&lp->qlock, NULL);
     pthread_cond_init(&lp->qcond, NULL);
     pthread_mutex_init(&lp->dlock, NULL);
@@ -1274,6 +1537,7 @@ void tfn_loop_close(tfn_loop *lp)
     pthread_cond_destroy(&lp->qcond);
     pthread_mutex_destroy(&lp->dlock);
     pthread_mutex_destroy(&lp->log_lock);
+    free(lp->peers);
     int fds[] = {lp->ep, lp->sig_fd, lp->done_efd, lp->stdio_efd, lp->stop_efd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0)

@@ -22,6 +22,26 @@
  * ops->on_flushed). A connection stops taking frames while zero-copy output is pending or its
  * buffered output is above out_high (a reader that does not read slows only itself), and output
  * beyond out_max closes it: the loop never blocks on a peer.
+ *
+ * Memory: with cfg.mem_used set, every byte of output the layer copies is added to that counter
+ * (the server's own, shared with what it holds itself) while it is held. While the counter is
+ * above cfg.mem_limit, a connection that has output waiting takes no new frame: output waits for
+ * its peers, never grows the server past the limit by more than one loop turn of replies. A
+ * server checks its request bodies against the same counter in head() (tfn_mem_room) and refuses
+ * a frame that would pass it, before allocating.
+ *
+ * Peers: a socket connection has a peer (the UID of a Unix peer, by SO_PEERCRED; the address of
+ * a TCP peer). One peer holds at most max_conns_per_peer connections, and the last conn_reserve
+ * slots of max_conns go only to peers that hold fewer than TFN_RESERVE_PEER_CONNS: whoever fills
+ * the server, a new peer still gets in.
+ *
+ * Timeouts (checked once a second): stall_timeout_s for a frame or output that does not move,
+ * idle_timeout_s between frames, and min_rate: a frame in progress for more than
+ * TFN_RATE_GRACE_S seconds that has averaged fewer than min_rate bytes a second is closed.
+ *
+ * Logs a peer can provoke are rate-limited: tfn_log_limited for the whole loop, and
+ * tfn_conn_log for one connection (a burst, then one line a second; what was left out is
+ * counted and said).
  */
 #ifndef TF_NET_H
 #define TF_NET_H
@@ -34,6 +54,9 @@
 #define TFN_MAX_LISTEN 32
 #define TFN_MAX_ZC 3                        /* zero-copy segments per connection */
 #define TFN_IBUF_DEFAULT ((size_t)64 << 10) /* input buffer when ops->ibuf_bytes is 0 */
+#define TFN_RESERVE_PEER_CONNS 4            /* a peer below this may take a reserved slot */
+#define TFN_RATE_GRACE_S 10                 /* seconds a frame may take before min_rate applies */
+#define TFN_CONN_LOG_BURST 10               /* tfn_conn_log lines a connection may write at once */
 
 typedef struct tfn_loop tfn_loop;
 typedef struct tfn_conn tfn_conn;
@@ -72,21 +95,35 @@ typedef struct tfn_ops {
     /* Optional: 1 while the server still owes this peer output it has not queued yet (a peer
      * that has half-closed is not closed before). The server calls tfn_conn_send later. */
     int (*busy)(tfn_conn *c);
+    /* Optional: 1 while the connection may sit idle between frames without idle_timeout_s
+     * closing it (its work goes through another channel, e.g. a shared-memory ring). */
+    int (*keep_idle)(tfn_conn *c);
     /* The connection ends (called once, before its socket is closed, on the thread that closes
      * it: the loop, or the stdio thread). why is a static string. */
     void (*on_close)(tfn_conn *c, const char *why);
 } tfn_ops;
 
 typedef struct tfn_config {
-    const char *name;    /* log prefix, e.g. "tollfree serve" */
-    int quiet;           /* only `always` log lines */
-    int max_conns;       /* socket connections at once; more are refused (0: 4096) */
+    const char *name; /* log prefix, e.g. "tollfree serve" */
+    int quiet;        /* only `always` log lines */
+    int max_conns;    /* socket connections at once; more are refused (0: 4096) */
+    /* Connections of one peer (UID or address) at once (0: max_conns - conn_reserve). */
+    int max_conns_per_peer;
+    /* Slots kept for peers holding fewer than TFN_RESERVE_PEER_CONNS (0: max_conns / 16;
+     * -1: none). */
+    int conn_reserve;
     int stall_timeout_s; /* close a connection stuck mid-frame or with unsent output (0: never) */
     int idle_timeout_s;  /* close a connection that does nothing at a frame boundary (0: never) */
+    uint64_t min_rate;   /* bytes/s a frame in progress must average after the grace (0: off) */
+    /* The server's memory counter (atomic) and its limit: output the layer holds is added to it
+     * (NULL: not counted, no limit). */
+    uint64_t *mem_used;
+    uint64_t mem_limit;
     size_t out_high;     /* stop taking frames while more output waits (0: 256 KiB; <= out_max/4) */
     size_t out_max;      /* tfn_conn_send beyond this closes the connection (0: 16 MiB) */
     int sockbuf_bytes;   /* SO_SNDBUF / SO_RCVBUF asked for accepted sockets (0: 4 MiB) */
-    int frames_per_turn; /* frames of one connection per loop turn, for fairness (0: 32) */
+    int frames_per_turn; /* steps (a read, a header, a frame) on one connection per loop turn,
+                            for fairness (0: 32) */
     int workers;         /* worker threads (-1: one per core, 2..64; 0: none) */
     /* On SIGINT/SIGTERM: 0 closes every connection at once (after one non-blocking try to send
      * what is queued); 1 first takes the frames already received (reading until EAGAIN, for at
@@ -101,6 +138,13 @@ typedef struct tfn_config {
     /* Optional counters the layer adds to atomically. */
     uint64_t *stat_bytes_in, *stat_bytes_out, *stat_conns_total, *stat_conns_open;
 } tfn_config;
+
+/* What the layer refused or closed, for tests and logs (read on the loop thread or after). */
+typedef struct tfn_counters {
+    uint64_t refused_full, refused_peer, refused_reserve; /* at accept */
+    uint64_t closed_idle, closed_stall, closed_slow;
+    uint64_t mem_waits; /* loop turns a connection was held back by the memory limit */
+} tfn_counters;
 
 /* Creates a loop (epoll, signalfd for SIGINT/SIGTERM). Blocks SIGINT and SIGTERM in the calling
  * thread (every thread created after inherits it) and ignores SIGPIPE until tfn_loop_close: call
@@ -130,6 +174,10 @@ void tfn_loop_stop(tfn_loop *lp, const char *why);
 int tfn_loop_stopping(const tfn_loop *lp);
 /* Socket connections open now. */
 int tfn_loop_conns(const tfn_loop *lp);
+void tfn_loop_counters(const tfn_loop *lp, tfn_counters *out);
+/* 1 when `bytes` more would keep cfg.mem_used within cfg.mem_limit (always 1 without one).
+ * Any thread; a check, not a reservation (the server adds what it allocates itself). */
+int tfn_mem_room(const tfn_loop *lp, uint64_t bytes);
 void *tfn_loop_ud(const tfn_loop *lp);
 
 /* One line "NAME: ..." on stderr, written with a single write(2) (lines of different threads
@@ -140,6 +188,13 @@ void tfn_log(tfn_loop *lp, int always, const char *fmt, ...) __attribute__((form
 void tfn_log_limited(tfn_loop *lp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- connections ---- */
+
+/* A log line about one connection, for errors its peer can provoke: the first
+ * TFN_CONN_LOG_BURST go out, then one a second; the rest are counted, the count said with the
+ * next line that goes out and returned by tfn_conn_log_dropped (for the close line). From the
+ * thread that runs the connection's operations. */
+void tfn_conn_log(tfn_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t tfn_conn_log_dropped(const tfn_conn *c);
 
 void *tfn_conn_data(const tfn_conn *c);
 void tfn_conn_set_data(tfn_conn *c, void *data);

@@ -36,62 +36,51 @@ SAME_LAYOUT(tf_ofl_trade, quantity, 56);
 _Static_assert(TF_OFL_FRAME_HEADER_LEN + TF_OFL_MAX_PAYLOAD <= TF_OFL_MAX_FRAME, "frame cap");
 _Static_assert(TF_OFL_DATAGRAM_HEADER_LEN + TF_OFL_MAX_PAYLOAD <= TF_OFL_MAX_DATAGRAM, "dgram cap");
 
-#define E(ix, len) (uint16_t)((OFL_IX_##ix << 8) | (len))
-#define X OFL_NOT_A_KIND
-#define X8 X, X, X, X, X, X, X, X
-#define X16 X8, X8
-/* Every byte spelled out (designated ranges are a GNU extension). */
-const uint16_t tf_ofl_kind_table[256] = {
-    /* 0x00 */ E(HEARTBEAT, TF_OFL_HEARTBEAT_LEN),
-    E(NEW_LIMIT, TF_OFL_NEW_LIMIT_LEN),
-    E(NEW_MARKET, TF_OFL_NEW_MARKET_LEN),
-    E(CANCEL_BY_ORDER, TF_OFL_CANCEL_BY_ORDER_LEN),
-    E(CANCEL_BY_CLIENT, TF_OFL_CANCEL_BY_CLIENT_LEN),
-    E(REPLACE, TF_OFL_REPLACE_LEN),
-    /* 0x06 reserved .. 0x0f */ X,
-    X,
-    X,
-    X,
-    X,
-    X,
-    X,
-    X,
-    X,
-    X,
-    /* 0x10 */ X16,
-    X16,
-    X16,
-    X16,
-    X16,
-    X16,
-    X16,
-    /* 0x80 */ X,
-    E(ACCEPTED, TF_OFL_ACCEPTED_LEN),
-    E(REJECTED, TF_OFL_REJECTED_LEN),
-    E(REPLACED, TF_OFL_REPLACED_LEN),
-    E(CANCELED, TF_OFL_CANCELED_LEN),
-    E(TRADE, TF_OFL_TRADE_LEN),
-    X,
-    X,
-    X8,
-    /* 0x90 */ X16,
-    X16,
-    X16,
-    X16,
-    X16,
-    X16,
-    X16,
-};
-#undef E
-#undef X
-#undef X8
-#undef X16
-_Static_assert(sizeof tf_ofl_kind_table / sizeof tf_ofl_kind_table[0] == 256, "kind table");
+/* What the table's layouts promise, row by row: WIRE structs are exactly the payload; a SIDE32
+ * struct is the payload with the side byte moved last, and the wide decoder's fixed 24-byte move
+ * covers what follows the side byte on the wire. */
+#define LAYOUT_EMPTY(NAME, member) _Static_assert(TF_OFL_##NAME##_LEN == 0, #NAME " is empty");
+#define LAYOUT_WIRE(NAME, member)                                                                  \
+    _Static_assert(sizeof(((tf_ofl_msg *)0)->member) >= TF_OFL_##NAME##_LEN &&                     \
+                       sizeof(((tf_ofl_msg *)0)->member) <= TF_OFL_##NAME##_LEN + 7,               \
+                   #NAME ": the struct has the wire's layout");
+#define LAYOUT_SIDE32(NAME, member)                                                                \
+    _Static_assert(offsetof(tf_ofl_msg, member.side) - offsetof(tf_ofl_msg, member) ==             \
+                           TF_OFL_##NAME##_LEN - 1 &&                                              \
+                       TF_OFL_##NAME##_LEN - 33 <= 24,                                             \
+                   #NAME ": side byte last, at most 24 bytes after it on the wire");
+#define LAYOUT_ROW(NAME, str, member, layout, check) LAYOUT_##layout(NAME, member)
+OFL_KINDS(LAYOUT_ROW)
+#undef LAYOUT_ROW
+#undef LAYOUT_EMPTY
+#undef LAYOUT_WIRE
+#undef LAYOUT_SIDE32
+#define MAX_ROW(NAME, str, member, layout, check)                                                  \
+    _Static_assert(TF_OFL_##NAME##_LEN <= TF_OFL_MAX_PAYLOAD, #NAME " within the cap");
+OFL_KINDS(MAX_ROW)
+#undef MAX_ROW
+
+/* Bytes that are not a kind stay 0 (index 0). */
+#define KIND_ROW(NAME, str, member, layout, check)                                                 \
+    [TF_OFL_##NAME] = (uint16_t)((OFL_IX_##NAME << 8) | TF_OFL_##NAME##_LEN),
+const uint16_t tfo_kind_table[256] = {OFL_KINDS(KIND_ROW)};
+#undef KIND_ROW
+
+/* The fields of each kind, by dense index (row 0: not a kind). */
+#define FIELD_ROW(member, field, type)                                                             \
+    {#field, OFL_T_##type,                                                                         \
+     (uint8_t)offsetof(tf_ofl_msg, member.field) - offsetof(tf_ofl_msg, member),                   \
+     (uint8_t)sizeof(((tf_ofl_msg *)0)->member.field)},
+#define FIELDS_ROW(NAME, str, member, layout, check)                                               \
+    [OFL_IX_##NAME] = {OFL_FIELDS_##NAME(FIELD_ROW){NULL, 0, 0, 0}},
+static const tfo_field kind_fields[OFL_IX_COUNT][OFL_MAX_FIELDS] = {OFL_KINDS(FIELDS_ROW)};
+#undef FIELDS_ROW
+#undef FIELD_ROW
 
 /* The payload size of a kind byte, or -1. */
 static inline int kind_size(uint8_t kind)
 {
-    unsigned e = tf_ofl_kind_table[kind];
+    unsigned e = tfo_kind_table[kind];
     return e >> 8 ? (int)(e & 0xff) : -1;
 }
 
@@ -118,31 +107,22 @@ int tf_ofl_datagram_size(int kind)
 const char *tf_ofl_kind_name(int kind)
 {
     switch (kind) {
-    case TF_OFL_HEARTBEAT:
-        return "Heartbeat";
-    case TF_OFL_NEW_LIMIT:
-        return "NewLimit";
-    case TF_OFL_NEW_MARKET:
-        return "NewMarket";
-    case TF_OFL_CANCEL_BY_ORDER:
-        return "CancelByOrder";
-    case TF_OFL_CANCEL_BY_CLIENT:
-        return "CancelByClient";
-    case TF_OFL_REPLACE:
-        return "Replace";
-    case TF_OFL_ACCEPTED:
-        return "Accepted";
-    case TF_OFL_REJECTED:
-        return "Rejected";
-    case TF_OFL_REPLACED:
-        return "Replaced";
-    case TF_OFL_CANCELED:
-        return "Canceled";
-    case TF_OFL_TRADE:
-        return "Trade";
+#define NAME_ROW(NAME, str, member, layout, check)                                                 \
+    case TF_OFL_##NAME:                                                                            \
+        return str;
+        OFL_KINDS(NAME_ROW)
+#undef NAME_ROW
     default:
         return NULL;
     }
+}
+
+const tfo_field *tfo_kind_fields(int kind)
+{
+    if (kind < 0 || kind > 255)
+        return NULL;
+    unsigned ix = tfo_kind_table[kind] >> 8;
+    return ix ? kind_fields[ix] : NULL;
 }
 
 const char *tf_ofl_side_name(int side)
@@ -175,22 +155,18 @@ const char *tf_ofl_reason_name(int reason)
 /* Payload size of msg's kind after checking the bytes a decoder would refuse; nothing written. */
 static inline __attribute__((always_inline)) int payload_check(const tf_ofl_msg *msg, unsigned *ix)
 {
-    unsigned e = tf_ofl_kind_table[msg->kind];
+    unsigned e = tfo_kind_table[msg->kind];
     *ix = e >> 8;
     switch (*ix) {
-    case OFL_IX_NONE:
-        return ofl_kind_error(msg->kind);
-    case OFL_IX_NEW_LIMIT:
-        return msg->new_limit.side > 1 ? TF_E_OFL_INVALID_SIDE : (int)(e & 0xff);
-    case OFL_IX_NEW_MARKET:
-        return msg->new_market.side > 1 ? TF_E_OFL_INVALID_SIDE : (int)(e & 0xff);
-    case OFL_IX_REJECTED:
-        return msg->rejected.reason > TF_OFL_DUPLICATE_CLIENT_ORDER_ID &&
-                       msg->rejected.reason != TF_OFL_REASON_OTHER
-                   ? TF_E_OFL_INVALID_REASON
-                   : (int)(e & 0xff);
+#define CHECK_ROW(NAME, str, member, layout, check)                                                \
+    case OFL_IX_##NAME: {                                                                          \
+        int bad_ = OFL_BAD_MSG_##check(msg->member);                                               \
+        return bad_ ? bad_ : (int)(e & 0xff);                                                      \
+    }
+        OFL_KINDS(CHECK_ROW)
+#undef CHECK_ROW
     default:
-        return (int)(e & 0xff);
+        return ofl_kind_error(msg->kind);
     }
 }
 
@@ -199,47 +175,20 @@ static inline __attribute__((always_inline)) void payload_store(uint8_t *p, cons
                                                                 unsigned ix)
 {
     switch (ix) {
-    case OFL_IX_NEW_LIMIT:
-        memcpy(p, &msg->new_limit, 32);
-        p[32] = msg->new_limit.side;
-        memcpy(p + 33, (const unsigned char *)&msg->new_limit + offsetof(tf_ofl_new_limit, price),
-               24);
-        break;
-    case OFL_IX_NEW_MARKET:
-        memcpy(p, &msg->new_market, 32);
-        p[32] = msg->new_market.side;
-        memcpy(p + 33, &msg->new_market.quantity, 16);
-        break;
-    case OFL_IX_CANCEL_BY_ORDER:
-        memcpy(p, &msg->cancel_by_order, TF_OFL_CANCEL_BY_ORDER_LEN);
-        break;
-    case OFL_IX_CANCEL_BY_CLIENT:
-        memcpy(p, &msg->cancel_by_client, TF_OFL_CANCEL_BY_CLIENT_LEN);
-        break;
-    case OFL_IX_REPLACE:
-        memcpy(p, &msg->replace, TF_OFL_REPLACE_LEN);
-        break;
-    case OFL_IX_ACCEPTED:
-        memcpy(p, &msg->accepted, TF_OFL_ACCEPTED_LEN);
-        break;
-    case OFL_IX_REJECTED:
-        memcpy(p, &msg->rejected, TF_OFL_REJECTED_LEN); /* the struct has the wire's layout */
-        break;
-    case OFL_IX_REPLACED:
-        memcpy(p, &msg->replaced, TF_OFL_REPLACED_LEN);
-        break;
-    case OFL_IX_CANCELED:
-        memcpy(p, &msg->canceled, TF_OFL_CANCELED_LEN);
-        break;
-    case OFL_IX_TRADE:
-        memcpy(p, &msg->trade, TF_OFL_TRADE_LEN);
-        break;
-    default: /* Heartbeat: no payload */
+#define STORE_ROW(NAME, str, member, layout, check)                                                \
+    case OFL_IX_##NAME: {                                                                          \
+        const unsigned char *u_ = (const unsigned char *)&msg->member;                             \
+        (void)u_;                                                                                  \
+        OFL_STORE_##layout(p, u_, TF_OFL_##NAME##_LEN) break;                                      \
+    }
+        OFL_KINDS(STORE_ROW)
+#undef STORE_ROW
+    default:
         break;
     }
 }
 
-int tf_ofl_payload_write(uint8_t *p, size_t cap, const tf_ofl_msg *msg)
+int tfo_payload_write(uint8_t *p, size_t cap, const tf_ofl_msg *msg)
 {
     unsigned ix;
     int n = payload_check(msg, &ix);
@@ -253,7 +202,7 @@ int tf_ofl_payload_write(uint8_t *p, size_t cap, const tf_ofl_msg *msg)
 
 /* ---- stream frame --------------------------------------------------------------------------- */
 
-__attribute__((noinline, cold)) int tf_ofl_frame_error(const uint8_t *b, size_t len)
+__attribute__((noinline, cold)) int tfo_frame_error(const uint8_t *b, size_t len)
 {
     if (len < TF_OFL_FRAME_HEADER_LEN)
         return TF_E_OFL_HEADER_TOO_SHORT;
@@ -316,7 +265,7 @@ int tf_ofl_frame_encode_raw(void *buf, size_t cap, uint8_t kind, uint64_t journa
 
 /* ---- datagram ------------------------------------------------------------------------------- */
 
-__attribute__((noinline, cold)) int tf_ofl_datagram_error(const uint8_t *b, size_t len)
+__attribute__((noinline, cold)) int tfo_datagram_error(const uint8_t *b, size_t len)
 {
     if (len < TF_OFL_DATAGRAM_HEADER_LEN)
         return TF_E_OFL_HEADER_TOO_SHORT;

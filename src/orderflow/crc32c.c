@@ -47,7 +47,7 @@ static const uint32_t table[256] = {
     0x79b737ba, 0x8bdcb4b9, 0x988c474d, 0x6ae7c44e, 0xbe2da0a5, 0x4c4623a6, 0x5f16d052, 0xad7d5351,
 };
 
-uint32_t tf_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+uint32_t tfo_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
     crc = ~crc;
@@ -57,7 +57,7 @@ uint32_t tf_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 }
 
 #ifdef HAVE_X86
-__attribute__((target("sse4.2"))) uint32_t tf_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+__attribute__((target("sse4.2"))) uint32_t tfo_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
     uint64_t c = ~crc;
@@ -79,17 +79,17 @@ __attribute__((target("sse4.2"))) uint32_t tf_crc32c_hw(uint32_t crc, const void
     return ~c32;
 }
 
-int tf_crc32c_hw_available(void)
+int tfo_crc32c_hw_available(void)
 {
     return __builtin_cpu_supports("sse4.2") ? 1 : 0;
 }
 #else
-uint32_t tf_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+uint32_t tfo_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 {
-    return tf_crc32c_sw(crc, buf, len);
+    return tfo_crc32c_sw(crc, buf, len);
 }
 
-int tf_crc32c_hw_available(void)
+int tfo_crc32c_hw_available(void)
 {
     return 0;
 }
@@ -99,5 +99,5 @@ uint32_t tf_crc32c(uint32_t crc, const void *buf, size_t len)
 {
     if (!buf)
         return crc;
-    return tf_crc32c_hw_available() ? tf_crc32c_hw(crc, buf, len) : tf_crc32c_sw(crc, buf, len);
+    return tfo_crc32c_hw_available() ? tfo_crc32c_hw(crc, buf, len) : tfo_crc32c_sw(crc, buf, len);
 }

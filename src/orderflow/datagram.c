@@ -18,6 +18,8 @@
 
 void tf_dgram_tracker_init(tf_dgram_tracker *t, uint64_t session_id, uint64_t first_seq)
 {
+    if (!t)
+        return;
     memset(t, 0, sizeof *t);
     t->session_id = session_id;
     t->next_seq = first_seq;
@@ -47,6 +49,8 @@ static void advance(tf_dgram_tracker *t, uint64_t last, int received, tf_dgram_e
 
 int tf_dgram_track(tf_dgram_tracker *t, const void *buf, size_t len, tf_dgram_event *ev)
 {
+    if (!t || !ev)
+        return TF_E_NULL_ARG;
     ev->status = TF_DGRAM_IN_ORDER;
     ev->error = 0;
     ev->gap_first = ev->gap_count = 0;
@@ -189,7 +193,7 @@ static int flush_batch(tf_dgram_sender *s, unsigned k)
 
 int tf_dgram_send(tf_dgram_sender *s, const tf_ofl_msg *msgs, size_t n)
 {
-    if (!msgs && n)
+    if (!s || (!msgs && n))
         return TF_E_NULL_ARG;
     if (n > INT32_MAX)
         n = INT32_MAX;
@@ -221,6 +225,8 @@ int tf_dgram_send(tf_dgram_sender *s, const tf_ofl_msg *msgs, size_t n)
 
 int tf_dgram_send_heartbeat(tf_dgram_sender *s)
 {
+    if (!s)
+        return TF_E_NULL_ARG;
     uint8_t b[TF_OFL_DATAGRAM_HEADER_LEN];
     tf_ofl_msg m;
     memset(&m, 0, sizeof m);
@@ -241,7 +247,7 @@ int tf_dgram_send_heartbeat(tf_dgram_sender *s)
 
 int tf_dgram_sender_fd(const tf_dgram_sender *s)
 {
-    return s->fd;
+    return s ? s->fd : TF_E_NULL_ARG;
 }
 
 void tf_dgram_sender_close(tf_dgram_sender *s)
@@ -296,7 +302,7 @@ int tf_dgram_receiver_open(const char *host, uint16_t port, uint64_t session_id,
 
 int tf_dgram_recv(tf_dgram_receiver *r, tf_dgram_event *ev, size_t max, int timeout_ms)
 {
-    if (!ev && max)
+    if (!r || (!ev && max))
         return TF_E_NULL_ARG;
     unsigned want = max > TF_DGRAM_BATCH ? TF_DGRAM_BATCH : (unsigned)max;
     if (!want)
@@ -331,17 +337,17 @@ int tf_dgram_recv(tf_dgram_receiver *r, tf_dgram_event *ev, size_t max, int time
 
 int tf_dgram_receiver_port(const tf_dgram_receiver *r)
 {
-    return r->port;
+    return r ? r->port : TF_E_NULL_ARG;
 }
 
 int tf_dgram_receiver_fd(const tf_dgram_receiver *r)
 {
-    return r->fd;
+    return r ? r->fd : TF_E_NULL_ARG;
 }
 
 const tf_dgram_tracker *tf_dgram_receiver_tracker(const tf_dgram_receiver *r)
 {
-    return &r->tracker;
+    return r ? &r->tracker : NULL;
 }
 
 void tf_dgram_receiver_close(tf_dgram_receiver *r)

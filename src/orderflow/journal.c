@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "orderflow/fio.h"
 #include "orderflow/orderflow_internal.h"
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
@@ -45,17 +46,54 @@ static uint64_t now_ns(void)
 
 /* ---- reader --------------------------------------------------------------------------------- */
 
+/* The header protection block after the 15-byte OFL1 header (docs/orderflow.md, "The journal
+ * header"): "TFH", u8 version, u32 CRC32C of bytes 0..18. A journal written before it has its
+ * first record's frame_len at bytes 15..16, and frame_len <= 126 makes byte 16 zero; 'F' (0x46)
+ * is not zero after any one flipped bit, so byte 16 tells the two apart even in a damaged file. */
+static const uint8_t prot_tag[3] = {'T', 'F', 'H'};
+#define PROT_VERSION 1
+#define PROT_CRC_AT (TF_OFL_JOURNAL_HEADER_LEN + 4)
+_Static_assert(PROT_CRC_AT + 4 == TF_JOURNAL_HEADER_LEN, "protection block layout");
+
+/* Checks the header at the start of b[0..len): its length (15 or 23) or an error. */
+static int header_decode(const uint8_t *b, size_t len, tf_ofl_journal_header *h)
+{
+    if (len < TF_OFL_JOURNAL_HEADER_LEN)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    int prot = len > TF_OFL_JOURNAL_HEADER_LEN + 1 && b[TF_OFL_JOURNAL_HEADER_LEN + 1] != 0;
+    if (prot) {
+        int tag_ok = len >= TF_OFL_JOURNAL_HEADER_LEN + sizeof prot_tag &&
+                     !memcmp(b + TF_OFL_JOURNAL_HEADER_LEN, prot_tag, sizeof prot_tag);
+        int whole = len >= TF_JOURNAL_HEADER_LEN;
+        if (!whole || !tag_ok || tf_crc32c(0, b, PROT_CRC_AT) != ofl_ld32(b + PROT_CRC_AT)) {
+            /* Something that is not a journal at all (no magic, no tag) is not "damaged". */
+            int magic_ok = !memcmp(b, "OFL1", 4);
+            return !magic_ok && !tag_ok ? TF_E_OFL_WRONG_MAGIC : TF_E_OFL_HEADER_DAMAGED;
+        }
+    }
+    int rc = tf_ofl_journal_header_decode(b, len, h);
+    if (rc < 0)
+        return rc;
+    if (!prot)
+        return TF_OFL_JOURNAL_HEADER_LEN;
+    if (b[TF_OFL_JOURNAL_HEADER_LEN + 3] != PROT_VERSION)
+        return TF_E_OFL_UNSUPPORTED_SCHEMA_VERSION;
+    return TF_JOURNAL_HEADER_LEN;
+}
+
 int tf_journal_reader_init(tf_journal_reader *r, const void *buf, size_t len)
 {
+    if (!r)
+        return TF_E_NULL_ARG;
     memset(r, 0, sizeof *r);
     if (!buf && len)
         return r->error = TF_E_NULL_ARG;
     r->base = buf;
     r->len = len;
-    int rc = tf_ofl_journal_header_decode(buf, len, &r->header);
+    int rc = header_decode(buf, len, &r->header);
     if (rc < 0)
         return r->error = rc;
-    r->pos = TF_OFL_JOURNAL_HEADER_LEN;
+    r->pos = (size_t)rc;
     return 0;
 }
 
@@ -127,7 +165,7 @@ static inline __attribute__((always_inline)) int walk_n(tf_journal_reader *r, tf
 
 static uint32_t crc_sw(const uint8_t *p, size_t n)
 {
-    return tf_crc32c_sw(0, p, n);
+    return tfo_crc32c_sw(0, p, n);
 }
 
 static int walk_sw(tf_journal_reader *r, tf_ofl_msg *msgs, size_t max, size_t stride)
@@ -227,16 +265,21 @@ static int walk(tf_journal_reader *r, tf_ofl_msg *msgs, size_t max, size_t strid
 {
     if (r->error)
         return r->error;
-    return tf_crc32c_hw_available() ? walk_hw(r, msgs, max, stride) : walk_sw(r, msgs, max, stride);
+    return tfo_crc32c_hw_available() ? walk_hw(r, msgs, max, stride)
+                                     : walk_sw(r, msgs, max, stride);
 }
 
 int tf_journal_reader_next(tf_journal_reader *r, tf_ofl_msg *msg)
 {
+    if (!r || !msg)
+        return TF_E_NULL_ARG;
     return walk(r, msg, 1, 1);
 }
 
 int tf_journal_reader_next_batch(tf_journal_reader *r, tf_ofl_msg *msgs, int max)
 {
+    if (!r || (!msgs && max > 0))
+        return TF_E_NULL_ARG;
     if (max <= 0)
         return r->error ? r->error : 0;
     if (!msgs)
@@ -336,7 +379,7 @@ void tf_journal_map_close(tf_journal_map *m)
 static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off, tf_journal_stats *st)
 {
     while (n) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        ssize_t w = tfo_fio->pwrite(fd, p, n, (off_t)off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -360,6 +403,8 @@ static int fail(tf_journal *j, int rc)
 
 int tf_journal_flush(tf_journal *j)
 {
+    if (!j)
+        return TF_E_NULL_ARG;
     if (j->failed)
         return TF_E_OFL_JOURNAL_FAILED;
     if (!j->staged)
@@ -379,7 +424,7 @@ int tf_journal_sync(tf_journal *j)
         return rc;
     if (j->durable_end == j->next_seq)
         return 0;
-    if (fdatasync(j->fd) != 0)
+    if (tfo_fio->fdatasync(j->fd) != 0)
         return fail(j, -errno);
     j->stats.syncs++;
     j->durable_end = j->next_seq;
@@ -388,6 +433,8 @@ int tf_journal_sync(tf_journal *j)
 
 int tf_journal_poll(tf_journal *j)
 {
+    if (!j)
+        return TF_E_NULL_ARG;
     if (j->failed)
         return TF_E_OFL_JOURNAL_FAILED;
     if (j->durability != TF_JOURNAL_GROUP || j->durable_end == j->next_seq)
@@ -433,6 +480,8 @@ static int reserve(tf_journal *j)
 
 int tf_journal_append(tf_journal *j, const tf_ofl_msg *msg, uint64_t *seq)
 {
+    if (!j)
+        return TF_E_NULL_ARG;
     if (j->failed)
         return TF_E_OFL_JOURNAL_FAILED;
     int rc = reserve(j);
@@ -452,6 +501,8 @@ int tf_journal_append(tf_journal *j, const tf_ofl_msg *msg, uint64_t *seq)
 
 int tf_journal_append_frame(tf_journal *j, const void *frame, size_t len)
 {
+    if (!j)
+        return TF_E_NULL_ARG;
     if (j->failed)
         return TF_E_OFL_JOURNAL_FAILED;
     tf_ofl_msg m;
@@ -474,26 +525,32 @@ int tf_journal_append_frame(tf_journal *j, const void *frame, size_t len)
 
 uint64_t tf_journal_next_seq(const tf_journal *j)
 {
-    return j->next_seq;
+    return j ? j->next_seq : 0;
 }
 
 uint64_t tf_journal_durable_end(const tf_journal *j)
 {
-    return j->durable_end;
+    return j ? j->durable_end : 0;
 }
 
 int tf_journal_is_durable(const tf_journal *j, uint64_t journal_seq)
 {
-    return journal_seq < j->durable_end;
+    return j && journal_seq < j->durable_end;
 }
 
 const tf_ofl_journal_header *tf_journal_header(const tf_journal *j)
 {
-    return &j->header;
+    return j ? &j->header : NULL;
 }
 
 void tf_journal_get_stats(const tf_journal *j, tf_journal_stats *out)
 {
+    if (!out)
+        return;
+    if (!j) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     *out = j->stats;
     out->bytes = j->file_off + j->staged;
 }
@@ -516,29 +573,37 @@ static int sync_parent_dir(const char *path)
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int rc = fsync(fd) == 0 ? 0 : -errno;
+    int rc = tfo_fio->fsync(fd) == 0 ? 0 : -errno;
     close(fd);
     /* Some file systems refuse fsync on a directory; the file itself is synced anyway. */
     return rc == -EINVAL ? 0 : rc;
 }
 
+/* Writes the header and its protection block in one write, then syncs the file and its
+ * directory. On failure the file is cut back to empty, so that opening it again starts afresh. */
 static int create_header(tf_journal *j, const char *path, const tf_journal_opts *o)
 {
     j->header.schema_version = TF_OFL_SCHEMA_VERSION;
     j->header.session_id = o->session_id;
     j->header.clock_kind = o->clock_kind;
-    uint8_t h[TF_OFL_JOURNAL_HEADER_LEN];
+    uint8_t h[TF_JOURNAL_HEADER_LEN];
     int rc = tf_ofl_journal_header_encode(h, sizeof h, &j->header);
     if (rc < 0)
         return rc;
+    memcpy(h + TF_OFL_JOURNAL_HEADER_LEN, prot_tag, sizeof prot_tag);
+    h[TF_OFL_JOURNAL_HEADER_LEN + 3] = PROT_VERSION;
+    ofl_st32(h + PROT_CRC_AT, tf_crc32c(0, h, PROT_CRC_AT));
     rc = write_all(j->fd, h, sizeof h, 0, &j->stats);
+    if (!rc && tfo_fio->fdatasync(j->fd) != 0)
+        rc = -errno;
+    if (!rc) {
+        j->stats.syncs++;
+        j->file_off = sizeof h;
+        rc = sync_parent_dir(path);
+    }
     if (rc)
-        return rc;
-    if (fdatasync(j->fd) != 0)
-        return -errno;
-    j->stats.syncs++;
-    j->file_off = sizeof h;
-    return sync_parent_dir(path);
+        (void)tfo_fio->ftruncate(j->fd, 0); /* best effort: an error is already being returned */
+    return rc;
 }
 
 /* Finds the valid prefix of an existing journal and cuts what follows it. */
@@ -559,10 +624,10 @@ static int recover(tf_journal *j, const tf_journal_opts *o, size_t size, tf_jour
     rec->valid_bytes = s.valid_bytes;
     if (s.error && (o->flags & TF_JOURNAL_NO_TRUNCATE))
         return s.error;
-    if (s.valid_bytes < size && ftruncate(j->fd, (off_t)s.valid_bytes) != 0)
+    if (s.valid_bytes < size && tfo_fio->ftruncate(j->fd, (off_t)s.valid_bytes) != 0)
         return -errno;
     /* A previous process may have written without syncing: make all kept records durable. */
-    if (fdatasync(j->fd) != 0)
+    if (tfo_fio->fdatasync(j->fd) != 0)
         return -errno;
     j->stats.syncs++;
     j->header = s.header;

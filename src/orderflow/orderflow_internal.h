@@ -16,28 +16,130 @@
 #error "tollfree's OFL1 codec assumes a little-endian host"
 #endif
 
-/* Per kind byte: (dense index << 8) | payload size. A byte that is not a kind has index 0 and
- * size 0xFF, a size no length check of a valid frame can produce before the index is looked at. */
-enum {
-    OFL_IX_NONE = 0,
-    OFL_IX_HEARTBEAT,
-    OFL_IX_NEW_LIMIT,
-    OFL_IX_NEW_MARKET,
-    OFL_IX_CANCEL_BY_ORDER,
-    OFL_IX_CANCEL_BY_CLIENT,
-    OFL_IX_REPLACE,
-    OFL_IX_ACCEPTED,
-    OFL_IX_REJECTED,
-    OFL_IX_REPLACED,
-    OFL_IX_CANCELED,
-    OFL_IX_TRADE,
-};
-#define OFL_NOT_A_KIND 0x00ff
-extern const uint16_t tf_ofl_kind_table[256];
+/* ---- the kind table ------------------------------------------------------------------------
+ *
+ * One row per OFL1 kind, read by everything that depends on the kind: the byte table, payload
+ * sizes and names, the side/reason checks, the payload decoders and the writer (codec.c, the
+ * journal walker through this header), `journal dump`'s field printer (src/cli/cmd_journal.c)
+ * and the codec tests. A new kind is its enum value, TF_OFL_<NAME>_LEN, payload struct and
+ * union member in orderflow.h, then one row here and its field list below.
+ *
+ *   X(NAME, "SpecName", member, layout, check)
+ *
+ * NAME:   TF_OFL_<NAME> is the kind byte, TF_OFL_<NAME>_LEN the payload size, OFL_IX_<NAME> the
+ *         dense index, OFL_FIELDS_<NAME> the field list; member is the tf_ofl_msg union member.
+ * layout: EMPTY  no payload;
+ *         WIRE   the struct has the wire's layout for all LEN bytes (one copy);
+ *         SIDE32 a side byte at wire offset 32 that the struct keeps after the fields behind it:
+ *                wire 0..32 is struct 0..32, wire 33..LEN is struct 32..LEN-1, then side.
+ * check:  NONE, SIDE (byte 32 is 0 or 1) or REASON (byte 32 is a tf_ofl_reason): a payload or
+ *         message failing it is TF_E_OFL_INVALID_SIDE / INVALID_REASON and is never written. */
+#define OFL_KINDS(X)                                                                               \
+    X(HEARTBEAT, "Heartbeat", new_limit, EMPTY, NONE)                                              \
+    X(NEW_LIMIT, "NewLimit", new_limit, SIDE32, SIDE)                                              \
+    X(NEW_MARKET, "NewMarket", new_market, SIDE32, SIDE)                                           \
+    X(CANCEL_BY_ORDER, "CancelByOrder", cancel_by_order, WIRE, NONE)                               \
+    X(CANCEL_BY_CLIENT, "CancelByClient", cancel_by_client, WIRE, NONE)                            \
+    X(REPLACE, "Replace", replace, WIRE, NONE)                                                     \
+    X(ACCEPTED, "Accepted", accepted, WIRE, NONE)                                                  \
+    X(REJECTED, "Rejected", rejected, WIRE, REASON)                                                \
+    X(REPLACED, "Replaced", replaced, WIRE, NONE)                                                  \
+    X(CANCELED, "Canceled", canceled, WIRE, NONE)                                                  \
+    X(TRADE, "Trade", trade, WIRE, NONE)
+
+/* The payload fields of each kind in wire order, as F(member, field, type): type U64, I64, QTY
+ * (tf_ofl_qty), SIDE (tf_ofl_side byte) or REASON (tf_ofl_reason byte). */
+#define OFL_FIELDS_HEARTBEAT(F)
+#define OFL_FIELDS_NEW_LIMIT(F)                                                                    \
+    F(new_limit, command_seq, U64)                                                                 \
+    F(new_limit, account_id, U64)                                                                  \
+    F(new_limit, client_order_id, U64)                                                             \
+    F(new_limit, instrument_id, U64)                                                               \
+    F(new_limit, side, SIDE)                                                                       \
+    F(new_limit, price, I64)                                                                       \
+    F(new_limit, quantity, QTY)
+#define OFL_FIELDS_NEW_MARKET(F)                                                                   \
+    F(new_market, command_seq, U64)                                                                \
+    F(new_market, account_id, U64)                                                                 \
+    F(new_market, client_order_id, U64)                                                            \
+    F(new_market, instrument_id, U64)                                                              \
+    F(new_market, side, SIDE)                                                                      \
+    F(new_market, quantity, QTY)
+#define OFL_FIELDS_CANCEL_BY_ORDER(F)                                                              \
+    F(cancel_by_order, command_seq, U64)                                                           \
+    F(cancel_by_order, order_id, U64)
+#define OFL_FIELDS_CANCEL_BY_CLIENT(F)                                                             \
+    F(cancel_by_client, command_seq, U64)                                                          \
+    F(cancel_by_client, account_id, U64)                                                           \
+    F(cancel_by_client, client_order_id, U64)
+#define OFL_FIELDS_REPLACE(F)                                                                      \
+    F(replace, command_seq, U64)                                                                   \
+    F(replace, order_id, U64)                                                                      \
+    F(replace, client_order_id, U64)                                                               \
+    F(replace, price, I64)                                                                         \
+    F(replace, quantity, QTY)
+#define OFL_FIELDS_ACCEPTED(F)                                                                     \
+    F(accepted, event_seq, U64)                                                                    \
+    F(accepted, command_seq, U64)                                                                  \
+    F(accepted, timestamp_ns, U64)                                                                 \
+    F(accepted, order_id, U64)                                                                     \
+    F(accepted, client_order_id, U64)                                                              \
+    F(accepted, account_id, U64)
+#define OFL_FIELDS_REJECTED(F)                                                                     \
+    F(rejected, event_seq, U64)                                                                    \
+    F(rejected, command_seq, U64)                                                                  \
+    F(rejected, timestamp_ns, U64)                                                                 \
+    F(rejected, client_order_id, U64)                                                              \
+    F(rejected, reason, REASON)
+#define OFL_FIELDS_REPLACED(F)                                                                     \
+    F(replaced, event_seq, U64)                                                                    \
+    F(replaced, command_seq, U64)                                                                  \
+    F(replaced, timestamp_ns, U64)                                                                 \
+    F(replaced, order_id, U64)                                                                     \
+    F(replaced, client_order_id, U64)
+#define OFL_FIELDS_CANCELED(F)                                                                     \
+    F(canceled, event_seq, U64)                                                                    \
+    F(canceled, command_seq, U64)                                                                  \
+    F(canceled, timestamp_ns, U64)                                                                 \
+    F(canceled, order_id, U64)
+#define OFL_FIELDS_TRADE(F)                                                                        \
+    F(trade, event_seq, U64)                                                                       \
+    F(trade, command_seq, U64)                                                                     \
+    F(trade, timestamp_ns, U64)                                                                    \
+    F(trade, maker_order_id, U64)                                                                  \
+    F(trade, taker_order_id, U64)                                                                  \
+    F(trade, instrument_id, U64)                                                                   \
+    F(trade, price, I64)                                                                           \
+    F(trade, quantity, QTY)
+
+/* Dense indexes: 0 is "not a kind"; the byte table keeps 4 bits of it. */
+#define OFL_IX_ROW(NAME, str, member, layout, check) OFL_IX_##NAME,
+enum { OFL_IX_NONE = 0, OFL_KINDS(OFL_IX_ROW) OFL_IX_COUNT };
+#undef OFL_IX_ROW
+_Static_assert(OFL_IX_COUNT <= 16, "the byte table keeps 4 bits of the index");
+
+/* Per kind byte: (dense index << 8) | payload size; 0 (index 0) for a byte that is not a kind.
+ * A frame of such a byte may pass the fast path's size comparison (size 0) but index 0 sends it
+ * to the ordered error path. */
+extern const uint16_t tfo_kind_table[256];
+
+/* A payload field for generic readers (`journal dump`, tests): its name, type and offset in the
+ * kind's union member. */
+enum { OFL_T_U64, OFL_T_I64, OFL_T_QTY, OFL_T_SIDE, OFL_T_REASON };
+typedef struct tfo_field {
+    const char *name; /* NULL ends a list */
+    uint8_t type;     /* OFL_T_* */
+    uint8_t offset;   /* from the start of the union */
+    uint8_t size;     /* bytes in the struct */
+} tfo_field;
+#define OFL_MAX_FIELDS 9
+/* The fields of a kind byte (the list ends with a NULL name), or NULL for a byte that is not a
+ * kind. */
+const tfo_field *tfo_kind_fields(int kind);
 
 /* The ordered error of a frame/datagram the fast path refused (codec.c, kept out of line). */
-int tf_ofl_frame_error(const uint8_t *b, size_t len);
-int tf_ofl_datagram_error(const uint8_t *b, size_t len);
+int tfo_frame_error(const uint8_t *b, size_t len);
+int tfo_datagram_error(const uint8_t *b, size_t len);
 
 static inline uint16_t ofl_ld16(const uint8_t *p)
 {
@@ -82,6 +184,33 @@ static inline int ofl_kind_error(uint8_t kind)
                                                         : TF_E_OFL_UNKNOWN_KIND;
 }
 
+/* The side/reason checks of the table, on the byte v (evaluated only where a check exists). */
+#define OFL_BAD_NONE(v) 0
+#define OFL_BAD_SIDE(v) ((v) > 1 ? TF_E_OFL_INVALID_SIDE : 0)
+#define OFL_BAD_REASON(v)                                                                          \
+    ((v) > TF_OFL_DUPLICATE_CLIENT_ORDER_ID && (v) != TF_OFL_REASON_OTHER                          \
+         ? TF_E_OFL_INVALID_REASON                                                                 \
+         : 0)
+/* The same on a message's payload struct. */
+#define OFL_BAD_MSG_NONE(m) 0
+#define OFL_BAD_MSG_SIDE(m) OFL_BAD_SIDE((m).side)
+#define OFL_BAD_MSG_REASON(m) OFL_BAD_REASON((m).reason)
+
+/* Wire bytes p[0..len) into the union member u (unsigned char *), by layout. */
+#define OFL_LOAD_EMPTY(u, p, len)
+#define OFL_LOAD_WIRE(u, p, len) memcpy(u, p, len);
+#define OFL_LOAD_SIDE32(u, p, len)                                                                 \
+    memcpy(u, p, 32);                                                                              \
+    memcpy((u) + 32, (p) + 33, (len)-33);                                                          \
+    (u)[(len)-1] = (p)[32];
+/* And back: the member u (const unsigned char *) to wire bytes p[0..len). */
+#define OFL_STORE_EMPTY(p, u, len)
+#define OFL_STORE_WIRE(p, u, len) memcpy(p, u, len);
+#define OFL_STORE_SIDE32(p, u, len)                                                                \
+    memcpy(p, u, 32);                                                                              \
+    (p)[32] = (u)[(len)-1];                                                                        \
+    memcpy((p) + 33, (u) + 32, (len)-33);
+
 /* Decodes a payload whose kind (dense index ix) and length have been checked: p points at that
  * many readable bytes. Validates side/reason before writing anything; writes only the union
  * member of the kind. Returns 0, INVALID_SIDE / INVALID_REASON, or 1 for index 0 (not a kind). */
@@ -89,50 +218,18 @@ static inline __attribute__((always_inline)) int ofl_payload_decode(unsigned ix,
                                                                     tf_ofl_msg *out)
 {
     switch (ix) {
-    case OFL_IX_HEARTBEAT:
-        return 0;
-    case OFL_IX_NEW_LIMIT:
-        if (p[32] > 1)
-            return TF_E_OFL_INVALID_SIDE;
-        /* Two contiguous runs: ids 0..32 and price+quantity 33..57. */
-        memcpy(&out->new_limit, p, 32);
-        memcpy((unsigned char *)&out->new_limit + offsetof(tf_ofl_new_limit, price), p + 33, 24);
-        out->new_limit.side = p[32];
-        return 0;
-    case OFL_IX_NEW_MARKET:
-        if (p[32] > 1)
-            return TF_E_OFL_INVALID_SIDE;
-        memcpy(&out->new_market, p, 32);
-        memcpy(&out->new_market.quantity, p + 33, 16);
-        out->new_market.side = p[32];
-        return 0;
-    case OFL_IX_CANCEL_BY_ORDER:
-        memcpy(&out->cancel_by_order, p, TF_OFL_CANCEL_BY_ORDER_LEN);
-        return 0;
-    case OFL_IX_CANCEL_BY_CLIENT:
-        memcpy(&out->cancel_by_client, p, TF_OFL_CANCEL_BY_CLIENT_LEN);
-        return 0;
-    case OFL_IX_REPLACE:
-        memcpy(&out->replace, p, TF_OFL_REPLACE_LEN);
-        return 0;
-    case OFL_IX_ACCEPTED:
-        memcpy(&out->accepted, p, TF_OFL_ACCEPTED_LEN);
-        return 0;
-    case OFL_IX_REJECTED:
-        if (p[32] > TF_OFL_DUPLICATE_CLIENT_ORDER_ID && p[32] != TF_OFL_REASON_OTHER)
-            return TF_E_OFL_INVALID_REASON;
-        memcpy(&out->rejected, p, TF_OFL_REJECTED_LEN); /* the struct has the wire's layout */
-        return 0;
-    case OFL_IX_REPLACED:
-        memcpy(&out->replaced, p, TF_OFL_REPLACED_LEN);
-        return 0;
-    case OFL_IX_CANCELED:
-        memcpy(&out->canceled, p, TF_OFL_CANCELED_LEN);
-        return 0;
-    case OFL_IX_TRADE:
-        memcpy(&out->trade, p, TF_OFL_TRADE_LEN);
-        return 0;
-    default: /* OFL_IX_NONE, and 12..15 which the table never holds */
+#define OFL_DECODE_CASE(NAME, str, member, layout, check)                                          \
+    case OFL_IX_##NAME: {                                                                          \
+        int bad_ = OFL_BAD_##check(p[32]);                                                         \
+        if (bad_)                                                                                  \
+            return bad_;                                                                           \
+        unsigned char *u_ = (unsigned char *)&out->member;                                         \
+        (void)u_;                                                                                  \
+        OFL_LOAD_##layout(u_, p, TF_OFL_##NAME##_LEN) return 0;                                    \
+    }
+        OFL_KINDS(OFL_DECODE_CASE)
+#undef OFL_DECODE_CASE
+    default: /* OFL_IX_NONE, and indexes the table never holds */
         return 1;
     }
 }
@@ -149,27 +246,22 @@ static inline __attribute__((always_inline)) int ofl_payload_decode(unsigned ix,
  * written. Same results as ofl_payload_decode. */
 #define OFL_WIDE TF_OFL_MAX_PAYLOAD
 enum { OFL_CHECK_NONE = 0, OFL_CHECK_SIDE = 1, OFL_CHECK_REASON = 2 };
-static const uint8_t ofl_check[16] = {[OFL_IX_NEW_LIMIT] = OFL_CHECK_SIDE,
-                                      [OFL_IX_NEW_MARKET] = OFL_CHECK_SIDE,
-                                      [OFL_IX_REJECTED] = OFL_CHECK_REASON};
-static const uint8_t ofl_move_src[16] = {32, 32, 33, 33, 32, 32, 32, 32,
-                                         32, 32, 32, 32, 32, 32, 32, 32};
-static const uint8_t ofl_side_dst[16] = {32,
-                                         32,
-                                         offsetof(tf_ofl_new_limit, side),
-                                         offsetof(tf_ofl_new_market, side),
-                                         32,
-                                         32,
-                                         32,
-                                         32,
-                                         32,
-                                         32,
-                                         32,
-                                         32,
-                                         32,
-                                         32,
-                                         32,
-                                         32};
+#define OFL_MOVE_SRC_EMPTY 32
+#define OFL_MOVE_SRC_WIRE 32
+#define OFL_MOVE_SRC_SIDE32 33
+#define OFL_SIDE_DST_EMPTY(len) 32
+#define OFL_SIDE_DST_WIRE(len) 32
+#define OFL_SIDE_DST_SIDE32(len) ((len)-1)
+#define OFL_CHECK_ROW(NAME, str, member, layout, check) [OFL_IX_##NAME] = OFL_CHECK_##check,
+#define OFL_MOVE_ROW(NAME, str, member, layout, check) [OFL_IX_##NAME] = OFL_MOVE_SRC_##layout,
+#define OFL_SIDE_ROW(NAME, str, member, layout, check)                                             \
+    [OFL_IX_##NAME] = OFL_SIDE_DST_##layout(TF_OFL_##NAME##_LEN),
+static const uint8_t ofl_check[16] = {OFL_KINDS(OFL_CHECK_ROW)};
+static const uint8_t ofl_move_src[16] = {OFL_KINDS(OFL_MOVE_ROW)};
+static const uint8_t ofl_side_dst[16] = {OFL_KINDS(OFL_SIDE_ROW)};
+#undef OFL_CHECK_ROW
+#undef OFL_MOVE_ROW
+#undef OFL_SIDE_ROW
 
 static inline __attribute__((always_inline)) int
 ofl_payload_decode_wide(unsigned ix, const uint8_t *p, tf_ofl_msg *out)
@@ -197,13 +289,13 @@ ofl_payload_decode_wide(unsigned ix, const uint8_t *p, tf_ofl_msg *out)
 /* Decodes a stream frame (tf_ofl_frame_decode) of len bytes when avail >= len bytes are readable
  * at b (the wide payload copy needs OFL_WIDE of them after the header). The fast path needs two
  * comparisons for the envelope: frame_len - 9 equals the kind's size, and the bytes are there;
- * anything else goes to tf_ofl_frame_error, which checks in the documented order. */
+ * anything else goes to tfo_frame_error, which checks in the documented order. */
 static inline __attribute__((always_inline)) int ofl_frame_decode_in(const uint8_t *b, size_t len,
                                                                      size_t avail, tf_ofl_msg *out)
 {
     if (len >= TF_OFL_FRAME_HEADER_LEN) {
         size_t fsize = (size_t)ofl_ld16(b) + 2; /* the frame's size; on the caller's chain */
-        unsigned e = tf_ofl_kind_table[b[2]];
+        unsigned e = tfo_kind_table[b[2]];
         if (fsize - TF_OFL_FRAME_HEADER_LEN == (e & 0xff) && len >= fsize) {
             /* Envelope fields first: out may not alias b, but the compiler cannot know. */
             uint8_t kind = b[2];
@@ -222,7 +314,7 @@ static inline __attribute__((always_inline)) int ofl_frame_decode_in(const uint8
                 return rc;
         }
     }
-    return tf_ofl_frame_error(b, len);
+    return tfo_frame_error(b, len);
 }
 
 /* The same when exactly len bytes are readable. */
@@ -237,7 +329,7 @@ static inline __attribute__((always_inline)) int ofl_datagram_decode(const uint8
                                                                      tf_ofl_msg *out)
 {
     if (len >= TF_OFL_DATAGRAM_HEADER_LEN) {
-        unsigned e = tf_ofl_kind_table[b[16]];
+        unsigned e = tfo_kind_table[b[16]];
         if (len - TF_OFL_DATAGRAM_HEADER_LEN == (e & 0xff)) {
             uint8_t kind = b[16];
             uint64_t session = ofl_ld64(b), seq = ofl_ld64(b + 8);
@@ -252,16 +344,16 @@ static inline __attribute__((always_inline)) int ofl_datagram_decode(const uint8
                 return rc;
         }
     }
-    return tf_ofl_datagram_error(b, len);
+    return tfo_datagram_error(b, len);
 }
 
 /* The one payload writer (stream frames and datagrams both call it). Checks the kind and the
  * side/reason bytes first; writes plen bytes at p. Returns plen or an error. */
-int tf_ofl_payload_write(uint8_t *p, size_t cap, const tf_ofl_msg *msg);
+int tfo_payload_write(uint8_t *p, size_t cap, const tf_ofl_msg *msg);
 
 /* CRC32C paths (crc32c.c); tf_crc32c picks one. Exposed for the tests that compare them. */
-uint32_t tf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
-uint32_t tf_crc32c_hw(uint32_t crc, const void *buf, size_t len);
-int tf_crc32c_hw_available(void);
+uint32_t tfo_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+uint32_t tfo_crc32c_hw(uint32_t crc, const void *buf, size_t len);
+int tfo_crc32c_hw_available(void);
 
 #endif

@@ -16,6 +16,9 @@ void tf_server_config_init(tf_server_config *cfg)
     cfg->dataset_cache = (uint64_t)256 << 20;
     cfg->spin = TF_SHM_DEFAULT_SPIN;
     cfg->stall_timeout_s = 60;
+    cfg->idle_timeout_s = 300;
+    cfg->min_rate = 1024;
+    cfg->max_conns = TF_SERVER_MAX_CONNS;
 }
 
 void srv_stat_add(srv *s, int which, uint64_t n)
@@ -23,16 +26,49 @@ void srv_stat_add(srv *s, int which, uint64_t n)
     __atomic_fetch_add(&s->st[which], n, __ATOMIC_RELAXED);
 }
 
-void srv_log(srv *s, int always, const char *fmt, ...)
+static _Thread_local srv_ctx *log_ctx;
+
+void srv_log_bind(srv_ctx *c)
+{
+    log_ctx = c;
+}
+
+/* A token bucket per connection: TF_SERVER_LOG_BURST lines, then one a second. */
+static int log_take(srv_ctx *c)
+{
+    int64_t sec = tf_now_ns() / 1000000000ll;
+    if (c->log_sec == 0) {
+        c->log_tokens = TF_SERVER_LOG_BURST;
+    } else if (sec > c->log_sec) {
+        int64_t t = c->log_tokens + (sec - c->log_sec);
+        c->log_tokens = t > TF_SERVER_LOG_BURST ? TF_SERVER_LOG_BURST : (int)t;
+    }
+    c->log_sec = sec;
+    if (c->log_tokens <= 0) {
+        c->log_dropped++;
+        c->log_dropped_total++;
+        return 0;
+    }
+    c->log_tokens--;
+    return 1;
+}
+
+static void vlog(srv *s, int always, int throttle, const char *fmt, va_list ap)
 {
     if (!always && s->cfg.quiet)
         return;
+    srv_ctx *c = throttle && !always && log_ctx && log_ctx->s == s ? log_ctx : NULL;
+    if (c && !log_take(c))
+        return;
     char line[768];
     int n = snprintf(line, sizeof line, "tollfree serve: ");
-    va_list ap;
-    va_start(ap, fmt);
+    if (c && c->log_dropped) {
+        n +=
+            snprintf(line + n, sizeof line - (size_t)n, "(%llu lines of this connection left out) ",
+                     (unsigned long long)c->log_dropped);
+        c->log_dropped = 0;
+    }
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
     size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
     if (len > sizeof line - 2)
         len = sizeof line - 2;
@@ -40,6 +76,23 @@ void srv_log(srv *s, int always, const char *fmt, ...)
     /* One write per line so lines from different threads never interleave. */
     ssize_t w = write(2, line, len);
     (void)w;
+}
+
+void srv_log(srv *s, int always, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(s, always, 1, fmt, ap);
+    va_end(ap);
+}
+
+static void log_unthrottled(srv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_unthrottled(srv *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(s, 0, 0, fmt, ap);
+    va_end(ap);
 }
 
 int srv_mem_reserve(srv *s, uint64_t bytes)
@@ -58,7 +111,15 @@ void srv_mem_release(srv *s, uint64_t bytes)
     __atomic_fetch_sub(&s->mem_used, bytes, __ATOMIC_RELAXED);
 }
 
-int srv_buf_reserve(srv_buf *b, size_t n)
+void srv_buf_settle(srv_buf *b)
+{
+    if (!b->p && b->charged) {
+        srv_mem_release(b->s, b->charged);
+        b->charged = 0;
+    }
+}
+
+static int buf_grow(srv_buf *b, size_t n, int limited)
 {
     if (b->p && b->cap >= n)
         return 0;
@@ -67,18 +128,44 @@ int srv_buf_reserve(srv_buf *b, size_t n)
         return TF_E_NOMEM;
     if (cap == 0)
         cap = 64;
-    free(b->p);
-    b->cap = 0;
+    uint64_t count = b->s && cap > TF_SERVER_BUF_FREE ? cap : 0;
+    /* The old buffer is given back first: it is freed before the new one is allocated. */
+    srv_buf_free(b);
+    if (count) {
+        if (limited) {
+            if (srv_mem_reserve(b->s, count))
+                return TF_E_LIMIT;
+        } else {
+            __atomic_fetch_add(&b->s->mem_used, count, __ATOMIC_RELAXED);
+        }
+    }
     b->p = aligned_alloc(64, cap);
-    if (!b->p)
+    if (!b->p) {
+        if (count)
+            srv_mem_release(b->s, count);
         return TF_E_NOMEM;
+    }
     b->cap = cap;
+    b->charged = count;
     return 0;
+}
+
+int srv_buf_reserve(srv_buf *b, size_t n)
+{
+    return buf_grow(b, n, 0);
+}
+
+int srv_buf_reserve_limited(srv_buf *b, size_t n)
+{
+    return buf_grow(b, n, 1);
 }
 
 void srv_buf_trim(srv_buf *b)
 {
-    if (b->cap > TF_SERVER_KEEP_BYTES)
+    srv_buf_settle(b);
+    if (b->cap > TF_SERVER_KEEP_BYTES ||
+        (b->charged &&
+         __atomic_load_n(&b->s->mem_used, __ATOMIC_RELAXED) > b->s->cfg.max_memory / 2))
         srv_buf_free(b);
 }
 
@@ -87,6 +174,10 @@ void srv_buf_free(srv_buf *b)
     free(b->p);
     b->p = NULL;
     b->cap = 0;
+    if (b->charged) {
+        srv_mem_release(b->s, b->charged);
+        b->charged = 0;
+    }
 }
 
 void srv_ctx_init(srv_ctx *c, srv *s, const char *transport, uint32_t caps)
@@ -96,16 +187,21 @@ void srv_ctx_init(srv_ctx *c, srv *s, const char *transport, uint32_t caps)
     c->transport = transport;
     c->caps = caps;
     c->sweep_threads = 1;
+    c->payload.s = c->result.s = c->scratch.s = s;
     c->conn_id = __atomic_add_fetch(&s->next_conn_id, 1, __ATOMIC_RELAXED);
     c->opened_ns = tf_now_ns();
 }
 
 void srv_log_close(srv_ctx *c, const char *why)
 {
-    srv_log(c->s, 0, "conn %llu (%s): closed (%s) after %.3f s, %llu requests, %llu errors",
-            (unsigned long long)c->conn_id, c->transport, why,
-            (double)(tf_now_ns() - c->opened_ns) / 1e9, (unsigned long long)c->requests,
-            (unsigned long long)c->errors);
+    char left[64] = "";
+    if (c->log_dropped_total)
+        snprintf(left, sizeof left, " (%llu of its log lines left out)",
+                 (unsigned long long)c->log_dropped_total);
+    log_unthrottled(c->s, "conn %llu (%s): closed (%s) after %.3f s, %llu requests, %llu errors%s",
+                    (unsigned long long)c->conn_id, c->transport, why,
+                    (double)(tf_now_ns() - c->opened_ns) / 1e9, (unsigned long long)c->requests,
+                    (unsigned long long)c->errors, left);
 }
 
 void srv_ctx_push_fd(srv_ctx *c, int fd)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,11 +22,16 @@
 
 enum { SK_UNIX, SK_TCP, SK_STDIO, SK_SHM_HS, SK_SHM_CTL };
 
+/* A connection's input buffer: part of its fixed cost (not counted against --max-memory), so
+ * small; bodies above it are read straight into their buffer. */
+#define IBUF_BYTES ((size_t)16 << 10)
+
 typedef struct sconn {
     srv_ctx ctx;
     int kind;
     tf_wire_request rq;
     int frame_err; /* the frame being taken is dropped; this code is the answer */
+    uint64_t frame_err_bytes;
     srv_req_data data;
     srv_reply rep;
     uint8_t hs[TF_SHM_HELLO_BYTES];
@@ -90,23 +96,55 @@ static void on_flushed(tfn_conn *c)
     srv_buf_trim(&sc->ctx.result);
 }
 
+/* A shared-memory connection's control socket is quiet while its ring works. */
+static int keep_idle(tfn_conn *c)
+{
+    sconn *sc = tfn_conn_data(c);
+    return sc->kind == SK_SHM_CTL;
+}
+
+/* The pipeline's sink for sockets: the reply's arrays are sent without a copy. */
+static int send_reply(void *ud, srv_reply *rep)
+{
+    tfn_conn *c = ud;
+    tfn_conn_send_zc(c, rep->head, rep->head_len, rep->seg, rep->nseg);
+    if (rep->close_after)
+        tfn_conn_close(c, "closed after an error");
+    return 0;
+}
+
 static void queue_reply(tfn_conn *c, sconn *sc)
 {
     srv_count_reply(&sc->ctx, &sc->rep);
-    tfn_conn_send_zc(c, sc->rep.head, sc->rep.head_len, sc->rep.seg, sc->rep.nseg);
-    if (sc->rep.close_after)
-        tfn_conn_close(c, "closed after an error");
+    send_reply(c, &sc->rep);
 }
 
 /* ---------------------------------------------------------------- the u32-framed protocol */
 
-static int framed_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
+/* Allocates (and counts against --max-memory) the buffers a request needs before its body is
+ * read: its variable part and, for a sweep, its results, so that a request admitted is never
+ * refused later. TF_E_LIMIT (nothing allocated) when the bound would be passed. */
+static int reserve_request(sconn *sc, uint64_t var)
 {
-    srv *s = conn_srv(c);
-    sconn *sc = tfn_conn_data(c);
-    if (avail < 4)
-        return 4;
+    const tf_wire_request *rq = &sc->rq;
+    int sweep =
+        rq->opcode == TF_OP_V1_SWEEP || rq->opcode == TF_OP_SWEEP || rq->opcode == TF_OP_SWEEP_DS;
+    uint64_t per_combo = 16;
+#ifdef TF_SWEEP_STATS
+    if (rq->opcode == TF_OP_SWEEP_DS && (rq->flags & TF_SWEEP_STATS))
+        per_combo += TF_WIRE_STATS_ROW; /* a statistics row per combo */
+#endif
+    int rc = srv_buf_reserve_limited(&sc->ctx.payload, var ? var : 1);
+    if (!rc && sweep)
+        rc = srv_buf_reserve_limited(&sc->ctx.result, rq->n_combos ? per_combo * rq->n_combos : 1);
+    return rc;
+}
+
+static int framed_head_bound(tfn_conn *c, srv *s, sconn *sc, const uint8_t *p, size_t avail,
+                             tfn_head *h)
+{
     uint32_t body_len = tf_le32(p);
+    sc->frame_err = 0;
     if (body_len > s->cfg.max_frame) {
         memset(&sc->rq, 0, sizeof sc->rq);
         srv_reply_error(&sc->ctx, &sc->rep, NULL, TF_E_FRAME_TOO_LARGE,
@@ -116,13 +154,11 @@ static int framed_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
         queue_reply(c, sc);
         return -1;
     }
-    int r = tf_wire_decode_request(p + 4, avail - 4, body_len, &sc->rq);
+    int r = srv_decode(p + 4, avail - 4, body_len, &sc->rq, &sc->frame_err);
     if (r > 0)
         return 4 + r;
-    sc->frame_err = 0;
-    if (r < 0) {
+    if (sc->frame_err) {
         /* Drop the body, then answer with an error frame and go on with the next frame. */
-        sc->frame_err = r;
         h->consume = 4;
         h->body_len = body_len;
         h->body = NULL;
@@ -131,13 +167,28 @@ static int framed_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
     uint64_t var = sc->rq.var_len;
     h->consume = 4 + sc->rq.fixed_len;
     h->body_len = var;
-    if (srv_buf_reserve(&sc->ctx.payload, var ? var : 1)) {
-        sc->frame_err = TF_E_NOMEM;
+    int rc = reserve_request(sc, var);
+    if (rc) {
+        /* Never allocated: the body is read and dropped, the answer is LIMIT (or NOMEM). */
+        sc->frame_err = rc;
+        sc->frame_err_bytes = body_len;
         h->body = NULL;
         return 0;
     }
     h->body = sc->ctx.payload.p;
     return 0;
+}
+
+static int framed_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
+{
+    srv *s = conn_srv(c);
+    sconn *sc = tfn_conn_data(c);
+    if (avail < 4)
+        return 4;
+    srv_log_bind(&sc->ctx);
+    int r = framed_head_bound(c, s, sc, p, avail, h);
+    srv_log_bind(NULL);
+    return r;
 }
 
 static int framed_is_heavy(tfn_conn *c)
@@ -146,32 +197,36 @@ static int framed_is_heavy(tfn_conn *c)
     return !sc->frame_err && srv_is_heavy(&sc->rq);
 }
 
-static int framed_frame(tfn_conn *c, int where)
+static void framed_frame_bound(tfn_conn *c, int where, srv *s, sconn *sc)
 {
-    srv *s = conn_srv(c);
-    sconn *sc = tfn_conn_data(c);
-    if (sc->frame_err) {
-        int code = sc->frame_err;
-        sc->frame_err = 0;
-        srv_reply_error(&sc->ctx, &sc->rep, &sc->rq, code, "malformed request: %s",
-                        tf_strerror(code));
-        sc->rep.close_after = 0;
-        queue_reply(c, sc);
-        return 0;
-    }
+    /* The one request pipeline (pipeline.c); the body was read into the payload buffer, or
+     * dropped when frame_err is set (LIMIT/NOMEM: its buffers were refused). */
+    int err = sc->frame_err;
+    sc->frame_err = 0;
     uint8_t *v = sc->ctx.payload.p;
     sc->data = (srv_req_data){0};
-    sc->data.close = (const double *)(v + sc->rq.close_off);
-    sc->data.params = (const int64_t *)(v + sc->rq.params_off);
-    sc->data.bytes = v;
-    sc->data.owner = &sc->ctx.payload;
+    if (!err) {
+        sc->data.close = (const double *)(v + sc->rq.close_off);
+        sc->data.params = (const int64_t *)(v + sc->rq.params_off);
+        sc->data.bytes = v;
+        sc->data.owner = &sc->ctx.payload;
+    }
     sc->ctx.sweep_threads = where == TFN_ON_LOOP ? 1 : s->cfg.threads;
-    srv_exec(&sc->ctx, &sc->rq, &sc->data, &sc->rep);
-    queue_reply(c, sc);
+    srv_sink out = {.emit = send_reply, .ud = c};
+    srv_serve(&sc->ctx, &sc->rq, err, &sc->data, &sc->rep, &out);
+}
+
+static int framed_frame(tfn_conn *c, int where)
+{
+    sconn *sc = tfn_conn_data(c);
+    srv_log_bind(&sc->ctx);
+    framed_frame_bound(c, where, conn_srv(c), sc);
+    srv_log_bind(NULL);
     return 0;
 }
 
 static const tfn_ops framed_ops = {
+    .ibuf_bytes = IBUF_BYTES,
     .max_head = 4 + TF_WIRE_MAX_FIXED,
     .on_open = on_open,
     .head = framed_head,
@@ -179,6 +234,7 @@ static const tfn_ops framed_ops = {
     .is_heavy = framed_is_heavy,
     .on_fd = on_fd,
     .on_flushed = on_flushed,
+    .keep_idle = keep_idle,
     .on_close = on_close,
 };
 
@@ -228,6 +284,7 @@ static int hs_frame(tfn_conn *c, int where)
 }
 
 static const tfn_ops shm_hs_ops = {
+    .ibuf_bytes = IBUF_BYTES,
     .max_head = TF_SHM_HELLO_BYTES,
     .on_open = on_open,
     .head = hs_head,
@@ -258,6 +315,18 @@ int tf_server_run(const tf_server_config *cfg)
         s->cfg.max_frame = TF_WIRE_MAX_FRAME_LIMIT;
     if (s->cfg.max_datasets > TF_SERVER_MAX_DATASETS_LIMIT)
         s->cfg.max_datasets = TF_SERVER_MAX_DATASETS_LIMIT;
+    if (s->cfg.max_memory < TF_SERVER_MIN_MEMORY) {
+        fprintf(stderr, "tollfree serve: --max-memory must be at least %llu bytes\n",
+                (unsigned long long)TF_SERVER_MIN_MEMORY);
+        free(s);
+        return TF_E_INVALID_ARG;
+    }
+    /* --max-conns sockets and more: take the hard limit of open files. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     s->kernel_threads = cfg->threads > 0 ? cfg->threads : (int)(ncpu < 1 ? 1 : ncpu);
     s->start_ns = tf_now_ns();
@@ -266,8 +335,14 @@ int tf_server_run(const tf_server_config *cfg)
     tfn_config nc = {
         .name = "tollfree serve",
         .quiet = cfg->quiet,
-        .max_conns = TF_SERVER_MAX_CONNS,
+        .max_conns = cfg->max_conns > 0 ? cfg->max_conns : TF_SERVER_MAX_CONNS,
+        .max_conns_per_peer = cfg->max_conns_per_peer,
+        .conn_reserve = cfg->conn_reserve,
         .stall_timeout_s = cfg->stall_timeout_s,
+        .idle_timeout_s = cfg->idle_timeout_s,
+        .min_rate = cfg->min_rate,
+        .mem_used = &s->mem_used,
+        .mem_limit = cfg->max_memory,
         .workers = -1,
         .on_stop = on_stop,
         .ud = s,

@@ -107,16 +107,19 @@ int srv_is_heavy(const tf_wire_request *rq)
     }
 }
 
-/* Starts a success reply: prefix + v2 header (+ fixed payload written by the caller at head+16).
- * body_len is the whole reply body, arrays included. */
+/* Where a reply's payload starts in the frame: after the length prefix and the v2 header. */
+#define PAYLOAD_AT (TF_WIRE_PREFIX + TF_WIRE_V2_HEADER)
+
+/* Starts a success reply: prefix + v2 header (+ fixed payload written by the caller at the
+ * returned pointer). body_len is the whole reply body, arrays included. */
 static uint8_t *begin(srv_reply *rep, const tf_wire_request *rq, uint64_t body_len,
                       uint32_t fixed_payload)
 {
     tf_wire_put_header(rep->head, (uint32_t)body_len, rq->opcode, rq->request_id);
-    rep->head_len = 16 + fixed_payload;
+    rep->head_len = PAYLOAD_AT + fixed_payload;
     rep->nseg = 0;
     rep->error = 0;
-    return rep->head + 16;
+    return rep->head + PAYLOAD_AT;
 }
 
 static void add_seg(srv_reply *rep, const void *p, size_t n)
@@ -143,17 +146,27 @@ static void sweep_reply(srv_ctx *c, const tf_wire_request *rq, const double *clo
         srv_reply_error(c, rep, rq, rc, "%s: %s", op_name(rq->opcode), window_msg(rc));
         return;
     }
-    if (srv_buf_reserve(&c->result, 16 * n_combos)) {
+    /* SWEEP_DS flags: statistics rows after the arrays, a fee (the kernel checks it is finite). */
+    int with_stats = rq->opcode == TF_OP_SWEEP_DS && (rq->flags & TF_SWEEP_STATS);
+    const double *fee =
+        rq->opcode == TF_OP_SWEEP_DS && (rq->flags & TF_SWEEP_FEE) ? &rq->fee : NULL;
+    uint64_t per_combo = 16 + (with_stats ? TF_WIRE_STATS_ROW : 0);
+    if (srv_buf_reserve(&c->result, per_combo * n_combos)) {
         srv_reply_error(c, rep, rq, TF_E_NOMEM, "no memory for %llu results",
                         (unsigned long long)n_combos);
         return;
     }
     double *pnl = (double *)c->result.p;
     int64_t *trades = (int64_t *)(c->result.p + 8 * n_combos);
+    tf_stats *stats = with_stats ? (tf_stats *)(c->result.p + 16 * n_combos) : NULL;
+    _Static_assert(sizeof(tf_stats) == TF_WIRE_STATS_ROW, "a statistics row is tf_stats");
     /* The kernel's working memory is bounded by --max-memory too (hostile grids with millions
      * of distinct window lengths would otherwise ask for gigabytes). */
-    tf_sweep_opts opts = {
-        .threads = c->sweep_threads, .isa = TF_ISA_AUTO, .max_bytes = c->s->cfg.max_memory};
+    tf_sweep_opts opts = {.threads = c->sweep_threads,
+                          .isa = TF_ISA_AUTO,
+                          .max_bytes = c->s->cfg.max_memory,
+                          .fee = fee,
+                          .stats = stats};
     rc = series ? tf_series_sweep(series, params, (int64_t)n_combos, pnl, trades, &opts)
                 : tf_sweep(close, (int64_t)n_bars, params, (int64_t)n_combos, pnl, trades, &opts);
     if (rc) {
@@ -169,12 +182,11 @@ static void sweep_reply(srv_ctx *c, const tf_wire_request *rq, const double *clo
         rep->nseg = 0;
         rep->error = 0;
     } else {
-        uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + 8 + 16 * n_combos, 8);
+        uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + 8 + per_combo * n_combos, 8);
         tf_put32(p, (uint32_t)n_combos);
-        tf_put32(p + 4, 0);
+        tf_put32(p + 4, with_stats ? TF_SWEEP_STATS : 0);
     }
-    add_seg(rep, pnl, 8 * n_combos);
-    add_seg(rep, trades, 8 * n_combos);
+    add_seg(rep, c->result.p, per_combo * n_combos); /* pnl, trades, [stats rows]: contiguous */
 }
 
 static void do_load_fd(srv_ctx *c, const tf_wire_request *rq, srv_reply *rep)
@@ -425,7 +437,8 @@ void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_
     case TF_OP_HELLO: {
         uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_HELLO_REPLY, TF_WIRE_HELLO_REPLY);
         tf_put32(p, TF_WIRE_VERSION);
-        tf_put32(p + 4, TF_CAP_DATASETS | TF_CAP_SESSIONS | (c->caps & TF_CAP_LOAD_FD));
+        tf_put32(p + 4, TF_CAP_DATASETS | TF_CAP_SESSIONS | TF_CAP_SWEEP_FLAGS |
+                            (c->caps & TF_CAP_LOAD_FD));
         tf_put64(p + 8, s->cfg.max_frame);
         tf_put64(p + 16, s->cfg.max_memory);
         tf_put32(p + 24, s->cfg.max_datasets);

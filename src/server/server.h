@@ -46,8 +46,17 @@ typedef struct tf_server_config {
     uint32_t max_datasets;
     int spin;
     int quiet;
-    int stall_timeout_s; /* 0 = never */
+    int stall_timeout_s;    /* 0 = never */
+    int idle_timeout_s;     /* 0 = never */
+    uint64_t min_rate;      /* bytes/s a frame in progress must average (0 = off) */
+    int max_conns;          /* socket connections at once */
+    int max_conns_per_peer; /* per UID (unix) or address (tcp); 0 = max_conns - conn_reserve */
+    int conn_reserve; /* slots for peers with few connections; 0 = max_conns / 16, -1 = none */
 } tf_server_config;
+
+/* The least --max-memory: it bounds datasets, sessions, caches and request/reply buffers, and
+ * 0 is not "unlimited" (there is no unlimited setting). */
+#define TF_SERVER_MIN_MEMORY ((uint64_t)1 << 20)
 
 /* Fills the defaults of docs/protocol.md. */
 void tf_server_config_init(tf_server_config *cfg);
@@ -99,6 +108,12 @@ void srv_log(srv *s, int always, const char *fmt, ...) __attribute__((format(pri
 /* The shared memory budget (--max-memory) for datasets and sessions. 0 or TF_E_LIMIT. */
 int srv_mem_reserve(srv *s, uint64_t bytes);
 void srv_mem_release(srv *s, uint64_t bytes);
+/* Binds the calling thread's srv_log lines to a connection (NULL: none): its lines that are not
+ * `always` are rate-limited per connection (TF_SERVER_LOG_BURST, then one a second), the rest
+ * counted and said in its close line. */
+struct srv_ctx;
+void srv_log_bind(struct srv_ctx *c);
+#define TF_SERVER_LOG_BURST 10
 
 /* ---- datasets (datasets.c) ---- */
 int srv_ds_init(srv *s);
@@ -125,15 +140,28 @@ typedef struct srv_session {
     int pos; /* position after the last bar (the strategy API returns it only from step) */
 } srv_session;
 
-/* A reusable, 64-byte-aligned buffer. */
+/* A reusable, 64-byte-aligned buffer. One above TF_SERVER_BUF_FREE bytes counts against
+ * --max-memory while it is held (s set by srv_ctx_init): request and reply buffers are bounded
+ * for the whole server, not per connection. */
 typedef struct srv_buf {
     uint8_t *p;
     size_t cap;
+    srv *s;           /* whose --max-memory it counts against (NULL: not counted) */
+    uint64_t charged; /* bytes it counts now */
 } srv_buf;
 
-/* Buffers above this are freed after their request instead of being kept for the next one. */
+/* Buffers above this are freed after their request instead of being kept for the next one
+ * (and above half of --max-memory in use, every counted buffer is). */
 #define TF_SERVER_KEEP_BYTES ((size_t)16 << 20)
+/* Buffers up to this size are part of a connection's fixed cost, not counted. */
+#define TF_SERVER_BUF_FREE ((size_t)16 << 10)
+/* Grows b to n bytes; counts it against --max-memory even past the limit (the request was
+ * admitted already). 0 or TF_E_NOMEM. */
 int srv_buf_reserve(srv_buf *b, size_t n);
+/* The same, but TF_E_LIMIT (nothing allocated) when --max-memory would be passed. */
+int srv_buf_reserve_limited(srv_buf *b, size_t n);
+/* After a request: returns the count of a buffer that was handed over (p set to NULL). */
+void srv_buf_settle(srv_buf *b);
 void srv_buf_trim(srv_buf *b);
 void srv_buf_free(srv_buf *b);
 
@@ -173,6 +201,9 @@ typedef struct srv_ctx {
     srv_buf scratch; /* shm: private copies of params / misaligned arrays */
     int64_t opened_ns;
     uint64_t requests, errors;
+    int log_tokens; /* srv_log_bind */
+    int64_t log_sec;
+    uint64_t log_dropped, log_dropped_total;
 } srv_ctx;
 
 void srv_ctx_init(srv_ctx *c, srv *s, const char *transport, uint32_t caps);
@@ -203,6 +234,29 @@ void srv_count_reply(srv_ctx *c, const srv_reply *rep);
 /* The one log line of a connection, at its end. */
 void srv_log_close(srv_ctx *c, const char *why);
 
+/* ---- the request pipeline (pipeline.c): one for every transport ---- */
+
+/* How a transport sends a reply. */
+typedef struct srv_sink {
+    uint64_t max_reply; /* the longest reply (u32 prefix included) it can carry; 0: any */
+    int too_big;        /* the error code that replaces a longer reply */
+    const char *what;   /* what bounds it, for that error's message ("65536-byte ring") */
+    /* Sends or queues the reply: 0, or a negative code that ends the connection. */
+    int (*emit)(void *ud, srv_reply *rep);
+    void *ud;
+} srv_sink;
+
+/* Step 1: decodes a request's fixed part from the first `avail` bytes of its body. >0: that many
+ * body bytes are needed first; 0: decoded (*err = 0), or malformed (*err = the code: srv_serve
+ * answers it with an error frame; rq holds what could be read, for the request_id). */
+int srv_decode(const uint8_t *body, size_t avail, uint32_t body_len, tf_wire_request *rq, int *err);
+/* Step 2: answers one request: an error frame for err (a malformed request, or TF_E_LIMIT /
+ * TF_E_NOMEM when its buffers were refused), else srv_exec with the variable part in d; a reply
+ * the sink cannot carry becomes its too_big error; then it is counted and emitted. Returns what
+ * emit returns. */
+int srv_serve(srv_ctx *c, const tf_wire_request *rq, int err, const srv_req_data *d, srv_reply *rep,
+              const srv_sink *out);
+
 /* ---- shared memory (shm_server.c) ---- */
 typedef struct srv_shm srv_shm;
 /* Validates a handshake and starts the connection's thread. Returns 0 (and *out, a reference for
@@ -212,7 +266,9 @@ int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pi
 /* The control socket is closing: tell the thread, drop the socket owner's reference. Called
  * before the socket fd is closed. */
 void srv_shm_detach(srv_shm *m);
-/* Waits (bounded) until every shm thread has exited (after s->stop is set). */
+/* Waits until every shm thread has exited (after s->stop is set). Not bounded: a thread notices
+ * the stop within TF_SHM_WAIT_NS between requests, but a request already running (a long sweep)
+ * is finished first. */
 void srv_shm_join_all(srv *s);
 
 #endif

@@ -1,5 +1,8 @@
 /* The shared-memory transport, server side: handshake checks and one thread per connection that
- * consumes the request ring and produces the response ring (docs/protocol.md, "Shared memory").
+ * consumes the request ring and produces the response ring (docs/protocol.md, "Shared memory"),
+ * answering each request through the one request pipeline (pipeline.c) with the ring as its
+ * sink, and waiting as include/tollfree/shm.h says ("Waiting": an adaptive spin, a yield, the
+ * futex).
  *
  * The client owns the memfd and can write any byte of it at any time: every position and length
  * it writes is validated by the ring code, the fixed part and the params of a request are copied
@@ -33,6 +36,10 @@ struct srv_shm {
     srv_ctx ctx;
     tf_ring_cons req;
     tf_ring_prod resp;
+    tf_shm_waiter wait; /* how this thread waits for requests and for room (shm_ring.c) */
+    uint32_t body_len;  /* of the request being answered (ring_emit releases it) */
+    srv_reply rep;
+    char ring_what[48]; /* "N-byte ring", for SHM_TOO_BIG messages */
 };
 
 static void shm_unref(srv_shm *m)
@@ -67,81 +74,91 @@ static int is_array_op(uint8_t op)
     return op == TF_OP_V1_SWEEP || op == TF_OP_V1_ECHO || op == TF_OP_SWEEP || op == TF_OP_LOAD;
 }
 
-/* Serves one request frame that lies in the request ring. Returns 0, or a negative code when the
- * connection must be dropped. */
+/* The pipeline's sink for a ring: waits for room, copies the reply in, releases the request
+ * (req_tail moves before the reply is published, as docs/protocol.md says), publishes. */
+static int ring_emit(void *ud, srv_reply *rep)
+{
+    srv_shm *m = ud;
+    uint64_t len = srv_reply_len(rep);
+    uint64_t span = TF_SHM_FRAME_SPAN(len - 4);
+    uint8_t *dst;
+    int rc = tf_ring_wait_room(&m->resp, span, &m->wait, alive, m, 0, &dst);
+    if (rc)
+        return rc;
+    memcpy(dst, rep->head, rep->head_len);
+    uint64_t off = rep->head_len;
+    for (int i = 0; i < rep->nseg; i++) {
+        memcpy(dst + off, rep->seg[i].iov_base, rep->seg[i].iov_len);
+        off += rep->seg[i].iov_len;
+    }
+    tf_ring_consume(&m->req, m->body_len);
+    tf_ring_publish(&m->resp, span);
+    srv_stat_add(m->s, TF_STAT_BYTES_OUT, len);
+    return rep->close_after ? TF_E_FRAME_TOO_LARGE : 0;
+}
+
+/* Binds the variable part of a request that lies in the request ring: the params (and a close
+ * array that is misaligned, or that a LOAD will keep) are copied out first, since the peer may
+ * rewrite the ring under us; other close arrays are read in place. 0 or TF_E_LIMIT/NOMEM. */
+static int bind_ring_data(srv_ctx *c, const tf_wire_request *rq, const uint8_t *var,
+                          srv_req_data *d)
+{
+    uint64_t params_bytes = TF_WIRE_PARAMS_BYTES * rq->n_combos;
+    uint64_t close_bytes = is_array_op(rq->opcode) ? 8 * rq->n_bars : 0;
+    const uint8_t *close = var + rq->close_off;
+    int copy_close = close_bytes && (((uintptr_t)close & 7) != 0 || rq->opcode == TF_OP_LOAD);
+    *d = (srv_req_data){.in_ring = 1, .bytes = var};
+    int rc = srv_buf_reserve_limited(&c->scratch, params_bytes + (copy_close ? close_bytes : 0));
+    if (rc)
+        return rc;
+    if (params_bytes) {
+        memcpy(c->scratch.p, var + rq->params_off, params_bytes);
+        d->params = (const int64_t *)c->scratch.p;
+    }
+    if (copy_close) {
+        memcpy(c->scratch.p + params_bytes, close, close_bytes);
+        close = c->scratch.p + params_bytes;
+    }
+    d->close = (const double *)close;
+    if (rq->opcode == TF_OP_LOAD && !params_bytes) {
+        /* A private copy the store may adopt (hashing bytes the peer can still change would
+         * break content addressing). */
+        d->owner = &c->scratch;
+        d->in_ring = 0;
+    }
+    return 0;
+}
+
+/* Serves one request frame that lies in the request ring through the one request pipeline
+ * (pipeline.c). Returns 0, or a negative code when the connection must be dropped. */
 static int serve_frame(srv_shm *m, const uint8_t *frame, uint32_t body_len)
 {
     srv *s = m->s;
     srv_ctx *c = &m->ctx;
-    srv_reply rep;
     tf_wire_request rq;
     uint8_t fixed[TF_WIRE_MAX_FIXED];
     size_t n = body_len < TF_WIRE_MAX_FIXED ? body_len : TF_WIRE_MAX_FIXED;
     /* A private copy: the peer may rewrite the ring while we decode. */
     memcpy(fixed, frame + 4, n);
     srv_stat_add(s, TF_STAT_BYTES_IN, 4 + (uint64_t)body_len);
-    int rc = tf_wire_decode_request(fixed, n, body_len, &rq);
-    rep.close_after = 0;
-    if (rc > 0)
-        rc = TF_E_PROTOCOL; /* cannot happen: n covers every fixed part */
-    if (rc < 0) {
-        srv_reply_error(c, &rep, &rq, rc, "malformed request: %s", tf_strerror(rc));
-    } else {
-        const uint8_t *var = frame + 4 + rq.fixed_len;
-        srv_req_data d = {.in_ring = 1};
-        uint64_t params_bytes = TF_WIRE_PARAMS_BYTES * rq.n_combos;
-        uint64_t close_bytes = is_array_op(rq.opcode) ? 8 * rq.n_bars : 0;
-        const uint8_t *close = var + rq.close_off;
-        int copy_close = close_bytes && (((uintptr_t)close & 7) != 0 || rq.opcode == TF_OP_LOAD);
-        if (srv_buf_reserve(&c->scratch, params_bytes + (copy_close ? close_bytes : 0))) {
-            srv_reply_error(c, &rep, &rq, TF_E_NOMEM, "no memory for the request");
-            goto send;
-        }
-        if (params_bytes) {
-            memcpy(c->scratch.p, var + rq.params_off, params_bytes);
-            d.params = (const int64_t *)c->scratch.p;
-        }
-        if (copy_close) {
-            memcpy(c->scratch.p + params_bytes, close, close_bytes);
-            close = c->scratch.p + params_bytes;
-        }
-        d.close = (const double *)close;
-        d.bytes = var;
-        if (rq.opcode == TF_OP_LOAD && !params_bytes) {
-            /* A private copy the store may adopt (hashing bytes the peer can still change would
-             * break content addressing). */
-            d.owner = &c->scratch;
-            d.in_ring = 0;
-        }
-        c->sweep_threads = s->cfg.threads;
-        srv_exec(c, &rq, &d, &rep);
-    }
-send:;
-    uint64_t len = srv_reply_len(&rep);
-    if (TF_SHM_FRAME_SPAN(len - 4) > m->ring_bytes - 8)
-        srv_reply_error(c, &rep, &rq, TF_E_SHM_TOO_BIG,
-                        "reply of %llu bytes does not fit the %llu-byte ring",
-                        (unsigned long long)len, (unsigned long long)m->ring_bytes);
-    len = srv_reply_len(&rep);
-    uint64_t span = TF_SHM_FRAME_SPAN(len - 4);
-    uint8_t *dst;
-    rc = tf_ring_wait_room(&m->resp, span, s->cfg.spin, alive, m, 0, &dst);
-    if (rc)
-        return rc;
-    memcpy(dst, rep.head, rep.head_len);
-    uint64_t off = rep.head_len;
-    for (int i = 0; i < rep.nseg; i++) {
-        memcpy(dst + off, rep.seg[i].iov_base, rep.seg[i].iov_len);
-        off += rep.seg[i].iov_len;
-    }
-    tf_ring_consume(&m->req, body_len);
-    tf_ring_publish(&m->resp, span);
-    srv_stat_add(s, TF_STAT_BYTES_OUT, len);
-    srv_count_reply(c, &rep);
+    int err = 0;
+    if (srv_decode(fixed, n, body_len, &rq, &err) > 0)
+        err = TF_E_PROTOCOL; /* cannot happen: n covers every fixed part */
+    srv_req_data d = {0};
+    if (!err)
+        err = bind_ring_data(c, &rq, frame + 4 + rq.fixed_len, &d);
+    c->sweep_threads = s->cfg.threads;
+    m->body_len = body_len;
+    srv_sink out = {.max_reply = m->ring_bytes - 8,
+                    .too_big = TF_E_SHM_TOO_BIG,
+                    .what = m->ring_what,
+                    .emit = ring_emit,
+                    .ud = m};
+    int rc = srv_serve(c, &rq, err, &d, &m->rep, &out);
     srv_buf_trim(&c->scratch);
     srv_buf_trim(&c->result);
     srv_buf_trim(&c->payload);
-    return rep.close_after ? TF_E_FRAME_TOO_LARGE : 0;
+    return rc;
 }
 
 static void *shm_main(void *arg)
@@ -150,6 +167,7 @@ static void *shm_main(void *arg)
     srv *s = m->s;
     const char *why = "peer closed";
     int rc = 0;
+    srv_log_bind(&m->ctx);
     for (;;) {
         const uint8_t *frame;
         uint32_t body_len;
@@ -162,7 +180,7 @@ static void *shm_main(void *arg)
         }
         if (rc < 0)
             break;
-        rc = tf_ring_wait_data(&m->req, s->cfg.spin, alive, m, 0);
+        rc = tf_ring_wait_data(&m->req, &m->wait, alive, m, 0);
         if (rc)
             break;
     }
@@ -182,10 +200,13 @@ static void *shm_main(void *arg)
     pthread_mutex_unlock(&m->lock);
     if (rc == TF_E_SHM_CORRUPT)
         srv_log(s, 0, "conn %llu (shm): error %d: %s", (unsigned long long)m->ctx.conn_id, rc, why);
-    char line[160];
-    snprintf(line, sizeof line, "ring closed: %s; %llu-byte rings, client pid %d", why,
-             (unsigned long long)m->ring_bytes, (int)m->pid);
+    char line[256];
+    snprintf(line, sizeof line,
+             "ring closed: %s; %llu-byte rings, client pid %d; waits: %llu slept, %llu contended",
+             why, (unsigned long long)m->ring_bytes, (int)m->pid,
+             (unsigned long long)m->wait.sleeps, (unsigned long long)m->wait.contentions);
     srv_log_close(&m->ctx, line);
+    srv_log_bind(NULL);
     srv_ctx_fini(&m->ctx);
     shm_unref(m);
     __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
@@ -249,6 +270,8 @@ int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pi
     srv_ctx_init(&m->ctx, s, "shm ring", TF_CAP_LOAD_FD);
     m->ctx.conn_id = conn_id;
     tf_ring_setup(map, ring, 1, &m->resp, &m->req);
+    tf_shm_waiter_init(&m->wait, s->cfg.spin);
+    snprintf(m->ring_what, sizeof m->ring_what, "%llu-byte ring", (unsigned long long)ring);
     __atomic_store_n(word(m, TF_SHM_OFF_SERVER_PID), (uint32_t)getpid(), __ATOMIC_RELEASE);
 
     pthread_attr_t attr;

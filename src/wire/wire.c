@@ -3,37 +3,33 @@
  * block, so an over-read is caught). */
 #include "tollfree/wire.h"
 
+#include "wire/wire_internal.h"
+
 #include <string.h>
 
 /* Bytes of the body before the variable part, per v2 opcode; 0 = unknown opcode. */
 static uint32_t v2_fixed_len(uint8_t op)
 {
     switch (op) {
-    case TF_OP_HELLO:
-        return TF_WIRE_V2_HEADER + 8;
-    case TF_OP_LOAD:
-        return TF_WIRE_V2_HEADER + 8;
-    case TF_OP_SWEEP_DS:
-        return TF_WIRE_V2_HEADER + 16;
-    case TF_OP_RUN_ONE:
-        return TF_WIRE_V2_HEADER + 8 + TF_WIRE_PARAMS_BYTES;
-    case TF_OP_SWEEP:
-        return TF_WIRE_V2_HEADER + 8;
-    case TF_OP_ECHO:
-        return TF_WIRE_V2_HEADER;
-    case TF_OP_DROP:
-        return TF_WIRE_V2_HEADER + 8;
-    case TF_OP_STATS:
-        return TF_WIRE_V2_HEADER;
-    case TF_OP_LOAD_FD:
-        return TF_WIRE_V2_HEADER + 16;
-    case TF_OP_SESSION_OPEN:
-        return TF_WIRE_V2_HEADER + TF_WIRE_PARAMS_BYTES;
-    case TF_OP_SESSION_BAR:
-        return TF_WIRE_V2_HEADER + 16;
-    case TF_OP_SESSION_QUERY:
-    case TF_OP_SESSION_CLOSE:
-        return TF_WIRE_V2_HEADER + 8;
+#define FIXED_ROW(NAME, fixed, var)                                                                \
+    case TF_OP_##NAME:                                                                             \
+        return TF_WIRE_V2_HEADER + (fixed);
+        TF_WIRE_V2_REQUESTS(FIXED_ROW)
+#undef FIXED_ROW
+    default:
+        return 0;
+    }
+}
+
+/* 1 when a variable part may follow the fixed one. */
+static int v2_has_var(uint8_t op)
+{
+    switch (op) {
+#define VAR_ROW(NAME, fixed, var)                                                                  \
+    case TF_OP_##NAME:                                                                             \
+        return var;
+        TF_WIRE_V2_REQUESTS(VAR_ROW)
+#undef VAR_ROW
     default:
         return 0;
     }
@@ -120,6 +116,18 @@ int tf_wire_decode_request(const void *body, size_t avail, uint64_t body_len, tf
     case TF_OP_SWEEP_DS:
         out->id = tf_le64(p);
         out->n_combos = tf_le32(p + 8);
+        out->flags = tf_le32(p + 12);
+        if (out->flags & ~TF_SWEEP_FLAGS_KNOWN)
+            return TF_E_PROTOCOL;
+        if (out->flags & TF_SWEEP_FEE) { /* the fee widens the fixed part by 8 bytes */
+            if (body_len < fixed + 8)
+                return TF_E_FRAME_TOO_SHORT;
+            if (avail < fixed + 8)
+                return (int)(fixed + 8);
+            memcpy(&out->fee, p + 16, 8);
+            out->fixed_len = fixed + 8;
+            out->var_len = rest -= 8;
+        }
         if (rest != TF_WIRE_PARAMS_BYTES * out->n_combos)
             return TF_E_LENGTH_MISMATCH;
         break;
@@ -153,8 +161,7 @@ int tf_wire_decode_request(const void *body, size_t avail, uint64_t body_len, tf
         break;
     }
     /* Fixed-size opcodes carry nothing after their fixed part. */
-    if (op != TF_OP_LOAD && op != TF_OP_SWEEP_DS && op != TF_OP_SWEEP && op != TF_OP_ECHO &&
-        rest != 0)
+    if (!v2_has_var(op) && rest != 0)
         return TF_E_LENGTH_MISMATCH;
     return 0;
 }

@@ -31,6 +31,25 @@ static inline uint64_t tf_align8(uint64_t n)
  * TF_E_SHUTTING_DOWN, ...). Called at most every TF_SHM_WAIT_NS while waiting. */
 typedef int (*tf_shm_alive_fn)(void *ctx);
 
+/* How one side waits for its peer (include/tollfree/shm.h, "Waiting"): its spin budget, adapted
+ * after every wait, and its contention state. One per waiting thread; no locking. */
+typedef struct tf_shm_waiter {
+    int max_spin;            /* the configured budget (PAUSE iterations); 0: sleep at once */
+    int spin;                /* the budget now, 0 .. max_spin */
+    int64_t iter_ps;         /* measured cost of one spin iteration, picoseconds */
+    int64_t calm_until;      /* contended: no spinning or yielding before this time (ns) */
+    int64_t calm_ns;         /* the length of the last calm window */
+    int64_t last_contention; /* when contention was last found (ns), 0: never */
+    uint64_t contentions;    /* times contention was found (tests, logs): */
+    uint64_t preempted;      /*   a spin cut short by a preemption */
+    uint64_t yields_lost;    /*   a yield that held the CPU from us for TF_SHM_YIELD_SLOW_NS */
+    uint64_t yields_won;     /* waits that a yield ended (a peer on our CPU ran) */
+    uint64_t sleeps;         /* waits that ended in (or after) a futex sleep */
+} tf_shm_waiter;
+
+/* Starts at the full budget (max_spin < 0: TF_SHM_DEFAULT_SPIN). */
+void tf_shm_waiter_init(tf_shm_waiter *w, int max_spin);
+
 /* The side of a ring that this process produces into. */
 typedef struct tf_ring_prod {
     uint8_t *data;        /* ring_bytes of frame space */
@@ -72,8 +91,8 @@ void tf_ring_publish(tf_ring_prod *p, uint64_t span);
  * to 1 ms at a time, calling alive() about every TF_SHM_WAIT_NS. 0 with *where set, or a
  * negative code.
  * deadline_ns: CLOCK_MONOTONIC deadline, or 0 for none (-ETIMEDOUT after it). */
-int tf_ring_wait_room(tf_ring_prod *p, uint64_t span, int spin, tf_shm_alive_fn alive, void *ctx,
-                      int64_t deadline_ns, uint8_t **where);
+int tf_ring_wait_room(tf_ring_prod *p, uint64_t span, tf_shm_waiter *w, tf_shm_alive_fn alive,
+                      void *ctx, int64_t deadline_ns, uint8_t **where);
 
 /* Looks at the next frame. 1: *frame points at its prefix, *body_len is set (the whole frame is
  * published and lies before the ring end); 0: nothing to read; TF_E_SHM_CORRUPT: the peer wrote
@@ -82,13 +101,44 @@ int tf_ring_wait_room(tf_ring_prod *p, uint64_t span, int spin, tf_shm_alive_fn 
 int tf_ring_peek(tf_ring_cons *c, uint64_t max_body, const uint8_t **frame, uint32_t *body_len);
 /* Releases the frame returned by the last peek. */
 void tf_ring_consume(tf_ring_cons *c, uint32_t body_len);
-/* Waits until the ring is non-empty: spin (PAUSE x spin), then the futex protocol with sleeps of
- * at most TF_SHM_WAIT_NS, calling alive() after each timeout. 0 when something is readable (or
- * the head changed), a negative code otherwise. deadline_ns as above. */
-int tf_ring_wait_data(tf_ring_cons *c, int spin, tf_shm_alive_fn alive, void *ctx,
+/* Waits until the ring is non-empty: spin (w's budget), yield once, then the futex protocol with
+ * sleeps of at most TF_SHM_WAIT_NS, calling alive() before each sleep; w adapts to the wait.
+ * 0 when something is readable (or the head changed), a negative code otherwise. deadline_ns as
+ * above. */
+int tf_ring_wait_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, void *ctx,
                       int64_t deadline_ns);
 
 /* CLOCK_MONOTONIC in ns. */
 int64_t tf_now_ns(void);
+
+/* ---- the v2 request table ----------------------------------------------------------------------
+ *
+ * One row per v2 request opcode (docs/protocol.md), read by the decoder (src/wire/wire.c) and the
+ * C client (src/client/client.c): X(NAME, fixed, var). TF_OP_<NAME> is the opcode; fixed is the
+ * bytes of the body after the 12-byte v2 header and before any variable part; var is 1 when a
+ * variable part (arrays, echo bytes) may follow, else the body is exactly header + fixed. A new
+ * request is one row here, its decoding in tf_wire_decode_request and its operation on the server.
+ */
+#define TF_WIRE_V2_REQUESTS(X)                                                                     \
+    X(HELLO, 8, 0)                                                                                 \
+    X(LOAD, 8, 1)                                                                                  \
+    X(SWEEP_DS, 16, 1)                                                                             \
+    X(RUN_ONE, 8 + TF_WIRE_PARAMS_BYTES, 0)                                                        \
+    X(SWEEP, 8, 1)                                                                                 \
+    X(ECHO, 0, 1)                                                                                  \
+    X(DROP, 8, 0)                                                                                  \
+    X(STATS, 0, 0)                                                                                 \
+    X(LOAD_FD, 16, 0)                                                                              \
+    X(SESSION_OPEN, TF_WIRE_PARAMS_BYTES, 0)                                                       \
+    X(SESSION_BAR, 16, 0)                                                                          \
+    X(SESSION_QUERY, 8, 0)                                                                         \
+    X(SESSION_CLOSE, 8, 0)
+
+/* Where a v2 request's arguments start in its frame (u32 prefix + v2 header), and the bytes of
+ * each request frame before its variable part: TF_WIRE_REQ_HELLO, ... */
+#define TF_WIRE_REQ_ARGS (TF_WIRE_PREFIX + TF_WIRE_V2_HEADER)
+#define TF_WIRE_REQ_ROW(NAME, fixed, var) TF_WIRE_REQ_##NAME = TF_WIRE_REQ_ARGS + (fixed),
+enum { TF_WIRE_V2_REQUESTS(TF_WIRE_REQ_ROW) };
+#undef TF_WIRE_REQ_ROW
 
 #endif

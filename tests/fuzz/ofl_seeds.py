@@ -81,8 +81,10 @@ def main():
                 write('journal', 'flipped', bytes(flipped))
                 write('journal', 'zero_tail', data + b'\0' * 40)
                 write('journal', 'bad_magic', b'OFL2' + data[4:])
+                write('journal', 'old_header', data[:15] + data[23:])  # before the header CRC
                 # records of the journal, without header and CRCs, as a frame stream
-                off, frames = 15, b''
+                # (23-byte header with its CRC block; 15 in journals written before it)
+                off, frames = (23 if data[16:17] not in (b'', b'\0') else 15), b''
                 while off < len(data):
                     flen = struct.unpack_from('<H', data, off)[0]
                     frames += data[off:off + 2 + flen]

@@ -72,8 +72,8 @@ static void test_policies(void)
     CHECK_RC(tf_journal_open(tmp("none.ofl"), &none, &j, &rec), 0);
     CHECK_EQ(rec.created, 1);
     CHECK_EQ(rec.reason, 0);
-    CHECK_EQ(rec.valid_bytes, 15);
-    CHECK_EQ(file_size(tmp("none.ofl")), 15);
+    CHECK_EQ(rec.valid_bytes, TF_JOURNAL_HEADER_LEN);
+    CHECK_EQ(file_size(tmp("none.ofl")), TF_JOURNAL_HEADER_LEN);
     CHECK_EQ(tf_journal_header(j)->session_id, 5);
     CHECK_EQ(tf_journal_next_seq(j), 0);
     CHECK_EQ(tf_journal_durable_end(j), 0);
@@ -81,9 +81,9 @@ static void test_policies(void)
     CHECK_EQ(tf_journal_next_seq(j), 10);
     CHECK_EQ(tf_journal_durable_end(j), 0);
     CHECK_EQ(tf_journal_is_durable(j, 0), 0);
-    CHECK_EQ(file_size(tmp("none.ofl")), 15); /* still staged */
+    CHECK_EQ(file_size(tmp("none.ofl")), TF_JOURNAL_HEADER_LEN); /* still staged */
     CHECK_RC(tf_journal_flush(j), 0);
-    CHECK(file_size(tmp("none.ofl")) > 15);
+    CHECK(file_size(tmp("none.ofl")) > TF_JOURNAL_HEADER_LEN);
     CHECK_EQ(tf_journal_durable_end(j), 0); /* in the kernel is not durable */
     CHECK_RC(tf_journal_poll(j), 0);
     CHECK_RC(tf_journal_sync(j), 0);
@@ -286,7 +286,7 @@ static void test_open_errors(void)
     CHECK_RC(tf_journal_open(tmp("empty.ofl"), NULL, &j, &rec), 0);
     CHECK_EQ(rec.created, 1);
     CHECK_RC(tf_journal_close(j), 0);
-    CHECK_EQ(file_size(tmp("empty.ofl")), 15);
+    CHECK_EQ(file_size(tmp("empty.ofl")), TF_JOURNAL_HEADER_LEN);
     CHECK_RC(tf_journal_close(NULL), 0);
 
     /* map errors */
@@ -474,6 +474,54 @@ static void test_reader_reasons(void)
     CHECK_EQ(r.pos, n);
 }
 
+/* Issue 13, item 4: a flipped bit in the header's session id (or clock kind) of a journal written
+ * by tf_journal_open used to verify as whole. Every bit of the header must now be covered: the
+ * scan says TF_E_OFL_HEADER_DAMAGED with an empty valid prefix, and open refuses the file and
+ * leaves it as it is. */
+static void test_header_protected(void)
+{
+    const char *p = tmp("hdr.ofl");
+    tf_journal *j;
+    tf_journal_opts o = {.durability = TF_JOURNAL_NONE, .session_id = 0x1122334455667788ull};
+    CHECK_RC(tf_journal_open(p, &o, &j, NULL), 0);
+    tf_ofl_gen g;
+    tf_ofl_gen_init(&g, 4);
+    CHECK_EQ(append_n(j, &g, 5), 5);
+    CHECK_RC(tf_journal_close(j), 0);
+    uint8_t img[1024];
+    FILE *f = fopen(p, "rb");
+    size_t n = f ? fread(img, 1, sizeof img, f) : 0;
+    if (f)
+        fclose(f);
+    tf_journal_scan_result s;
+    CHECK_RC(tf_journal_scan(img, n, &s), 0);
+    CHECK_EQ(s.records, 5);
+    int scan_bad = 0, open_bad = 0;
+    for (size_t bit = 0; bit < 8 * TF_JOURNAL_HEADER_LEN; bit++) {
+        img[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        int rc = tf_journal_scan(img, n, &s);
+        scan_bad |= rc != TF_E_OFL_HEADER_DAMAGED || s.valid_bytes != 0 || s.records != 0;
+        if (bit / 8 >= 6 && bit / 8 < 15) { /* session id and clock kind: open refuses too */
+            write_all(p, img, n);
+            tf_journal_opts any = {.durability = TF_JOURNAL_NONE};
+            open_bad |= tf_journal_open(p, &any, &j, NULL) != TF_E_OFL_HEADER_DAMAGED;
+            open_bad |= file_size(p) != (off_t)n;
+        }
+        if (scan_bad || open_bad)
+            fprintf(stderr, "header bit %zu flipped: scan returned %d (%s)\n", bit, rc,
+                    tf_strerror(rc));
+        img[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        if (scan_bad || open_bad)
+            break;
+    }
+    CHECK(!scan_bad);
+    CHECK(!open_bad);
+    /* A cut inside the protection block is a damaged header too, never an empty journal. */
+    for (size_t len = TF_OFL_JOURNAL_HEADER_LEN + 2; len < TF_JOURNAL_HEADER_LEN; len++)
+        CHECK_RC(tf_journal_scan(img, len, &s), TF_E_OFL_HEADER_DAMAGED);
+    CHECK(strcmp(tf_strerror(TF_E_OFL_HEADER_DAMAGED), "unknown error code") != 0);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tf_journal_XXXXXX");
@@ -487,6 +535,7 @@ int main(void)
     test_append_errors();
     test_sticky_failure();
     test_reader_reasons();
+    test_header_protected();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

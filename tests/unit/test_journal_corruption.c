@@ -46,7 +46,7 @@ static void make_original(void)
     CHECK_RC(tf_journal_open(path, &o, &j, NULL), 0);
     tf_ofl_gen g;
     tf_ofl_gen_init(&g, 11);
-    bound[0] = TF_OFL_JOURNAL_HEADER_LEN;
+    bound[0] = TF_JOURNAL_HEADER_LEN;
     for (int i = 0; i < N_RECORDS; i++) {
         tf_ofl_msg m;
         tf_ofl_gen_next(&g, &m);
@@ -123,6 +123,13 @@ static void test_truncation(void)
         free(b);
         if (len < TF_OFL_JOURNAL_HEADER_LEN) {
             scan_bad |= rc != TF_E_OFL_BUFFER_TOO_SHORT || s.valid_bytes != 0;
+        } else if (len < TF_OFL_JOURNAL_HEADER_LEN + 2) {
+            /* The OFL1 header alone reads as a journal from before the protection block: whole
+             * and empty at 15 bytes, a torn first record at 16. */
+            scan_bad |= s.records != 0 || s.valid_bytes != TF_OFL_JOURNAL_HEADER_LEN;
+            scan_bad |= len == TF_OFL_JOURNAL_HEADER_LEN ? rc != 0 : rc != TF_E_OFL_TORN_RECORD;
+        } else if (len < TF_JOURNAL_HEADER_LEN) {
+            scan_bad |= rc != TF_E_OFL_HEADER_DAMAGED || s.valid_bytes != 0; /* torn block */
         } else {
             int k = records_within(len);
             int whole = len == bound[k];
@@ -136,9 +143,15 @@ static void test_truncation(void)
 
         write_file(orig, len);
         if (len == 0) {
-            file_bad |= reopen_and_append(0, TF_OFL_JOURNAL_HEADER_LEN, 0, 0); /* fresh */
+            file_bad |= reopen_and_append(0, TF_JOURNAL_HEADER_LEN, 0, 0); /* fresh */
         } else if (len < TF_OFL_JOURNAL_HEADER_LEN) {
             file_bad |= reopen_and_append(0, 0, TF_E_OFL_BUFFER_TOO_SHORT, 0);
+            file_bad |= file_size() != (off_t)len; /* untouched */
+        } else if (len < TF_OFL_JOURNAL_HEADER_LEN + 2) {
+            file_bad |= reopen_and_append(0, TF_OFL_JOURNAL_HEADER_LEN, 0,
+                                          len != TF_OFL_JOURNAL_HEADER_LEN);
+        } else if (len < TF_JOURNAL_HEADER_LEN) {
+            file_bad |= reopen_and_append(0, 0, TF_E_OFL_HEADER_DAMAGED, 0);
             file_bad |= file_size() != (off_t)len; /* untouched */
         } else {
             int k = records_within(len);
@@ -167,15 +180,10 @@ static void test_flips(void)
             int k = record_at(off);
             int want_err = 0, want_records, hdr_bad = 0;
             if (k < 0) {
-                /* the header: magic, version and clock are checked (0 -> 1 is another valid clock
-                 * kind); the session id is data */
-                if (off < 4)
-                    want_err = TF_E_OFL_WRONG_MAGIC;
-                else if (off < 6)
-                    want_err = TF_E_OFL_UNSUPPORTED_SCHEMA_VERSION;
-                else if (off == 14 && (orig[14] ^ x) > TF_OFL_CLOCK_WALL_NS)
-                    want_err = TF_E_OFL_UNSUPPORTED_CLOCK_KIND;
-                hdr_bad = want_err != 0;
+                /* the header: any byte of it, session id and clock kind included, is covered by
+                 * the protection block's CRC32C; the file is refused and left alone */
+                want_err = TF_E_OFL_HEADER_DAMAGED;
+                hdr_bad = 1;
                 want_records = hdr_bad ? 0 : N_RECORDS;
                 scan_bad |= rc != want_err || s.records != (uint64_t)want_records;
                 scan_bad |= s.valid_bytes != (hdr_bad ? 0 : orig_len);
@@ -237,6 +245,30 @@ static void test_tails(void)
     CHECK(!bad);
 }
 
+/* A journal from before the header protection (the 15-byte OFL1 header, then the records) is
+ * still read whole, reopened and appended to in its own format; its header is not protected. */
+static void test_old_format(void)
+{
+    uint8_t b[sizeof orig];
+    tf_ofl_journal_header h = {.schema_version = TF_OFL_SCHEMA_VERSION, .session_id = 0x1234};
+    size_t hl = (size_t)tf_ofl_journal_header_encode(b, sizeof b, &h);
+    CHECK_EQ(hl, TF_OFL_JOURNAL_HEADER_LEN);
+    size_t n = hl + (orig_len - bound[0]);
+    memcpy(b + hl, orig + bound[0], orig_len - bound[0]);
+    tf_journal_scan_result s;
+    CHECK_RC(tf_journal_scan(b, n, &s), 0);
+    CHECK_EQ(s.records, N_RECORDS);
+    CHECK_EQ(s.valid_bytes, n);
+    CHECK_EQ(s.header.session_id, 0x1234);
+    tf_journal_reader r;
+    CHECK_RC(tf_journal_reader_init(&r, b, n), 0);
+    CHECK_EQ(r.pos, TF_OFL_JOURNAL_HEADER_LEN);
+    write_file(b, n);
+    CHECK(!reopen_and_append(N_RECORDS, n, 0, 0));
+    CHECK_EQ(file_size(), (off_t)(n + (size_t)tf_ofl_frame_size(TF_OFL_HEARTBEAT) +
+                                  TF_JOURNAL_CRC_LEN)); /* not rewritten */
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tf_jcorrupt_XXXXXX");
@@ -251,6 +283,7 @@ int main(void)
     test_truncation();
     test_flips();
     test_tails();
+    test_old_format();
     unlink(path);
     rmdir(dir);
     return tf_test_report();

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "kernel/kernel_internal.h"
 #include "tollfree/kernel.h"
 
 #define N_DEFAULT 150000
@@ -61,14 +62,92 @@ static void test_combo_from_length(void)
     CHECK_RC(tf_combo_from_length(5, NULL), TF_E_NULL_ARG);
 }
 
+/* Fees the statistics gate cycles through: the default, none, a larger one, a rebate. */
+static const double gate_fees[] = {TF_FEE_DEFAULT, 0.0, 0.25, -0.01};
+static int gate_fee_turn;
+
+/* Every output (tf_stats rows) with a fee on every path equals the reference's rows, raw bits. */
+static void check_stats_paths(const double *close, int64_t n, const int64_t *params, int64_t m,
+                              const char *what)
+{
+    double fee = gate_fees[gate_fee_turn++ % 4];
+    size_t rows = sizeof(tf_stats) * (size_t)(m + 1);
+    tf_stats *want = malloc(rows), *got = malloc(rows);
+    double *pr = malloc(sizeof(double) * (size_t)(m + 1)),
+           *pf = malloc(sizeof(double) * (size_t)(m + 1));
+    int64_t *tr = malloc(sizeof(int64_t) * (size_t)(m + 1)),
+            *tf = malloc(sizeof(int64_t) * (size_t)(m + 1));
+    memset(want, 0x5A, rows);
+    tf_sweep_opts ro = {.fee = &fee, .stats = want};
+    CHECK_RC(tf_sweep_reference(close, n, params, m, pr, tr, &ro), 0);
+    int bad = 0;
+    for (int64_t j = 0; j < m; j++)
+        if (memcmp(&want[j].pnl, &pr[j], sizeof(double)) || want[j].trades != tr[j])
+            bad++;
+    for (int isa = TF_ISA_AUTO; isa <= TF_ISA_AVX512; isa++) {
+        if (!tf_isa_supported((tf_isa)isa))
+            continue;
+        for (int threads = 1; threads <= 3; threads += 2) {
+            tf_sweep_opts o = {.threads = threads, .isa = (tf_isa)isa, .fee = &fee, .stats = got};
+            memset(got, 0xA5, rows);
+            CHECK_RC(tf_sweep(close, n, params, m, pf, tf, &o), 0);
+            if (memcmp(got, want, sizeof(tf_stats) * (size_t)m) ||
+                memcmp(pf, pr, sizeof(double) * (size_t)m)) {
+                bad++;
+                fprintf(stderr, "%s: statistics (fee %g) %s x %d threads differ\n", what, fee,
+                        tf_isa_name((tf_isa)isa), threads);
+            }
+        }
+    }
+    tf_series *ser = NULL;
+    if (n > 0 && tf_series_open(&ser, close, n, (size_t)1 << 30) == 0) {
+        for (int round = 0; round < 2; round++) {
+            tf_sweep_opts o = {.fee = &fee, .stats = got};
+            memset(got, 0xA5, rows);
+            CHECK_RC(tf_series_sweep(ser, params, m, pf, tf, &o), 0);
+            if (memcmp(got, want, sizeof(tf_stats) * (size_t)m)) {
+                bad++;
+                fprintf(stderr, "%s: series statistics (fee %g, round %d) differ\n", what, fee,
+                        round);
+            }
+        }
+        tf_series_close(ser);
+    }
+    for (int64_t j = 0; j < m; j++) {
+        tf_strategy *s = NULL;
+        if (tf_strategy_open(&s, params + 6 * j))
+            continue;
+        CHECK_RC(tf_strategy_set_fee(s, fee), 0);
+        for (int64_t i = 0; i < n; i++)
+            tf_strategy_step(s, close[i]);
+        tf_stats row;
+        memset(&row, 0xA5, sizeof row);
+        CHECK_RC(tf_strategy_stats(s, &row), 0);
+        if (memcmp(&row, &want[j], sizeof row)) {
+            bad++;
+            fprintf(stderr, "%s: streaming statistics of combo %lld (fee %g) differ\n", what,
+                    (long long)j, fee);
+        }
+        tf_strategy_close(s);
+    }
+    CHECK_EQ(bad, 0);
+    free(want);
+    free(got);
+    free(pr);
+    free(pf);
+    free(tr);
+    free(tf);
+}
+
 static void check_paths(const double *close, int64_t n, const int64_t *params, int64_t m,
                         const char *what)
 {
+    check_stats_paths(close, n, params, m, what);
     double *pr = malloc(sizeof(double) * (size_t)(m + 1));
     double *pf = malloc(sizeof(double) * (size_t)(m + 1));
     int64_t *tr = malloc(sizeof(int64_t) * (size_t)(m + 1));
     int64_t *tf = malloc(sizeof(int64_t) * (size_t)(m + 1));
-    CHECK_RC(tf_sweep_reference(close, n, params, m, pr, tr), 0);
+    CHECK_RC(tf_sweep_reference(close, n, params, m, pr, tr, NULL), 0);
     int bad = 0;
     for (int isa = TF_ISA_AUTO; isa <= TF_ISA_AVX512; isa++) {
         if (!tf_isa_supported((tf_isa)isa))
@@ -294,7 +373,7 @@ static void test_errors(void)
     CHECK_RC(tf_sweep(close, 4, zero, 1, pnl, trades, NULL), TF_E_WINDOW_TOO_SHORT);
     CHECK_RC(tf_sweep(close, 4, neg, 1, pnl, trades, NULL), TF_E_WINDOW_TOO_SHORT);
     CHECK_RC(tf_sweep(close, 4, huge, 1, pnl, trades, NULL), TF_E_WINDOW_TOO_LONG);
-    CHECK_RC(tf_sweep_reference(close, 4, huge, 1, pnl, trades), TF_E_WINDOW_TOO_LONG);
+    CHECK_RC(tf_sweep_reference(close, 4, huge, 1, pnl, trades, NULL), TF_E_WINDOW_TOO_LONG);
     CHECK_RC(tf_sweep(close, -1, good, 1, pnl, trades, NULL), TF_E_TOO_MANY_BARS);
     CHECK_RC(tf_sweep(close, TF_MAX_BARS + 1, good, 1, pnl, trades, NULL), TF_E_TOO_MANY_BARS);
     CHECK_RC(tf_sweep(close, 4, good, -1, pnl, trades, NULL), TF_E_TOO_MANY_COMBOS);
@@ -302,7 +381,7 @@ static void test_errors(void)
     CHECK_RC(tf_sweep(close, 4, NULL, 1, pnl, trades, NULL), TF_E_NULL_ARG);
     CHECK_RC(tf_sweep(close, 4, good, 1, NULL, trades, NULL), TF_E_NULL_ARG);
     CHECK_RC(tf_sweep(close, 4, good, 1, pnl, NULL, NULL), TF_E_NULL_ARG);
-    CHECK_RC(tf_sweep_reference(NULL, 4, good, 1, pnl, trades), TF_E_NULL_ARG);
+    CHECK_RC(tf_sweep_reference(NULL, 4, good, 1, pnl, trades, NULL), TF_E_NULL_ARG);
     tf_sweep_opts bad_threads = {.threads = -1}, bad_isa = {.threads = 1, .isa = (tf_isa)99};
     CHECK_RC(tf_sweep(close, 4, good, 1, pnl, trades, &bad_threads), TF_E_THREADS);
     bad_threads.threads = TF_MAX_THREADS + 1;
@@ -491,7 +570,7 @@ static int isa_max_child(void)
         int64_t params[80 * 6];
         default_grid(params);
         const int64_t n = 30000; /* a prefix keeps this quick under the sanitizers */
-        CHECK_RC(tf_sweep_reference(close, n, params, 80, ref_p, ref_t), 0);
+        CHECK_RC(tf_sweep_reference(close, n, params, 80, ref_p, ref_t, NULL), 0);
         for (int threads = 1; threads <= 2; threads++) {
             tf_sweep_opts o = {.threads = threads, .isa = TF_ISA_AUTO};
             CHECK_RC(tf_sweep(close, n, params, 80, pnl, trades, &o), 0);
@@ -522,6 +601,99 @@ static void test_isa_max(const char *self)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* The statistics worked by hand on a forced signal: long 100 -> 110 (+10), short 110 -> 121
+ * (-10), long 121 -> 133.1 (+10, up to rounding), with fee 0; bars 0 and 1 have no line. */
+static void test_stats_by_hand(void)
+{
+    const double f[] = {NAN, 1.0, 1.0, 0.0, 2.0, 0.0, 5.0};
+    const double s[] = {0.0, NAN, 0.0, 1.0, 1.0, 1.0, 5.0};
+    const double c[] = {99.0, 98.0, 100.0, 110.0, 121.0, 133.1, 140.0};
+    tf_sar st = tf_sar_start(0.0);
+    tf_sar_extra x = tf_sar_extra_start();
+    for (int64_t i = 0; i < 7; i++)
+        tf_sar_step(&st, &x, f[i], s[i], c[i], i);
+    tf_stats o;
+    tf_sar_output(&st, &x, 7, &o);
+    double r1 = 10.0, r2 = -10.0, r3 = 1.0 * (133.1 - 121.0) / 121.0 * 100.0;
+    CHECK(o.trades == 3 && o.wins == 2 && o.exposure_bars == 5);
+    CHECK(fabs(o.pnl - (r1 + r2 + r3)) < 1e-12);
+    CHECK(fabs(o.gross_win - (r1 + r3)) < 1e-12 && fabs(o.gross_loss - r2) < 1e-12);
+    CHECK(o.best == (r1 > r3 ? r1 : r3) || fabs(o.best - r1) < 1e-12);
+    CHECK(fabs(o.worst - r2) < 1e-12 && o.worst == o.gross_loss);
+    double mean = (r1 + r2 + r3) / 3.0;
+    double m2 = (r1 - mean) * (r1 - mean) + (r2 - mean) * (r2 - mean) + (r3 - mean) * (r3 - mean);
+    CHECK(fabs(o.mean - mean) < 1e-12 && fabs(o.m2 - m2) < 1e-9);
+    CHECK(fabs(o.max_dd - 10.0) < 1e-12); /* the peak 10 after trade 1, pnl 0 after trade 2 */
+    /* No trade: every statistic 0, exposure counts from the open. */
+    tf_sar st0 = tf_sar_start(TF_FEE_DEFAULT);
+    tf_sar_extra x0 = tf_sar_extra_start();
+    tf_sar_step(&st0, &x0, 1.0, 0.0, 50.0, 3);
+    tf_sar_output(&st0, &x0, 10, &o);
+    CHECK(o.trades == 0 && o.wins == 0 && o.best == 0.0 && o.worst == 0.0 && o.max_dd == 0.0);
+    CHECK(o.exposure_bars == 7);
+    /* Options: a bad size, unknown non-zero tail bytes, a non-finite fee. */
+    double cl[4] = {1, 2, 3, 4}, pnl[1];
+    int64_t good[6] = {1, 1, 1, 1, 1, 1}, trades[1];
+    tf_sweep_opts small = {.size = 4};
+    CHECK_RC(tf_sweep(cl, 4, good, 1, pnl, trades, &small), TF_E_INVALID_ARG);
+    double inf = INFINITY;
+    tf_sweep_opts bad_fee = {.fee = &inf};
+    CHECK_RC(tf_sweep(cl, 4, good, 1, pnl, trades, &bad_fee), TF_E_INVALID_ARG);
+    CHECK_RC(tf_sweep_reference(cl, 4, good, 1, pnl, trades, &bad_fee), TF_E_INVALID_ARG);
+    struct {
+        tf_sweep_opts o;
+        uint64_t future;
+    } longer = {{.size = sizeof longer}, 0};
+    CHECK_RC(tf_sweep(cl, 4, good, 1, pnl, trades, &longer.o), 0);
+    longer.future = 1;
+    CHECK_RC(tf_sweep(cl, 4, good, 1, pnl, trades, &longer.o), TF_E_INVALID_ARG);
+    /* An older caller's layout: up to max_bytes only, so no fee, stats or progress. */
+    tf_sweep_opts v1 = {.size = offsetof(tf_sweep_opts, max_bytes) + sizeof(size_t), .threads = 1};
+    CHECK_RC(tf_sweep(cl, 4, good, 1, pnl, trades, &v1), 0);
+    tf_strategy *sg = NULL;
+    CHECK_RC(tf_strategy_open(&sg, good), 0);
+    CHECK_RC(tf_strategy_set_fee(sg, NAN), TF_E_INVALID_ARG);
+    tf_strategy_step(sg, 1.0);
+    CHECK_RC(tf_strategy_set_fee(sg, 0.0), TF_E_INVALID_ARG); /* after a bar */
+    tf_strategy_reset(sg);
+    CHECK_RC(tf_strategy_set_fee(sg, 0.0), 0);
+    tf_strategy_close(sg);
+    CHECK_RC(tf_strategy_step(NULL, 1.0), TF_E_NULL_ARG);
+    CHECK_RC(tf_strategy_stats(NULL, &o), TF_E_NULL_ARG);
+    CHECK_RC(tf_strategy_set_fee(NULL, 0.0), TF_E_NULL_ARG);
+    CHECK(tf_strategy_pnl(NULL) == 0.0 && tf_strategy_trades(NULL) == 0);
+    tf_strategy_reset(NULL);
+}
+
+/* Progress counts every unit once; a cancel set before the start stops the sweep with
+ * TF_E_CANCELLED and leaves the outputs untouched. */
+static void test_progress(const double *close)
+{
+    int64_t params[80 * 6];
+    default_grid(params);
+    double pnl[80];
+    int64_t trades[80];
+    tf_progress pg = {0};
+    tf_sweep_opts o = {.threads = 2, .progress = &pg};
+    CHECK_RC(tf_sweep(close, N_DEFAULT, params, 80, pnl, trades, &o), 0);
+    int64_t done = -1, total = -1;
+    tf_progress_read(&pg, &done, &total);
+    CHECK(total > 0 && done == total);
+    tf_progress stop = {0};
+    tf_progress_cancel(&stop);
+    o.progress = &stop;
+    memset(pnl, 0x5A, sizeof pnl);
+    CHECK_RC(tf_sweep(close, N_DEFAULT, params, 80, pnl, trades, &o), TF_E_CANCELLED);
+    uint64_t first;
+    memcpy(&first, pnl, sizeof first);
+    CHECK(first == 0x5A5A5A5A5A5A5A5Aull);
+    tf_progress_read(&stop, &done, NULL);
+    CHECK(done == 0);
+    tf_progress_cancel(NULL);
+    tf_progress_read(NULL, &done, &total);
+    CHECK(done == 0 && total == 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--isa-max-child"))
@@ -531,9 +703,11 @@ int main(int argc, char **argv)
     if (close) {
         test_default(close);
         test_series(close);
+        test_progress(close);
     }
     free(close);
     test_combo_from_length();
+    test_stats_by_hand();
     test_random();
     test_random_grids();
     test_errors();

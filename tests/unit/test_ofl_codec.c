@@ -364,6 +364,7 @@ static void test_error_codes(void)
         TF_E_OFL_SEQ_GAP,
         TF_E_OFL_SESSION_MISMATCH,
         TF_E_OFL_JOURNAL_FAILED,
+        TF_E_OFL_HEADER_DAMAGED,
     };
     size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++) {
@@ -378,6 +379,7 @@ static void test_error_codes(void)
     CHECK_EQ(TF_E_OFL_HEADER_TOO_SHORT, -1401);
     CHECK_EQ(TF_E_OFL_UNSUPPORTED_CLOCK_KIND, -1415);
     CHECK_EQ(TF_E_OFL_JOURNAL_FAILED, -1424);
+    CHECK_EQ(TF_E_OFL_HEADER_DAMAGED, -1425);
 }
 
 static void test_crc32c(void)
@@ -392,10 +394,10 @@ static void test_crc32c(void)
     CHECK_EQ(tf_crc32c(0, zeros, 32), 0x8A9136AAu);
     CHECK_EQ(tf_crc32c(0, ones, 32), 0x62A8AB43u);
     CHECK_EQ(tf_crc32c(0, inc, 32), 0x46DD794Eu);
-    CHECK_EQ(tf_crc32c_sw(0, "123456789", 9), 0xE3069283u);
+    CHECK_EQ(tfo_crc32c_sw(0, "123456789", 9), 0xE3069283u);
     CHECK_EQ(tf_crc32c(0, NULL, 0), 0u);
-    if (tf_crc32c_hw_available())
-        CHECK_EQ(tf_crc32c_hw(0, "123456789", 9), 0xE3069283u);
+    if (tfo_crc32c_hw_available())
+        CHECK_EQ(tfo_crc32c_hw(0, "123456789", 9), 0xE3069283u);
     else
         printf("note: no SSE4.2 here, hardware CRC path not tested\n");
     /* both paths agree on every length and alignment, and chain at every split */
@@ -404,8 +406,8 @@ static void test_crc32c(void)
         buf[i] = (uint8_t)(i * 131 + 7);
     for (size_t off = 0; off < 8; off++)
         for (size_t len = 0; len + off <= 300; len += 7) {
-            uint32_t s = tf_crc32c_sw(0, buf + off, len);
-            CHECK_EQ(tf_crc32c_hw(0, buf + off, len), s);
+            uint32_t s = tfo_crc32c_sw(0, buf + off, len);
+            CHECK_EQ(tfo_crc32c_hw(0, buf + off, len), s);
             size_t cut = len / 3;
             CHECK_EQ(tf_crc32c(tf_crc32c(0, buf + off, cut), buf + off + cut, len - cut), s);
         }
@@ -485,8 +487,47 @@ static void test_wide_path(void)
     CHECK_EQ(at, len);
 }
 
+/* The kind table (orderflow_internal.h) is whole: every kind byte has a golden vector with its
+ * name and size, and its field list covers the payload exactly once. A new row
+ * without a golden or with a short field list fails here. */
+static void test_kind_table(void)
+{
+    int kinds = 0;
+    for (int k = 0; k < 256; k++) {
+        int n = tf_ofl_payload_size(k);
+        const tfo_field *f = tfo_kind_fields(k);
+        CHECK((n >= 0) == (f != NULL));
+        CHECK((n >= 0) == (tf_ofl_kind_name(k) != NULL));
+        if (n < 0)
+            continue;
+        kinds++;
+        int g = -1;
+        for (int i = 0; i < GOLDEN_N; i++)
+            if (golden_kinds[i] == k)
+                g = i;
+        CHECK(g >= 0);
+        if (g >= 0) {
+            CHECK(strcmp(goldens[g].name, tf_ofl_kind_name(k)) == 0);
+            CHECK_EQ(goldens[g].payload_len, n);
+        }
+        int bytes = 0, twice = 0;
+        uint8_t covered[TF_OFL_MAX_PAYLOAD + 16] = {0};
+        for (; f->name; f++) {
+            CHECK(f->offset + f->size <= TF_OFL_MAX_PAYLOAD);
+            for (int b = f->offset; b < f->offset + f->size && b < (int)sizeof covered; b++)
+                twice += covered[b]++ != 0;
+            bytes += f->size;
+        }
+        CHECK_EQ(twice, 0);
+        CHECK_EQ(bytes, n);
+    }
+    CHECK_EQ(kinds, GOLDEN_N);
+    CHECK_EQ(kinds, OFL_IX_COUNT - 1);
+}
+
 int main(void)
 {
+    test_kind_table();
     test_golden();
     test_wide_path();
     test_no_overread();

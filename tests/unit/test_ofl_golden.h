@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "orderflow/orderflow_internal.h"
 #include "tollfree/orderflow.h"
 
 #define GOLDEN_SEQ 0x1122334455667788ull
@@ -136,37 +137,18 @@ static inline size_t golden_bytes(const char *hex, uint8_t *out)
     return n;
 }
 
-/* Compares the payload member of the kind (the union bytes past it may differ). */
+/* Compares the payload fields of the kind, from the kind table (the union's other bytes, padding
+ * included, may differ). */
 static inline int golden_same(const tf_ofl_msg *a, const tf_ofl_msg *b)
 {
     if (a->kind != b->kind || a->journal_seq != b->journal_seq)
         return 0;
-    switch (a->kind) {
-#define SAME(member) return memcmp(&a->member, &b->member, sizeof a->member) == 0
-    case TF_OFL_NEW_LIMIT:
-        return memcmp(&a->new_limit, &b->new_limit, offsetof(tf_ofl_new_limit, side) + 1) == 0;
-    case TF_OFL_NEW_MARKET:
-        return memcmp(&a->new_market, &b->new_market, offsetof(tf_ofl_new_market, side) + 1) == 0;
-    case TF_OFL_REJECTED:
-        return memcmp(&a->rejected, &b->rejected, offsetof(tf_ofl_rejected, reason) + 1) == 0;
-    case TF_OFL_CANCEL_BY_ORDER:
-        SAME(cancel_by_order);
-    case TF_OFL_CANCEL_BY_CLIENT:
-        SAME(cancel_by_client);
-    case TF_OFL_REPLACE:
-        SAME(replace);
-    case TF_OFL_ACCEPTED:
-        SAME(accepted);
-    case TF_OFL_REPLACED:
-        SAME(replaced);
-    case TF_OFL_CANCELED:
-        SAME(canceled);
-    case TF_OFL_TRADE:
-        SAME(trade);
-#undef SAME
-    default:
-        return 1;
-    }
+    const unsigned char *ua = (const unsigned char *)&a->new_limit;
+    const unsigned char *ub = (const unsigned char *)&b->new_limit;
+    for (const tfo_field *f = tfo_kind_fields(a->kind); f && f->name; f++)
+        if (memcmp(ua + f->offset, ub + f->offset, f->size) != 0)
+            return 0;
+    return 1;
 }
 
 #endif

@@ -66,70 +66,96 @@ class Placer:
         return prep
 
 
+class _Rows:
+    """The variants being built, in report order, and the one way a row is added: gated against
+    the reference before it is timed, checked after every timed run."""
+
+    def __init__(self, ctx: Ctx):
+        self.ctx = ctx
+        self.m = ctx.params.shape[0]
+        self.place = Placer(ctx.server, ctx.nospin)
+        self.one = {H.ALL_CPUS[-1]}
+        self.vs: list[H.Variant] = []
+
+    def add(self, name, key, fn, prepare, conv=lambda o: o, **meta):
+        ref = self.ctx.ref
+        self.vs.append(H.Variant(name, fn, gate=lambda: H.gate_sweep(ref, conv(fn()), name),
+                                 prepare=prepare,
+                                 check=lambda out: H.gate_sweep(ref, conv(out), name),
+                                 meta={"key": key, **meta}))
+
+    def add_free(self, name, key, fn, conv=lambda o: o, **meta):
+        """A row with client and server threads left to the scheduler."""
+        self.add(name, key, fn, self.place("free"), conv=conv,
+                 placement=H.describe_placement("free"), **meta)
+
+    def usable(self, c, name, key, **meta) -> bool:
+        """False (and an "unavailable"/"error" row) when the connection c could not be made."""
+        if isinstance(c, Exception) or c is None:
+            self.vs.append(_unavailable(name, key, str(c), _st(c), **meta))
+            return False
+        return True
+
+
 def build(ctx: Ctx, conns: dict) -> list[H.Variant]:
+    """Every row of the architecture table, gated: in-process, batch, chatty, spawn, per-bar
+    sessions, then the one-off dataset loads."""
+    r = _Rows(ctx)
+    _inprocess_rows(r)
+    _batch_rows(r, conns)
+    _chatty_rows(r, conns)
+    _spawn_rows(r)
+    _perbar_rows(r, conns)
+    _load_rows(r, conns)
+    return r.vs
+
+
+def _inprocess_rows(r: _Rows) -> None:
     from tollfree import binding, reference
-    close, params, ref = ctx.close, ctx.params, ctx.ref
-    m = params.shape[0]
-    place = Placer(ctx.server, ctx.nospin)
-    one = {H.ALL_CPUS[-1]}
-    vs: list[H.Variant] = []
-
-    def gated(fn, what):
-        return lambda: H.gate_sweep(ref, fn(), what)
-
-    def checker(what, conv=lambda o: o):
-        return lambda out: H.gate_sweep(ref, conv(out), what)
-
-    def add(name, key, fn, prepare, conv=lambda o: o, **meta):
-        vs.append(H.Variant(name, fn, gate=lambda: H.gate_sweep(ref, conv(fn()), name),
-                            prepare=prepare, check=checker(name, conv),
-                            meta={"key": key, **meta}))
-
-    # ---- in-process ------------------------------------------------------------------------
-    add("in-process numba, 1 thread", "numba_1t", lambda: reference.sweep(close, params),
-        lambda: H.pin_thread(one), kind="in-process", placement=f"CPU {min(one)}", calls=1)
-    add("in-process tollfree, 1 thread", "tollfree_1t",
-        lambda: binding.sweep(close, params, threads=1), lambda: H.pin_thread(one),
-        kind="in-process", placement=f"CPU {min(one)}", calls=1)
-    add(f"in-process tollfree, all threads ({len(H.ALL_CPUS)})", "tollfree_all",
-        lambda: binding.sweep(close, params, threads=0), place("free"), kind="in-process",
-        placement=H.describe_placement("free"), calls=1)
-    add(f"in-process tollfree, {m} one-combo calls, all threads", "tollfree_chatty_inproc",
-        lambda: _concat([binding.sweep(close, params[j:j + 1], threads=0) for j in range(m)]),
-        place("free"), kind="in-process", placement=H.describe_placement("free"), calls=m)
+    close, params, m, one = r.ctx.close, r.ctx.params, r.m, r.one
+    r.add("in-process numba, 1 thread", "numba_1t", lambda: reference.sweep(close, params),
+          lambda: H.pin_thread(one), kind="in-process", placement=f"CPU {min(one)}", calls=1)
+    r.add("in-process tollfree, 1 thread", "tollfree_1t",
+          lambda: binding.sweep(close, params, threads=1), lambda: H.pin_thread(one),
+          kind="in-process", placement=f"CPU {min(one)}", calls=1)
+    r.add_free(f"in-process tollfree, all threads ({len(H.ALL_CPUS)})", "tollfree_all",
+               lambda: binding.sweep(close, params, threads=0), kind="in-process", calls=1)
+    r.add_free(f"in-process tollfree, {m} one-combo calls, all threads", "tollfree_chatty_inproc",
+               lambda: _concat([binding.sweep(close, params[j:j + 1], threads=0)
+                                for j in range(m)]),
+               kind="in-process", calls=m)
     # The server keeps a first-stage cache per loaded dataset (a tf_series): the in-process
     # counterpart of SWEEP_DS / RUN_ONE is tf_series_sweep on a warm series, not tf_sweep.
     try:
         from tollfree.bench.series import PreparedSeries
         ser = PreparedSeries(close)
-        add("in-process tollfree, prepared series (warm first-stage cache), all threads",
-            "tollfree_series_all", lambda: ser.sweep(params, threads=0), place("free"),
-            kind="in-process", placement=H.describe_placement("free"), calls=1)
-        add(f"in-process tollfree, prepared series, {m} one-combo calls, all threads",
-            "tollfree_series_chatty",
-            lambda: _concat([ser.sweep(params[j:j + 1], threads=0) for j in range(m)]),
-            place("free"), kind="in-process", placement=H.describe_placement("free"), calls=m)
+        r.add_free("in-process tollfree, prepared series (warm first-stage cache), all threads",
+                   "tollfree_series_all", lambda: ser.sweep(params, threads=0),
+                   kind="in-process", calls=1)
+        r.add_free(f"in-process tollfree, prepared series, {m} one-combo calls, all threads",
+                   "tollfree_series_chatty",
+                   lambda: _concat([ser.sweep(params[j:j + 1], threads=0) for j in range(m)]),
+                   kind="in-process", calls=m)
     except Exception as e:  # noqa: BLE001
         for k, nm in (("tollfree_series_all", "in-process tollfree, prepared series"),
-                      ("tollfree_series_chatty", "in-process tollfree, prepared series, one-combo calls")):
-            vs.append(_unavailable(nm, k, f"{type(e).__name__}: {e}"))
-    vs.append(_strategy_inproc(ctx, one))
+                      ("tollfree_series_chatty",
+                       "in-process tollfree, prepared series, one-combo calls")):
+            r.vs.append(_unavailable(nm, k, f"{type(e).__name__}: {e}"))
+    r.vs.append(_strategy_inproc(r.ctx, one))
 
-    # ---- server rows -------------------------------------------------------------------------
+
+def _batch_rows(r: _Rows, conns: dict) -> None:
+    close, params = r.ctx.close, r.ctx.params
     for tr in ("unix", "tcp", "shm"):
         c = conns.get(("v2", tr))
         name = f"batch over {tr}, v2 (one SWEEP call ships series + grid)"
-        if isinstance(c, Exception) or c is None:
-            vs.append(_unavailable(name, f"batch_v2_{tr}", str(c), _st(c)))
-        else:
-            add(name, f"batch_v2_{tr}", (lambda c=c: c.sweep(close, params)), place("free"),
-                conv=C.sweep_result, kind="batch", transport=tr, placement=H.describe_placement("free"),
-                calls=1)
+        if r.usable(c, name, f"batch_v2_{tr}"):
+            r.add_free(name, f"batch_v2_{tr}", (lambda c=c: c.sweep(close, params)),
+                       conv=C.sweep_result, kind="batch", transport=tr, calls=1)
     for tr in ("unix", "tcp", "shm"):
         c = conns.get(("v2", tr))
         name = f"batch over {tr}, v2 SWEEP_DS on a loaded dataset (params only)"
-        if isinstance(c, Exception) or c is None:
-            vs.append(_unavailable(name, f"batch_ds_{tr}", str(c), _st(c)))
+        if not r.usable(c, name, f"batch_ds_{tr}"):
             continue
         box: dict = {}
 
@@ -137,33 +163,30 @@ def build(ctx: Ctx, conns: dict) -> list[H.Variant]:
             if "ds" not in box:
                 box["ds"] = c.load(close)  # once (the gate's call); content-addressed
             return c.sweep(box["ds"], params)
-        add(name, f"batch_ds_{tr}", ds_sweep, place("free"), conv=C.sweep_result, kind="batch",
-            transport=tr, placement=H.describe_placement("free"), calls=1)
+        r.add_free(name, f"batch_ds_{tr}", ds_sweep, conv=C.sweep_result, kind="batch",
+                   transport=tr, calls=1)
     for tr in ("unix", "tcp", "shm"):
         c = conns.get(("v1", tr))
         name = f"batch over {tr}, v1 (the published protocol)"
-        if isinstance(c, Exception) or c is None:
-            vs.append(_unavailable(name, f"batch_v1_{tr}", str(c), _st(c)))
-        else:
-            add(name, f"batch_v1_{tr}", (lambda c=c: c.sweep(close, params)), place("free"),
-                conv=C.sweep_result, kind="batch", transport=tr,
-                placement=H.describe_placement("free"), calls=1)
+        if r.usable(c, name, f"batch_v1_{tr}"):
+            r.add_free(name, f"batch_v1_{tr}", (lambda c=c: c.sweep(close, params)),
+                       conv=C.sweep_result, kind="batch", transport=tr, calls=1)
+
+
+def _chatty_rows(r: _Rows, conns: dict) -> None:
+    close, params, m = r.ctx.close, r.ctx.params, r.m
     for tr in ("unix", "tcp", "shm"):
         c = conns.get(("v1", tr))
         name = f"chatty v1 over {tr}: {m} calls, each re-ships the series"
-        if isinstance(c, Exception) or c is None:
-            vs.append(_unavailable(name, f"chatty_v1_{tr}", str(c), _st(c)))
-        else:
-            add(name, f"chatty_v1_{tr}",
-                (lambda c=c: _concat([C.sweep_result(c.sweep(close, params[j:j + 1]))
-                                      for j in range(m)])),
-                place("free"), kind="chatty", transport=tr, placement=H.describe_placement("free"),
-                calls=m)
+        if r.usable(c, name, f"chatty_v1_{tr}"):
+            r.add_free(name, f"chatty_v1_{tr}",
+                       (lambda c=c: _concat([C.sweep_result(c.sweep(close, params[j:j + 1]))
+                                             for j in range(m)])),
+                       kind="chatty", transport=tr, calls=m)
     for tr in ("unix", "tcp", "shm"):
         c = conns.get(("v2", tr))
         name = f"chatty v2 over {tr}: load once, {m} params-only RUN_ONE calls"
-        if isinstance(c, Exception) or c is None:
-            vs.append(_unavailable(name, f"chatty_v2_{tr}", str(c), _st(c)))
+        if not r.usable(c, name, f"chatty_v2_{tr}"):
             continue
 
         def chatty(c=c):
@@ -171,66 +194,66 @@ def build(ctx: Ctx, conns: dict) -> list[H.Variant]:
             outs = [C.run_one_result(c.run_one(h, params[j])) for j in range(m)]
             return (np.array([o[0] for o in outs], dtype=np.float64),
                     np.array([o[1] for o in outs], dtype=np.int64))
-        add(name, f"chatty_v2_{tr}", chatty, place("free"), kind="chatty", transport=tr,
-            placement=H.describe_placement("free"), calls=m + 1)
+        r.add_free(name, f"chatty_v2_{tr}", chatty, kind="chatty", transport=tr, calls=m + 1)
 
-    # spawn per sweep / per combo (the stdio transport: one process per call)
-    try:
-        C._connect_fn()
-        if ctx.server is None and "not built" in ctx.server_reason:
-            raise H.Unavailable(ctx.server_reason)
 
-        def spawn_sweep():
+def _spawn_rows(r: _Rows) -> None:
+    """One ``tollfree serve --stdio`` process per sweep, and per combo."""
+    close, params, m, ctx = r.ctx.close, r.ctx.params, r.m, r.ctx
+    names = (("spawn per sweep (tollfree serve --stdio)", "spawn_sweep"),
+             (f"spawn per combo ({m} processes)", "spawn_combo"))
+    if ctx.server is None and "not built" in ctx.server_reason:
+        for name, key in names:
+            r.vs.append(_unavailable(name, key, ctx.server_reason))
+        return
+
+    def spawn_sweep():
+        c = C.connect_spawn()
+        try:
+            return C.sweep_result(c.sweep(close, params))
+        finally:
+            c.close()
+
+    def spawn_combo():
+        parts = []
+        for j in range(m):
             c = C.connect_spawn()
             try:
-                return C.sweep_result(c.sweep(close, params))
+                parts.append(C.sweep_result(c.sweep(close, params[j:j + 1])))
             finally:
                 c.close()
+        return _concat(parts)
+    r.add_free(names[0][0], names[0][1], spawn_sweep, kind="spawn", transport="stdio", calls=1)
+    r.add_free(names[1][0], names[1][1], spawn_combo, kind="spawn", transport="stdio", calls=m)
 
-        def spawn_combo():
-            parts = []
-            for j in range(m):
-                c = C.connect_spawn()
-                try:
-                    parts.append(C.sweep_result(c.sweep(close, params[j:j + 1])))
-                finally:
-                    c.close()
-            return _concat(parts)
-        add("spawn per sweep (tollfree serve --stdio)", "spawn_sweep", spawn_sweep, place("free"),
-            kind="spawn", transport="stdio", placement=H.describe_placement("free"), calls=1)
-        add(f"spawn per combo ({m} processes)", "spawn_combo", spawn_combo, place("free"),
-            kind="spawn", transport="stdio", placement=H.describe_placement("free"), calls=m)
-    except H.Unavailable as e:
-        vs.append(_unavailable("spawn per sweep (tollfree serve --stdio)", "spawn_sweep", str(e)))
-        vs.append(_unavailable(f"spawn per combo ({m} processes)", "spawn_combo", str(e)))
 
-    # per-bar live sessions ("shm0": the shm transport with no spinning on either side)
+def _perbar_rows(r: _Rows, conns: dict) -> None:
+    """Per-bar live sessions ("shm0": the shm transport with no spinning on either side)."""
     for placement in ("cross", "same"):
         for tr in ("unix", "tcp", "shm", "shm0"):
             c = conns.get(("v2", tr))
             key = f"perbar_{tr}_{placement}"
             what = "shm, no spin (futex only)" if tr == "shm0" else tr
-            name = f"per-bar live session over {what}, {placement} vCPU ({close.shape[0]:,} calls)"
-            if isinstance(c, Exception) or c is None:
-                vs.append(_unavailable(name, key, str(c), _st(c)))
+            name = (f"per-bar live session over {what}, {placement} vCPU "
+                    f"({r.ctx.close.shape[0]:,} calls)")
+            if not r.usable(c, name, key):
                 continue
             try:
                 H.placement_cpus(placement)
             except H.Unavailable as e:
-                vs.append(_unavailable(name, key, str(e)))
+                r.vs.append(_unavailable(name, key, str(e)))
                 continue
-            vs.append(_perbar(ctx, c, tr, placement, place, name, key))
+            r.vs.append(_perbar(r.ctx, c, tr, placement, r.place, name, key))
 
-    # one-off: loading the 1.2 MB dataset (LOAD over sockets, LOAD_FD over shm); fresh bytes
-    # each round, dropped after (a repeated load of the same bytes would be free).
+
+def _load_rows(r: _Rows, conns: dict) -> None:
+    """One-off: loading the 1.2 MB dataset (LOAD over sockets, LOAD_FD over shm); fresh bytes
+    each round, dropped after (a repeated load of the same bytes would be free)."""
     for tr in ("unix", "tcp", "shm"):
         c = conns.get(("v2", tr))
         name = f"load the series over {tr} ({'LOAD_FD: sealed memfd' if tr == 'shm' else 'LOAD'})"
-        if isinstance(c, Exception) or c is None:
-            vs.append(_unavailable(name, f"load_{tr}", str(c), _st(c), section="oneoff"))
-            continue
-        vs.append(_load(ctx, c, tr, place, name))
-    return vs
+        if r.usable(c, name, f"load_{tr}", section="oneoff"):
+            r.vs.append(_load(r.ctx, c, tr, r.place, name))
 
 
 def _st(c) -> str:
@@ -558,7 +581,6 @@ def startup(ctx: Ctx, server_factory, log) -> dict:
                                        samples, reason)
     samples, reason = [], ""
     try:
-        C._connect_fn()
         if ctx.server is None and "not built" in ctx.server_reason:
             raise H.Unavailable(ctx.server_reason)
         for _ in range(max(reps, 10)):

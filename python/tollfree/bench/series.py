@@ -4,8 +4,8 @@
 The server keeps, per loaded dataset, the first-stage WMAs it has computed (a ``tf_series``), so
 SWEEP_DS and RUN_ONE on a loaded dataset skip work that a plain ``tf_sweep`` redoes. Comparing
 them with ``tollfree.sweep`` would credit the cache to the boundary; the fair in-process
-counterpart is ``tf_series_sweep`` on a warm series. The Python binding does not expose it, so
-this module declares it on its own ctypes handle of libtollfree (the binding is left alone).
+counterpart is ``tf_series_sweep`` on a warm series. The options struct is the binding's one
+mirror of ``tf_sweep_opts`` (python/tests/test_layout.py checks it against the C layout).
 """
 from __future__ import annotations
 
@@ -13,32 +13,15 @@ import ctypes
 
 import numpy as np
 
-from tollfree.bench import harness as H
+from tollfree.binding import _Opts
 
 DEFAULT_CACHE = 256 << 20  # the server's default per-dataset first-stage cache (src/server)
 
 
-class _Opts(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_int), ("isa", ctypes.c_int)]
-
-
-_L = None
-
-
 def _lib():
-    global _L
-    if _L is None:
-        from tollfree import _lib as L0
-        lib = ctypes.CDLL(L0.lib_path())
-        try:
-            p, i64 = ctypes.c_void_p, ctypes.c_int64
-            lib.tf_series_open.argtypes = [ctypes.POINTER(p), p, i64, ctypes.c_size_t]
-            lib.tf_series_sweep.argtypes = [p, p, i64, p, p, p]
-            lib.tf_series_close.argtypes, lib.tf_series_close.restype = [p], None
-        except AttributeError as e:
-            raise H.Unavailable(f"libtollfree has no tf_series API ({e})") from None
-        _L = lib
-    return _L
+    """libtollfree with the binding's declarations of the tf_series_* calls (tollfree._lib)."""
+    from tollfree._lib import lib
+    return lib()
 
 
 class PreparedSeries:
@@ -58,7 +41,7 @@ class PreparedSeries:
         params = np.ascontiguousarray(params, dtype=np.int64)
         m = params.shape[0]
         pnl, trades = np.empty(m), np.empty(m, dtype=np.int64)
-        opts = _Opts(threads, 0)
+        opts = _Opts(threads=threads)
         rc = _lib().tf_series_sweep(self._h, params.ctypes.data, m, pnl.ctypes.data,
                                     trades.ctypes.data, ctypes.addressof(opts))
         if rc < 0:

@@ -7,7 +7,7 @@
             for px in close:
                 s.on_bar(px)
 
-URLs: ``unix:PATH``, ``tcp:HOST:PORT`` (``tcp:PORT`` means 127.0.0.1), ``shm:PATH`` (the Unix
+URLs: ``unix:PATH``, ``tcp:[HOST:]PORT`` (``tcp:PORT`` means 127.0.0.1), ``shm:PATH`` (the Unix
 socket of ``serve --shm PATH``) and ``spawn:`` / ``spawn:BINARY`` (one ``tollfree serve --stdio``
 process per call; BINARY defaults to :func:`tollfree._lib.bin_path`).
 
@@ -18,6 +18,7 @@ Running past it raises :class:`tollfree.EngineTimeout`, an :class:`tollfree.Engi
 """
 from __future__ import annotations
 
+from tollfree import urls
 from tollfree.client._shm import DEFAULT_RING, DEFAULT_SPIN
 from tollfree.client._v2 import Client, Dataset, Session, ShmClient, SpawnClient, as_combo
 
@@ -26,35 +27,19 @@ __all__ = ["connect", "Client", "Dataset", "Session", "ShmClient", "SpawnClient"
 
 
 def parse_url(url: str) -> tuple[str, tuple]:
-    """``("unix", (path,))``, ``("tcp", (host, port))``, ``("shm", (path,))``, ``("spawn", (binary,))``."""
-    if not isinstance(url, str):
-        raise TypeError(f"url must be a str, got {type(url).__name__}")
-    scheme, sep, rest = url.partition(":")
-    if not sep:
-        raise ValueError(f"url {url!r}: expected unix:PATH, tcp:HOST:PORT, shm:PATH or spawn:[BINARY]")
-    if scheme in ("unix", "shm"):
-        if not rest:
-            raise ValueError(f"url {url!r}: missing socket path")
-        return scheme, (rest,)
-    if scheme == "tcp":
-        host, sep, port = rest.rpartition(":")
-        if not sep:
-            host, port = "", rest
-        host = host.strip("[]") or "127.0.0.1"
-        try:
-            p = int(port)
-        except ValueError:
-            raise ValueError(f"url {url!r}: bad TCP port {port!r}") from None
-        if not 0 < p < 65536:
-            raise ValueError(f"url {url!r}: TCP port out of range")
-        return "tcp", (host, p)
-    if scheme == "spawn":
+    """``("unix", (path,))``, ``("tcp", (host, port))``, ``("shm", (path,))``, ``("spawn", (binary,))``:
+    the grammar of :mod:`tollfree.urls` plus ``spawn:[BINARY]``."""
+    if isinstance(url, str) and url.startswith("spawn:"):
+        rest = url[len("spawn:"):]
         if rest:
             return "spawn", (rest,)
         from tollfree._lib import bin_path
 
         return "spawn", (bin_path(),)
-    raise ValueError(f"url {url!r}: unknown scheme {scheme!r} (unix, tcp, shm, spawn)")
+    try:
+        return urls.parse(url)
+    except ValueError as e:
+        raise ValueError(f"{e} (or spawn:[BINARY])") from None
 
 
 def open_transport(url: str, timeout: float | None = None, spin: int = DEFAULT_SPIN,

@@ -21,6 +21,12 @@ store followed by a load of another word, matters only for the sleep/wake handsh
   until its bounded futex wait (<= 100 ms) times out and re-checks head: a rare latency spike,
   never a hang. (A C helper doing the increment with ``atomic_fetch_add`` would close it.)
 
+Waiting is the C side's (include/tollfree/shm.h, "Waiting"; :meth:`ShmTransport.wait_more`): a
+spin budget that adapts to what spinning recently bought, one ``sched_yield``, then the futex;
+contention (a spin preempted, a yield that ran another task) switches spinning off for a while.
+The inline fast paths (``ShmSession.on_bar``, ``ShmClient.echo``) spin at most 256 polls
+themselves (``fast[0]``) before they hand over to it.
+
 Every server-written word is checked before use: resp_head must be 8-aligned, ahead of the tail by
 at most ring_bytes and never move backwards; a frame's length must fit the published bytes; a wrap
 marker is only accepted where a frame could not fit. Any violation closes the connection with
@@ -43,9 +49,20 @@ from tollfree import wire
 from tollfree.errors import EngineError, EngineTimeout, os_error
 
 DEFAULT_RING = 4 << 20       # per direction: the default 150,000-bar sweep frame fits
-DEFAULT_SPIN = 20_000        # client spin iterations (~20 ns each in CPython) before sleeping
+DEFAULT_SPIN = 20_000        # client spin iterations (~30 ns each in CPython) before sleeping
 _SLEEP_NS = 100_000_000      # one futex wait, at most (docs/protocol.md: "at most 100 ms")
 _M32 = 0xFFFFFFFF
+
+# Waiting, as the C side does it (include/tollfree/shm.h, "Waiting"): spin for a budget that
+# adapts to what spinning recently bought (at most ``spin``), yield once, then sleep on the futex;
+# contention (a spin preempted, a yield that ran another task) switches spinning and yielding off
+# for a calm window that doubles while contention keeps coming back.
+PREEMPT_NS = 50_000           # TF_SHM_PREEMPT_NS: a gap this long inside a spin: preempted
+YIELD_SLOW_NS = 20_000        # TF_SHM_YIELD_SLOW_NS: a yield this long: another task ran
+CALM_NS = 20_000_000          # TF_SHM_CALM_NS: no spinning or yielding this long after contention
+CALM_MAX_NS = 250_000_000     # TF_SHM_CALM_MAX_NS
+_YIELD_RAN_NS = 3_000         # a yield shorter than this ran nobody else
+_INLINE = 256                 # iterations the inline fast paths spin before calling wait_more
 
 # Control word indexes in memoryview.cast('Q') / .cast('I') views of the control page.
 Q_REQ_HEAD = wire.SHM_OFF_REQ_HEAD // 8
@@ -64,12 +81,42 @@ I_SERVER_PID = wire.SHM_OFF_SERVER_PID // 4
 _futex = None
 
 
+def _syscall_futex():
+    """(wait, wake) through libc's syscall(): the fallback while libtollfree lacks the helpers.
+    Same semantics as tf_futex_wait / tf_futex_wake (include/tollfree/shm.h): wake wakes every
+    waiter; ctypes drops the GIL around each call."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    sysc = libc.syscall
+    sysc.restype = ctypes.c_long
+    SYS_futex, FUTEX_WAIT, FUTEX_WAKE = 202, 0, 1  # x86-64; shared (not PRIVATE) futexes
+
+    class _TS(ctypes.Structure):
+        _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+
+    def wait(addr, expected, timeout_ns):
+        ts = _TS(timeout_ns // 1_000_000_000, timeout_ns % 1_000_000_000)
+        r = sysc(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_int(FUTEX_WAIT),
+                 ctypes.c_uint32(expected), ctypes.byref(ts), ctypes.c_void_p(0),
+                 ctypes.c_int(0))
+        if r == 0:
+            return 0
+        e = ctypes.get_errno()
+        return 0 if e == errno.EAGAIN else -e
+
+    def wake(addr):
+        r = sysc(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_int(FUTEX_WAKE),
+                 ctypes.c_int(0x7FFFFFFF), ctypes.c_void_p(0), ctypes.c_void_p(0),
+                 ctypes.c_int(0))
+        return -ctypes.get_errno() if r < 0 else r
+
+    return wait, wake
+
+
 def _futex_fns():
     """(wait(addr, expected, timeout_ns) -> int, wake(addr) -> int); ctypes drops the GIL."""
     global _futex
     if _futex is not None:
         return _futex
-    wait = wake = None
     try:
         from tollfree._lib import lib
 
@@ -77,29 +124,9 @@ def _futex_fns():
         w, k = L.tf_futex_wait, L.tf_futex_wake
         w.argtypes, w.restype = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64], ctypes.c_int
         k.argtypes, k.restype = [ctypes.c_void_p], ctypes.c_int
-        wait, wake = w, k
+        _futex = (w, k)
     except (ImportError, OSError, AttributeError):
-        # Fallback while libtollfree lacks the helpers: futex(2) through libc's syscall().
-        libc = ctypes.CDLL(None, use_errno=True)
-        sysc = libc.syscall
-        sysc.restype = ctypes.c_long
-        SYS_futex, FUTEX_WAIT, FUTEX_WAKE = 202, 0, 1  # x86-64; shared (not PRIVATE) futexes
-
-        class _TS(ctypes.Structure):
-            _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
-
-        def wait(addr, expected, timeout_ns):
-            ts = _TS(timeout_ns // 1_000_000_000, timeout_ns % 1_000_000_000)
-            r = sysc(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_int(FUTEX_WAIT),
-                     ctypes.c_uint32(expected), ctypes.byref(ts), ctypes.c_void_p(0),
-                     ctypes.c_int(0))
-            return -ctypes.get_errno() if r < 0 else 0
-
-        def wake(addr):
-            return sysc(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_int(FUTEX_WAKE),
-                        ctypes.c_int(1), ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_int(0))
-
-    _futex = (wait, wake)
+        _futex = _syscall_futex()
     return _futex
 
 
@@ -110,8 +137,9 @@ def _corrupt(msg: str) -> EngineError:
 class ShmTransport:
     """One shared-memory connection: a memfd with two rings plus the control socket.
 
-    ``spin``: iterations the client polls resp_head before it sleeps on the futex (0: sleep at
-    once). ``timeout`` (seconds or None) bounds each wait for a reply, raising
+    ``spin``: the most iterations the client polls resp_head before it yields and sleeps on the
+    futex (0: sleep at once, no yield); the budget actually spun adapts below it (see
+    :meth:`wait_more`). ``timeout`` (seconds or None) bounds each wait for a reply, raising
     :class:`~tollfree.errors.EngineTimeout`; the connection is then closed. A dead server is
     detected either way.
     """
@@ -130,6 +158,12 @@ class ShmTransport:
         self.what = f"shm:{path}"
         self.timeout = timeout
         self.spin = int(spin)
+        self.budget = self.spin       # the adaptive spin budget, 0 .. spin
+        self.fast = [min(self.spin, _INLINE)]  # what the inline fast paths spin (0 while calm)
+        self.iter_ns = 30.0           # one poll iteration, measured as we go
+        self.calm_until = self.last_contention = 0
+        self.calm_ns = CALM_NS
+        self.contentions = self.yields_won = self.sleeps = self.empty_wakes = 0
         self.ring = ring
         self.mask = ring - 1
         self.closed = True
@@ -302,18 +336,111 @@ class ShmTransport:
             raise EngineError(wire.E_SHM_PEER_GONE, f"{self.what}: {why}")
 
     def wait(self, tail: int) -> int:
-        """Spins, then sleeps on resp_seq, until resp_head != tail; returns the new head."""
+        """Spins, yields, then sleeps on resp_seq, until resp_head != tail; returns the new
+        head. The first ``fast[0]`` iterations are the inline spin the fast paths also do."""
         cq = self.cq
-        n = self.spin
+        n = self.fast[0]
         while n:
             h = cq[Q_RESP_HEAD]
             if h != tail:
                 return h
             n -= 1
-        return self.sleep(tail)
+        return self.wait_more(tail)
+
+    def _contended(self, now: int) -> bool:
+        """Contention found at ``now`` (as shm_ring.c's contended()). Once is chance: this wait
+        sleeps and the budget halves. Twice within CALM_NS is load: a calm window without
+        spinning or yielding, longer while the load persists. True when calm began."""
+        again = self.last_contention and now - self.last_contention < CALM_NS
+        self.last_contention = now
+        self.contentions += 1
+        self.budget //= 2
+        self.fast[0] = min(self.budget, _INLINE)
+        if not again:
+            return False
+        # Found again as soon as the last window ended: the load persists, back off longer.
+        if self.calm_until and now - self.calm_until < self.calm_ns:
+            self.calm_ns = min(2 * self.calm_ns, CALM_MAX_NS)
+        else:
+            self.calm_ns = CALM_NS
+        self.calm_until = now + self.calm_ns
+        self.budget = 0
+        self.fast[0] = 0
+        return True
+
+    def _adapt(self, t_ns: int) -> None:
+        """After a wait that spinning did not catch, t_ns after it began: a spin of about twice
+        as long would have, within ``spin``? Then that is the budget; else it halves."""
+        need = int(t_ns / self.iter_ns)
+        self.budget = min(self.spin, 2 * need + 64) if need <= self.spin else self.budget // 2
+        self.fast[0] = min(self.budget, _INLINE)
+
+    def wait_more(self, tail: int) -> int:
+        """The rest of a wait, after the inline spin found nothing: the rest of the spin budget
+        (reading the clock every 256 polls: a gap with no answer since means we were preempted
+        and the server did not answer either), one sched_yield (a slow one: another task held
+        this CPU), then the futex (:meth:`sleep`).
+        Contention switches spinning and yielding off for a calm window; otherwise the budget
+        follows what spinning would have bought. Returns the new head."""
+        cq = self.cq
+        t0 = time.monotonic_ns()
+        calm = t0 < self.calm_until
+        inline = self.fast[0]
+        left = self.budget - inline
+        if not calm and left > 0:
+            last = t0
+            spun = 0
+            while left > 0:
+                k = _INLINE if left > _INLINE else left
+                left -= k
+                spun += k
+                while k:
+                    h = cq[Q_RESP_HEAD]
+                    if h != tail:
+                        if 2 * (spun + inline) > self.budget:  # caught late: room to keep doing so
+                            self.budget = min(self.spin, 2 * self.budget)
+                            self.fast[0] = min(self.budget, _INLINE)
+                        return h
+                    k -= 1
+                now = time.monotonic_ns()
+                if now - last > PREEMPT_NS:
+                    h = cq[Q_RESP_HEAD]
+                    if h != tail:
+                        return h  # preempted, but the server answered meanwhile: spinning pays
+                    self._contended(now)
+                    calm = True
+                    break
+                last = now
+            else:
+                if spun >= _INLINE:
+                    self.iter_ns = max(1.0, (last - t0) / spun)
+        if not calm and self.spin > 0:
+            ty = time.monotonic_ns()
+            os.sched_yield()
+            ny = time.monotonic_ns()
+            h = cq[Q_RESP_HEAD]
+            if ny - ty > YIELD_SLOW_NS:
+                # Another task held our CPU that long: had it been the server, it would have
+                # answered sooner. Data or not, yielding and spinning cost whole time slices.
+                self._contended(ny)
+                calm = True
+            elif h != tail and ny - ty > _YIELD_RAN_NS:
+                # The server shares our CPU and ran in our place: spinning cannot help.
+                self.budget //= 2
+                self.fast[0] = min(self.budget, _INLINE)
+                self.yields_won += 1
+            elif h != tail:
+                self._adapt(ny - t0)
+            if h != tail:
+                return h
+        h = self.sleep(tail)
+        self.sleeps += 1
+        if not calm and self.spin > 0:
+            self._adapt(time.monotonic_ns() - t0)
+        return h
 
     def sleep(self, tail: int) -> int:
-        """The futex half of :meth:`wait` (after the spin budget is spent)."""
+        """The futex half of :meth:`wait` (after the spin and the yield)."""
         cq = self.cq
         ci = self.ci
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
@@ -333,6 +460,7 @@ class ShmTransport:
             h = cq[Q_RESP_HEAD]
             if h != tail:
                 return h
+            self.empty_wakes += 1  # a timeout (or a wake with no data): a lost wake-up costs one
             self._check_peer()
             if deadline is not None and time.monotonic() >= deadline:
                 self.close()

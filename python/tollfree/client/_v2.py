@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from tollfree import wire
-from tollfree.binding import as_close, as_params
+from tollfree.binding import FEE_DEFAULT, STAT_NAMES, STATS_DTYPE, as_close, as_fee, as_params
 from tollfree.errors import EngineError
 
 _M64 = (1 << 64) - 1
@@ -333,6 +333,47 @@ class Client:
             t.read(_bytes_view(trades), 8 * m)
         t.end_reply()
 
+    def sweep_stats(self, data, params, fee: float = FEE_DEFAULT) -> dict:
+        """Every output of every combo (the names of :func:`tollfree.sweep_stats`, bit-identical
+        to it) from the server: SWEEP_DS with the statistics flag and a fee. ``data`` is a
+        :class:`Dataset` or a close array (loaded for the call, dropped after if this call
+        created it)."""
+        params = as_params(params)
+        fee = as_fee(fee)
+        if isinstance(data, Dataset):
+            rows = self._sweep_stats_rows(data, params, fee)
+        else:
+            ds = self.load(as_close(data))
+            try:
+                rows = self._sweep_stats_rows(ds, params, fee)
+            finally:
+                if ds.created and not self.closed:
+                    self.drop(ds)
+        return {n: np.ascontiguousarray(rows[n]) for n in STAT_NAMES}
+
+    def _sweep_stats_rows(self, ds, params, fee, t=None) -> np.ndarray:
+        t = t or self._t
+        m = params.shape[0]
+        flags = wire.SWEEP_FLAG_STATS | wire.SWEEP_FLAG_FEE
+        wire.SWEEP_DS_REQ.pack_into(self._pay, 0, ds.handle, m, flags)
+        wire.F64.pack_into(self._pay, 16, fee)
+        rid = self._send(wire.SWEEP_DS, [self._pay_mv[:24], _bytes_view(params)], 24 + 48 * m, t=t)
+        want = 8 + (16 + wire.STATS_ROW) * m
+        plen = self._recv(wire.SWEEP_DS, rid, want, t)
+        if plen != want:
+            self._bad(f"statistics reply of {plen} bytes for {m} combos (expected {want})", t)
+        t.read(self._pay_mv[:8], want)
+        nn, rflags = wire.SWEEP_REP_FLAGS.unpack_from(self._pay)
+        if nn != m or rflags != wire.SWEEP_FLAG_STATS:
+            self._bad(f"statistics reply for {nn} combos, flags {rflags} (sent {m})", t)
+        arrays = np.empty(2 * m, np.int64)  # pnl and trades again: the rows carry both
+        rows = np.empty(m, STATS_DTYPE)
+        if m:
+            t.read(_bytes_view(arrays), 16 * m)
+            t.read(_bytes_view(rows), wire.STATS_ROW * m)
+        t.end_reply()
+        return rows
+
     def run_one(self, dataset, combo) -> tuple[float, int]:
         """One combo on a loaded dataset: ``(pnl, trades)`` (the "chatty but cheap" pattern)."""
         if not isinstance(dataset, Dataset):
@@ -422,8 +463,8 @@ class ShmSession(Session):
         req, resp, cq, ci = t.req, t.resp, t.cq, t.ci
         mask = t.mask
         ring = t.ring
-        spin = t.spin
-        sleep = t.sleep
+        fast = t.fast  # [inline spin iterations], adapted by ShmTransport.wait_more
+        more = t.wait_more
         wake = t.futex_wake
         seq_addr = t.req_seq_addr
         pack = wire.SESSION_BAR_FRAME.pack_into
@@ -453,14 +494,14 @@ class ShmSession(Session):
                 tail = cq[RT]
                 head = cq[RH]
                 if head == tail:
-                    k = spin
+                    k = fast[0]
                     while k:
                         head = cq[RH]
                         if head != tail:
                             break
                         k -= 1
                     else:
-                        head = sleep(tail)
+                        head = more(tail)
                 roff = tail & mask
                 if 40 <= head - tail <= ring and roff + 40 <= ring:
                     r = unpack(resp, roff)
@@ -548,7 +589,7 @@ class ShmClient(Client):
         bufs = self._echo_bufs
         req, resp, cq, ci = t.req, t.resp, t.cq, t.ci
         req_q, resp_q = t.req_q, t.resp_q  # u64 views of the rings: frame headers are 8-aligned
-        mask, ring, spin, sleep = t.mask, t.ring, t.spin, t.sleep
+        mask, ring, fast, more = t.mask, t.ring, t.fast, t.wait_more
         wake, seq_addr = t.futex_wake, t.req_seq_addr
         OP = wire.ECHO
         W0 = (OP << 32) | (wire.VERSION << 40)  # header word 0 but body_len: op, version, 0
@@ -617,14 +658,14 @@ class ShmClient(Client):
                 tail = cq[RT]
                 head = cq[RH]
                 if head == tail:
-                    k = spin
+                    k = fast[0]
                     while k:
                         head = cq[RH]
                         if head != tail:
                             break
                         k -= 1
                     else:
-                        head = sleep(tail)
+                        head = more(tail)
                 roff = tail & mask
                 if size <= head - tail <= ring and roff + size <= ring:
                     q = roff >> 3

@@ -1,0 +1,28 @@
+/* Internal: the writing file I/O of the journal (src/orderflow/journal.c) and of the engine's
+ * snapshots (src/engine/snapshot.c) goes through one table of operations, so that a test can
+ * make the Nth write, fsync or fdatasync fail (ENOSPC, EIO, a short write) the way SQLite's test
+ * VFS does (tests/unit/test_journal_fault.c). The table is the real system calls unless a test
+ * installs another: a release build pays one indirect call per system call, nothing else. */
+#ifndef TF_ORDERFLOW_FIO_H
+#define TF_ORDERFLOW_FIO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Each operation behaves like the system call of its name: -1 with errno set on failure. */
+typedef struct tfo_fio_ops {
+    ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
+    ssize_t (*write)(int fd, const void *buf, size_t n);
+    int (*fsync)(int fd);
+    int (*fdatasync)(int fd);
+    int (*ftruncate)(int fd, off_t len);
+} tfo_fio_ops;
+
+/* The table in use; never NULL. */
+extern const tfo_fio_ops *tfo_fio;
+
+/* Installs ops (NULL: the real system calls) and returns the table it replaces. For tests: set
+ * it while no journal or snapshot I/O runs on another thread. */
+const tfo_fio_ops *tfo_fio_set(const tfo_fio_ops *ops);
+
+#endif

@@ -1,0 +1,341 @@
+/* The shared-memory wait/wake path on its own (src/wire/shm_ring.c): two threads play client and
+ * server over rings in one mapping. A futex wake reaches every waiter blocked in the kernel;
+ * ping-pong rounds with every spin budget lose no wake-up (a lost one would show as a 100 ms
+ * futex timeout, which the liveness callback counts); a waiter that shares its CPU with a busy
+ * task notices the contention (include/tollfree/shm.h, "Waiting"). */
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "tollfree/shm.h"
+#include "wire/wire_internal.h"
+
+#define RING ((uint64_t)64 << 10)
+
+/* ---- helpers ---- */
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* 1 once thread `tid` is blocked in futex(2) (its /proc syscall line starts with the number). */
+static int in_futex(pid_t tid)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return atol(buf) == SYS_futex && buf[0] != '-';
+}
+
+/* ---- a futex wake reaches every waiter ---- */
+
+typedef struct fx_waiter {
+    uint32_t *word;
+    pid_t tid; /* atomic */
+    int rc;
+} fx_waiter;
+
+static void *fx_wait(void *arg)
+{
+    fx_waiter *w = arg;
+    __atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    int rc;
+    do
+        rc = tf_futex_wait(w->word, 0, (int64_t)T_DEADLINE_MS * 1000000);
+    while (rc == -EINTR || (rc == 0 && __atomic_load_n(w->word, __ATOMIC_ACQUIRE) == 0));
+    w->rc = rc;
+    return NULL;
+}
+
+static void test_wake_all(void)
+{
+    static uint32_t word;
+    fx_waiter w[2] = {{.word = &word}, {.word = &word}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, fx_wait, &w[i]);
+    /* Both blocked in the kernel (a deadline guards against a hang only). */
+    int64_t end = tf_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
+    for (int i = 0; i < 2; i++) {
+        pid_t tid;
+        while (!(tid = __atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE)) || !in_futex(tid)) {
+            if (tf_now_ns() > end)
+                break;
+            sleep_us(200);
+        }
+    }
+    __atomic_store_n(&word, 1, __ATOMIC_SEQ_CST);
+    /* One call wakes both (docs/protocol.md: the producer wakes every waiter). */
+    CHECK_EQ(tf_futex_wake(&word), 2);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_RC(w[i].rc, 0);
+    }
+}
+
+/* ---- ping-pong over the rings ---- */
+
+typedef struct side {
+    tf_ring_prod prod;
+    tf_ring_cons cons;
+    tf_shm_waiter wait;
+    uint64_t alive_calls;
+    int cpu; /* pin to this CPU, or -1 */
+} side;
+
+typedef struct game {
+    uint8_t *map;
+    side cli, srv;
+    int rounds;
+    int server_rc;
+    int bad; /* replies with the wrong value */
+} game;
+
+/* Called before every futex sleep: once per wait that sleeps, plus once per futex return that
+ * brought no data (a timeout). More than 20 such returns on one side means wake-ups are lost:
+ * give up at once rather than wait 100 ms a round. */
+static int alive_fn(void *arg)
+{
+    side *s = arg;
+    s->alive_calls++;
+    return s->alive_calls > s->wait.sleeps + 1 + 20 ? -EPIPE : 0;
+}
+
+static void pin(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static int recv_u64(side *s, uint64_t *v)
+{
+    for (;;) {
+        const uint8_t *f;
+        uint32_t len;
+        int rc = tf_ring_peek(&s->cons, 64, &f, &len);
+        if (rc == 1) {
+            if (len != 8)
+                return TF_E_PROTOCOL;
+            memcpy(v, f + 4, 8);
+            tf_ring_consume(&s->cons, len);
+            return 0;
+        }
+        if (rc < 0)
+            return rc;
+        int64_t deadline = tf_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
+        rc = tf_ring_wait_data(&s->cons, &s->wait, alive_fn, s, deadline);
+        if (rc)
+            return rc;
+    }
+}
+
+static int send_u64(side *s, uint64_t v)
+{
+    uint8_t *dst;
+    int64_t deadline = tf_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
+    int rc =
+        tf_ring_wait_room(&s->prod, TF_SHM_FRAME_SPAN(8), &s->wait, alive_fn, s, deadline, &dst);
+    if (rc)
+        return rc;
+    uint32_t len = 8;
+    memcpy(dst, &len, 4);
+    memcpy(dst + 4, &v, 8);
+    tf_ring_publish(&s->prod, TF_SHM_FRAME_SPAN(8));
+    return 0;
+}
+
+static void *server_main(void *arg)
+{
+    game *g = arg;
+    pin(g->srv.cpu);
+    for (int i = 0; i < g->rounds; i++) {
+        uint64_t v;
+        int rc = recv_u64(&g->srv, &v);
+        if (!rc)
+            rc = send_u64(&g->srv, v * 3 + 1);
+        if (rc) {
+            g->server_rc = rc;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void game_init(game *g, int rounds, int cli_spin, int srv_spin, int cpu)
+{
+    memset(g, 0, sizeof *g);
+    g->map = aligned_alloc(4096, TF_SHM_TOTAL_BYTES(RING));
+    memset(g->map, 0, TF_SHM_TOTAL_BYTES(RING));
+    tf_ring_setup(g->map, RING, 0, &g->cli.prod, &g->cli.cons);
+    tf_ring_setup(g->map, RING, 1, &g->srv.prod, &g->srv.cons);
+    tf_shm_waiter_init(&g->cli.wait, cli_spin);
+    tf_shm_waiter_init(&g->srv.wait, srv_spin);
+    g->cli.cpu = g->srv.cpu = cpu;
+    g->rounds = rounds;
+}
+
+/* Plays g->rounds request/reply rounds; returns the client's first error (0: none). */
+static int game_play(game *g)
+{
+    pthread_t th;
+    pthread_create(&th, NULL, server_main, g);
+    pin(g->cli.cpu);
+    int rc = 0;
+    for (int i = 0; i < g->rounds && !rc; i++) {
+        uint64_t v = 0;
+        rc = send_u64(&g->cli, (uint64_t)i);
+        if (!rc)
+            rc = recv_u64(&g->cli, &v);
+        if (!rc && v != (uint64_t)i * 3 + 1)
+            g->bad++;
+    }
+    if (rc) {
+        /* Unblock the server as a departing client does (it sees no closed word here, so it
+         * runs into its own give-up rule within 21 timeouts). */
+        __atomic_fetch_add((uint32_t *)(g->map + TF_SHM_OFF_REQ_SEQ), 1, __ATOMIC_SEQ_CST);
+        tf_futex_wake((uint32_t *)(g->map + TF_SHM_OFF_REQ_SEQ));
+    }
+    pthread_join(th, NULL);
+    free(g->map);
+    return rc;
+}
+
+static void test_no_lost_wakeups(void)
+{
+    /* spin 0: every wait sleeps in the futex at once (the wake path every round); 64: short
+     * spins that often just miss; the default. The budgets of the two sides differ too. */
+    const int spins[][2] = {{0, 0}, {64, 0}, {0, 64}, {64, 64}, {-1, -1}, {-1, 0}};
+    for (size_t k = 0; k < sizeof spins / sizeof spins[0]; k++) {
+        game g;
+        game_init(&g, 3000, spins[k][0], spins[k][1], -1);
+        CHECK_RC(game_play(&g), 0);
+        CHECK_RC(g.server_rc, 0);
+        CHECK_EQ(g.bad, 0);
+        /* A lost wake-up costs a 100 ms futex timeout: at most two stray ones (a thread
+         * descheduled that long on a loaded machine) are allowed per side. */
+        CHECK(g.cli.alive_calls <= g.cli.wait.sleeps + 2);
+        CHECK(g.srv.alive_calls <= g.srv.wait.sleeps + 2);
+        if (spins[k][0] == 0) {
+            /* spin 0: never spins, never yields, so never finds contention */
+            CHECK(g.cli.wait.sleeps > 0);
+            CHECK_EQ(g.cli.wait.yields_won, 0);
+            CHECK_EQ(g.cli.wait.contentions, 0);
+        }
+    }
+}
+
+/* ---- contention ---- */
+
+static int hog_stop;
+static void *hog_main(void *arg)
+{
+    pin(*(int *)arg);
+    while (!__atomic_load_n(&hog_stop, __ATOMIC_RELAXED))
+        tf_cpu_relax();
+    return NULL;
+}
+
+typedef struct late_producer {
+    game *g;
+    int rc;
+} late_producer;
+
+/* Publishes one reply once the client has gone to sleep on it. */
+static void *publish_when_asleep(void *arg)
+{
+    late_producer *lp = arg;
+    game *g = lp->g;
+    const uint32_t *sleeping = (const uint32_t *)(g->map + TF_SHM_OFF_CLIENT_SLEEPING);
+    int64_t end = tf_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
+    while (!__atomic_load_n(sleeping, __ATOMIC_SEQ_CST) && tf_now_ns() < end)
+        sleep_us(100);
+    lp->rc = send_u64(&g->srv, 42);
+    return NULL;
+}
+
+/* One wait of the client for a reply that comes only once it sleeps. */
+static void late_round(game *g, uint64_t want)
+{
+    late_producer lp = {.g = g};
+    pthread_t prod;
+    pthread_create(&prod, NULL, publish_when_asleep, &lp);
+    uint64_t v = 0;
+    CHECK_RC(recv_u64(&g->cli, &v), 0);
+    CHECK_EQ(v, want);
+    pthread_join(prod, NULL);
+    CHECK_RC(lp.rc, 0);
+}
+
+static void test_preempted_spin_noticed(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
+        cpu++;
+    /* The client waits with a budget of 2,000,000 PAUSEs (75 ms or more) on a CPU it shares
+     * with a busy thread, for a reply that comes only once it sleeps. The scheduler preempts
+     * it within a few ms; it must see the gap (no answer since), stop spinning and sleep. */
+    pthread_t hog;
+    hog_stop = 0;
+    pthread_create(&hog, NULL, hog_main, &cpu);
+    game g;
+    game_init(&g, 0, 2000000, 0, cpu);
+    pin(cpu);
+    late_round(&g, 42);
+    CHECK_EQ(g.cli.wait.preempted, 1);
+    CHECK_EQ(g.cli.wait.contentions, 1);
+    CHECK_EQ(g.cli.wait.yields_lost, 0); /* a preempted spin sleeps without a yield */
+    CHECK_EQ(g.cli.wait.sleeps, 1);
+    CHECK_EQ(g.cli.wait.spin, 1000000); /* once is chance: the budget halves, no calm yet */
+    CHECK_EQ(g.cli.wait.calm_until, 0);
+    /* Found again soon after: load. Calm: no spinning, no yielding for a while. */
+    for (int i = 0; i < 8 && !g.cli.wait.calm_until; i++)
+        late_round(&g, 42);
+    CHECK(g.cli.wait.calm_until > 0);
+    CHECK(g.cli.wait.contentions >= 2);
+    CHECK_EQ(g.cli.wait.spin, 0);
+    CHECK_EQ(g.cli.wait.yields_lost, 0);
+    __atomic_store_n(&hog_stop, 1, __ATOMIC_RELAXED);
+    pthread_join(hog, NULL);
+    free(g.map);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void test_waiter_init(void)
+{
+    tf_shm_waiter w;
+    tf_shm_waiter_init(&w, -1);
+    CHECK_EQ(w.max_spin, TF_SHM_DEFAULT_SPIN);
+    CHECK_EQ(w.spin, TF_SHM_DEFAULT_SPIN);
+    CHECK_EQ(w.calm_until, 0);
+    tf_shm_waiter_init(&w, 0);
+    CHECK_EQ(w.max_spin, 0);
+    CHECK_EQ(w.spin, 0);
+    tf_shm_waiter_init(&w, 123);
+    CHECK_EQ(w.spin, 123);
+}
+
+int main(void)
+{
+    test_waiter_init();
+    test_wake_all();
+    test_no_lost_wakeups();
+    test_preempted_spin_noticed();
+    return tf_test_report();
+}
