@@ -74,6 +74,57 @@ static int is_array_op(uint8_t op)
     return op == TF_OP_V1_SWEEP || op == TF_OP_V1_ECHO || op == TF_OP_SWEEP || op == TF_OP_LOAD;
 }
 
+/* Rings one client process may hold: a quarter of TF_SERVER_MAX_SHM, so that one process
+ * opening rings in a loop leaves room for others (the socket file is 0600: every client is its
+ * owner's or root's, so a per-UID cap would not separate them; the process does). */
+#define MAX_SHM_PER_PID (TF_SERVER_MAX_SHM / 4)
+
+/* Rings held per (server, client pid), for every server of this process. */
+static struct {
+    const srv *s;
+    pid_t pid;
+    int n;
+} peers[4 * TF_SERVER_MAX_SHM];
+static pthread_mutex_t peers_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Takes (delta +1) or gives back (-1) one ring of pid's; taking fails past MAX_SHM_PER_PID. */
+static int peer_ring(const srv *s, pid_t pid, int delta)
+{
+    int rc = TF_E_SHM_LIMIT, free_slot = -1;
+    size_t n = sizeof peers / sizeof peers[0];
+    pthread_mutex_lock(&peers_mu);
+    for (size_t i = 0; i < n; i++) {
+        if (peers[i].n && peers[i].s == s && peers[i].pid == pid) {
+            if (delta < 0 || peers[i].n < MAX_SHM_PER_PID) {
+                peers[i].n += delta;
+                rc = 0;
+            }
+            pthread_mutex_unlock(&peers_mu);
+            return rc;
+        }
+        if (!peers[i].n && free_slot < 0)
+            free_slot = (int)i;
+    }
+    if (delta > 0 && free_slot >= 0) {
+        peers[free_slot].s = s;
+        peers[free_slot].pid = pid;
+        peers[free_slot].n = 1;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&peers_mu);
+    return rc;
+}
+
+/* Codes of this file for the two timeouts (never sent: they only name why a ring closed). */
+#define STALLED (-ETIMEDOUT)
+#define IDLE (-ETIME)
+
+/* A CLOCK_MONOTONIC deadline seconds from now, or 0 (none) for seconds <= 0. */
+static int64_t deadline_after(int seconds)
+{
+    return seconds > 0 ? tf_now_ns() + (int64_t)seconds * 1000000000ll : 0;
+}
+
 /* The pipeline's sink for a ring: waits for room, copies the reply in, releases the request
  * (req_tail moves before the reply is published, as docs/protocol.md says), publishes. */
 static int ring_emit(void *ud, srv_reply *rep)
@@ -82,7 +133,12 @@ static int ring_emit(void *ud, srv_reply *rep)
     uint64_t len = srv_reply_len(rep);
     uint64_t span = TF_SHM_FRAME_SPAN(len - 4);
     uint8_t *dst;
-    int rc = tf_ring_wait_room(&m->resp, span, &m->wait, alive, m, 0, &dst);
+    /* A client that stops reading its replies holds its ring: after --stall-timeout it is
+     * closed, as a socket connection stalled in the middle of a reply is. */
+    int rc = tf_ring_wait_room(&m->resp, span, &m->wait, alive, m,
+                               deadline_after(m->s->cfg.stall_timeout_s), &dst);
+    if (rc == -ETIMEDOUT)
+        return STALLED;
     if (rc)
         return rc;
     memcpy(dst, rep->head, rep->head_len);
@@ -180,7 +236,10 @@ static void *shm_main(void *arg)
         }
         if (rc < 0)
             break;
-        rc = tf_ring_wait_data(&m->req, &m->wait, alive, m, 0);
+        /* Between frames: a client idle for --idle-timeout is closed, as a socket one is. */
+        rc = tf_ring_wait_data(&m->req, &m->wait, alive, m, deadline_after(s->cfg.idle_timeout_s));
+        if (rc == -ETIMEDOUT)
+            rc = IDLE;
         if (rc)
             break;
     }
@@ -188,6 +247,10 @@ static void *shm_main(void *arg)
         why = "peer wrote an invalid ring position or length (dropped)";
     else if (rc == TF_E_SHUTTING_DOWN)
         why = "server shutting down";
+    else if (rc == IDLE)
+        why = "idle timeout (--idle-timeout)";
+    else if (rc == STALLED)
+        why = "stalled: the client stopped reading its replies (--stall-timeout)";
     else if (rc != TF_E_SHM_PEER_GONE)
         why = tf_strerror(rc);
     /* Tell the client, wake it if it sleeps, and close the control socket. */
@@ -208,7 +271,9 @@ static void *shm_main(void *arg)
     srv_log_close(&m->ctx, line);
     srv_log_bind(NULL);
     srv_ctx_fini(&m->ctx);
+    pid_t pid = m->pid;
     shm_unref(m);
+    peer_ring(s, pid, -1);
     __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
     return NULL;
 }
@@ -236,6 +301,10 @@ int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pi
         __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
         return TF_E_SHM_LIMIT;
     }
+    if (peer_ring(s, peer_pid, +1)) {
+        __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
+        return TF_E_SHM_LIMIT;
+    }
     int rc = 0;
     srv_shm *m = NULL;
     void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
@@ -255,6 +324,7 @@ int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pi
     if (rc) {
         if (map)
             munmap(map, total);
+        peer_ring(s, peer_pid, -1);
         __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
         return rc;
     }
@@ -283,6 +353,7 @@ int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pi
         srv_ctx_fini(&m->ctx);
         m->refs = 1;
         shm_unref(m);
+        peer_ring(s, peer_pid, -1);
         __atomic_fetch_sub(&s->shm_threads, 1, __ATOMIC_ACQ_REL);
         return TF_E_NOMEM;
     }
