@@ -70,42 +70,12 @@ static int es_start(esrv *s, const char *const *extra)
         argv[n++] = extra[i];
     argv[n] = NULL;
     unlink(s->log);
-    pid_t pid = fork();
-    if (pid < 0)
+    s->pid = t_spawn(argv, s->log, s->out);
+    if (s->pid < 0) {
+        s->pid = 0;
         return -1;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fo = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0)
-            dup2(fd, 2);
-        if (fo >= 0)
-            dup2(fo, 1);
-        int nul = open("/dev/null", O_RDONLY);
-        if (nul >= 0)
-            dup2(nul, 0);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
     }
-    s->pid = pid;
-    static char buf[1 << 16];
-    for (int64_t end = t_now_ms() + T_DEADLINE_MS; t_now_ms() < end;) {
-        t_read_file(s->log, buf, sizeof buf);
-        const char *p = strstr(buf, "listening tcp 127.0.0.1:");
-        if (p && strstr(buf, "listening unix")) {
-            s->tcp_port = atoi(p + strlen("listening tcp 127.0.0.1:"));
-            return 0;
-        }
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            s->pid = 0;
-            fprintf(stderr, "engine service exited early:\n%s\n", buf);
-            return -1;
-        }
-        t_sleep_ms(5);
-    }
-    tf_test_deadline_note("engine service start", T_DEADLINE_MS);
-    return -1;
+    return t_wait_listening(&s->pid, s->log, 0, &s->tcp_port, "engine service");
 }
 
 /* SIGTERM; returns the exit status; the JSON summary line lands in s->out. */

@@ -10,20 +10,6 @@
 #include "harness.h"
 #include "test_server_util.h"
 
-static int count_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* Waits until the server holds at most `want` fds; returns the last count. */
 static int wait_fds(pid_t pid, int want)
 {
@@ -116,43 +102,6 @@ static void test_bad_port(void)
     t_cleanup(&t2);
 }
 
-/* A field of /proc/PID/status in KiB (VmRSS, VmHWM, Threads: the number), -1 if missing. */
-static long proc_status(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    long v = -1;
-    size_t fl = strlen(field);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, field, fl) && line[fl] == ':') {
-            v = atol(line + fl + 1);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-/* A TCP client from a chosen loopback address (127.0.0.X): a distinct peer for the caps. */
-static int connect_tcp_from(int port, const char *src)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    inet_pton(AF_INET, src, &sa.sin_addr);
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* Issue 13 item 2: 8 clients each send a 48 MiB ECHO and never read. Before, each connection
  * held its own body (8 x 48 MiB resident with --max-memory 64M); now the first is taken, the
  * others are answered LIMIT with their bodies dropped, and the server's peak stays within the
@@ -231,7 +180,7 @@ static void test_caps(void)
     int fds[64], n = 0, ok_a = 0, ok_b = 0, ok_c = 0;
     /* Peer A: at most 20 (its cap). */
     for (int i = 0; i < 25; i++) {
-        fds[n] = connect_tcp_from(ts.tcp_port, "127.0.0.2");
+        fds[n] = t_connect_tcp_from(ts.tcp_port, "127.0.0.2");
         ok_a += admitted(fds[n]);
         n++;
     }
@@ -239,14 +188,14 @@ static void test_caps(void)
     /* Peer B: up to the reserve line (40 - 8 = 32 in all), then only while it holds fewer
      * than 4: 12 more slots, then 4 in the reserve... it holds 12 already, so none. */
     for (int i = 0; i < 14; i++) {
-        fds[n] = connect_tcp_from(ts.tcp_port, "127.0.0.3");
+        fds[n] = t_connect_tcp_from(ts.tcp_port, "127.0.0.3");
         ok_b += admitted(fds[n]);
         n++;
     }
     CHECK_EQ(ok_b, 12);
     /* Peer C, new: the reserve lets it in (up to 3 more than nothing, i.e. 4 in all). */
     for (int i = 0; i < 6; i++) {
-        fds[n] = connect_tcp_from(ts.tcp_port, "127.0.0.4");
+        fds[n] = t_connect_tcp_from(ts.tcp_port, "127.0.0.4");
         ok_c += admitted(fds[n]);
         n++;
     }
@@ -261,7 +210,7 @@ static void test_caps(void)
     close(u);
     int again = -1;
     for (int64_t end = t_now_ms() + T_DEADLINE_MS; t_now_ms() < end; t_sleep_ms(10)) {
-        again = connect_tcp_from(ts.tcp_port, "127.0.0.2");
+        again = t_connect_tcp_from(ts.tcp_port, "127.0.0.2");
         if (admitted(again))
             break;
         close(again);

@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 
 #include "harness.h"
 #include "tollfree/client.h"
@@ -94,6 +95,77 @@ static inline size_t t_read_file(const char *path, char *buf, size_t cap)
     return n;
 }
 
+/* A TCP client of 127.0.0.1:port from a chosen loopback source address (127.0.0.X: a distinct
+ * peer for the per-address caps), TCP_NODELAY set. The fd, or -1. */
+static inline int t_connect_tcp_from(int port, const char *src)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &sa.sin_addr);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+/* Forks and runs argv (NULL-terminated): stdin from /dev/null, stderr to log, stdout to out (or
+ * /dev/null); the child dies with the test and never holds the test's stdout (ctest waits for it).
+ * The child's pid, or -1. */
+static inline pid_t t_spawn(const char *const *argv, const char *log, const char *out)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+        dup2(fd, 2);
+        close(fd);
+    }
+    int nul = open("/dev/null", O_RDWR);
+    int fo = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600) : nul;
+    if (nul >= 0)
+        dup2(nul, 0);
+    if (fo >= 0)
+        dup2(fo, 1);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+/* Waits for a server's listening lines in log: tcp (its port into *tcp_port), unix, and shm when
+ * want_shm. 0; or -1 if the server exited first (*pid set to 0, its log on stderr) or past the
+ * hang deadline. what names it in messages. */
+static inline int t_wait_listening(pid_t *pid, const char *log, int want_shm, int *tcp_port,
+                                   const char *what)
+{
+    static char buf[1 << 16];
+    for (int64_t end = t_now_ms() + T_DEADLINE_MS; t_now_ms() < end;) {
+        t_read_file(log, buf, sizeof buf);
+        const char *p = strstr(buf, "listening tcp 127.0.0.1:");
+        if (p && strstr(buf, "listening unix") && (!want_shm || strstr(buf, "listening shm"))) {
+            *tcp_port = atoi(p + strlen("listening tcp 127.0.0.1:"));
+            return 0;
+        }
+        int st;
+        if (waitpid(*pid, &st, WNOHANG) == *pid) {
+            *pid = 0;
+            fprintf(stderr, "%s exited early:\n%s\n", what, buf);
+            return -1;
+        }
+        t_sleep_ms(5);
+    }
+    tf_test_deadline_note(what, T_DEADLINE_MS);
+    return -1;
+}
+
 /* Starts `tollfree serve` with --unix DIR/s.sock --shm DIR/shm.sock --tcp 127.0.0.1:0 plus
  * `extra` (NULL-terminated argv tail), stderr to DIR/log; waits for the listening lines. */
 static inline int t_start_ex(tserver *ts, const char *const *extra, int with_listeners)
@@ -119,47 +191,13 @@ static inline int t_start_ex(tserver *ts, const char *const *extra, int with_lis
     for (int i = 0; extra && extra[i] && n < 62; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
-    pid_t pid = fork();
+    pid_t pid = t_spawn(argv, ts->log, NULL);
     if (pid < 0)
         return -1;
-    if (pid == 0) {
-        /* Never outlive the test, and never hold the test's stdout (ctest waits for it). */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int fd = open(ts->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 2);
-            close(fd);
-        }
-        int nul = open("/dev/null", O_RDWR);
-        if (nul >= 0) {
-            dup2(nul, 0);
-            dup2(nul, 1);
-            close(nul);
-        }
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
     ts->pid = pid;
     if (!with_listeners)
         return 0;
-    static char buf[1 << 16];
-    for (int64_t end = t_now_ms() + T_DEADLINE_MS; t_now_ms() < end;) {
-        t_read_file(ts->log, buf, sizeof buf);
-        const char *p = strstr(buf, "listening tcp 127.0.0.1:");
-        if (p && strstr(buf, "listening unix") && strstr(buf, "listening shm")) {
-            ts->tcp_port = atoi(p + strlen("listening tcp 127.0.0.1:"));
-            return 0;
-        }
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            ts->pid = 0;
-            fprintf(stderr, "server exited early:\n%s\n", buf);
-            return -1;
-        }
-        t_sleep_ms(10);
-    }
-    tf_test_deadline_note("server start (waiting for its listening lines)", T_DEADLINE_MS);
-    return -1;
+    return t_wait_listening(&ts->pid, ts->log, 1, &ts->tcp_port, "server");
 }
 
 static inline int t_start(tserver *ts, const char *const *extra)
@@ -462,6 +500,40 @@ static inline int t_error_code(const uint8_t *body, long n)
     if (n < 20 || body[0] != TF_OP_ERROR)
         return 0;
     return (int32_t)tf_le32(body + 12);
+}
+
+/* Open file descriptors of process pid (from /proc/PID/fd), -1 if unreadable. */
+static inline int count_fds(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* A field of /proc/PID/status: VmRSS and VmHWM in KiB, Threads as a count; -1 if missing. */
+static inline long proc_status(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long v = -1;
+    size_t fl = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, fl) && line[fl] == ':') {
+            v = atol(line + fl + 1);
+            break;
+        }
+    fclose(f);
+    return v;
 }
 
 #endif

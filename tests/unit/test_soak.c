@@ -75,39 +75,6 @@ static int64_t now_ns(void)
 
 /* ---------------------------------------------------------------- /proc */
 
-static int count_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
-/* A field of /proc/PID/status (VmRSS, VmHWM in KiB; Threads), -1 if missing. */
-static long proc_status(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    long v = -1;
-    size_t fl = strlen(field);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, field, fl) && line[fl] == ':') {
-            v = atol(line + fl + 1);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 /* ---------------------------------------------------------------- the server */
 
 static int start(target *t, int kind)
@@ -153,43 +120,12 @@ static int start(target *t, int kind)
     for (int i = 0; common[i]; i++)
         argv[n++] = common[i];
     argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid < 0)
+    t->pid = t_spawn(argv, t->log, t->out);
+    if (t->pid < 0) {
+        t->pid = 0;
         return -1;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int fd = open(t->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fo = open(t->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0)
-            dup2(fd, 2);
-        if (fo >= 0)
-            dup2(fo, 1);
-        int nul = open("/dev/null", O_RDONLY);
-        if (nul >= 0)
-            dup2(nul, 0);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
     }
-    t->pid = pid;
-    static char buf[1 << 16];
-    for (int64_t end = t_now_ms() + T_DEADLINE_MS; t_now_ms() < end;) {
-        t_read_file(t->log, buf, sizeof buf);
-        const char *p = strstr(buf, "listening tcp 127.0.0.1:");
-        if (p && strstr(buf, "listening unix") &&
-            (kind == ENGINE || strstr(buf, "listening shm"))) {
-            t->tcp_port = atoi(p + strlen("listening tcp 127.0.0.1:"));
-            return 0;
-        }
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            t->pid = 0;
-            fprintf(stderr, "server exited early:\n%s\n", buf);
-            return -1;
-        }
-        t_sleep_ms(5);
-    }
-    tf_test_deadline_note("server start", T_DEADLINE_MS);
-    return -1;
+    return t_wait_listening(&t->pid, t->log, kind != ENGINE, &t->tcp_port, "server");
 }
 
 static void rm_rf(const char *dir)
@@ -212,25 +148,6 @@ static void rm_rf(const char *dir)
 }
 
 /* ---------------------------------------------------------------- sockets */
-
-static int connect_from(int port, const char *src)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    inet_pton(AF_INET, src, &sa.sin_addr);
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
-        close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
 
 /* Closes with a reset: no TIME_WAIT left behind (a soak makes hundreds of thousands). */
 static void close_rst(int fd)
@@ -339,7 +256,7 @@ static void *good_main(void *arg)
             if (fd >= 0)
                 close_rst(fd);
             /* Its own address: a peer with one connection, which the reserve admits. */
-            fd = connect_from(t->tcp_port, "127.0.0.1");
+            fd = t_connect_tcp_from(t->tcp_port, "127.0.0.1");
             if (fd < 0) {
                 g->refused++;
                 t_sleep_ms(1);
@@ -386,7 +303,7 @@ static void *mixed_main(void *arg)
     int fds[MIXED];
     uint64_t seq[MIXED] = {0}, id = 1;
     for (int i = 0; i < MIXED; i++)
-        fds[i] = i % 2 ? t_connect_unix(t->sock) : connect_from(t->tcp_port, "127.0.0.5");
+        fds[i] = i % 2 ? t_connect_unix(t->sock) : t_connect_tcp_from(t->tcp_port, "127.0.0.5");
     while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
         uint64_t first = id;
         for (int i = 0; i < MIXED; i++) {
@@ -427,7 +344,7 @@ static void half_closers(const target *t, hostile_stats *hs)
 {
     int fds[HALF];
     for (int i = 0; i < HALF; i++) {
-        fds[i] = i % 2 ? t_connect_unix(t->sock) : connect_from(t->tcp_port, "127.0.0.6");
+        fds[i] = i % 2 ? t_connect_unix(t->sock) : t_connect_tcp_from(t->tcp_port, "127.0.0.6");
         uint8_t req[2 * TF_OFL_MAX_FRAME + 128];
         size_t n = make_request(t->kind, 1000 + (uint64_t)i, 1 + (uint64_t)i, req);
         if (fds[i] < 0 || t_send_all(fds[i], req, n) || shutdown(fds[i], SHUT_WR)) {
@@ -583,12 +500,12 @@ static void hostile_round(const target *t, hostile_stats *hs, int hold_ms)
     }
     /* Idle floods: peer A to its cap, peer B until only the reserve is left. */
     for (int i = 0; i < PER_PEER + 16; i++) {
-        int fd = connect_from(t->tcp_port, "127.0.0.2");
+        int fd = t_connect_tcp_from(t->tcp_port, "127.0.0.2");
         if (fd >= 0)
             held[nh++] = fd;
     }
     for (int i = 0; i < MAX_CONNS; i++) {
-        int fd = connect_from(t->tcp_port, "127.0.0.3");
+        int fd = t_connect_tcp_from(t->tcp_port, "127.0.0.3");
         if (fd >= 0)
             held[nh++] = fd;
     }
