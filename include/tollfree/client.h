@@ -22,7 +22,13 @@
 
 typedef struct tf_client tf_client;
 
+/* Options of a connection. Zero-initialise, then set what you need. `size` makes the struct
+ * extensible: 0 or sizeof(tf_client_opts) = this layout; a caller built against an older, shorter
+ * layout passes its own sizeof and the fields it lacks take their defaults; a longer one is
+ * accepted only if the bytes this library does not know are all zero. A size that does not reach
+ * the end of spin, or unknown non-zero bytes, is TF_E_INVALID_ARG. */
 typedef struct tf_client_opts {
+    size_t size;         /* 0, or sizeof(tf_client_opts) as the caller knows it */
     int timeout_ms;      /* per call; 0 = default (60 s); < 0 = wait forever */
     uint64_t ring_bytes; /* shm: ring size, a power of two (0 = 4 MiB) */
     int spin; /* shm: most PAUSE iterations before a yield and a futex sleep (the budget adapts
@@ -47,7 +53,8 @@ typedef struct tf_session_state {
 
 /* url: "unix:PATH", "tcp:[HOST:]PORT" (HOST 127.0.0.1 when left out; "tcp:[::1]:PORT" for IPv6)
  * or "shm:PATH" (the server's --shm socket): docs/protocol.md, "URLs". opts may be NULL.
- * TF_E_INVALID_ARG for a bad url; -errno when the connection fails; a shared-memory handshake
+ * TF_E_INVALID_ARG for a bad url, a bad opts size or (shm) a bad ring_bytes, before anything is
+ * dialed; -errno when the connection fails; a shared-memory handshake
  * status (TF_E_SHM_*, TF_E_BAD_FD). */
 TF_API int tf_client_open(tf_client **out, const char *url);
 TF_API int tf_client_open_opts(tf_client **out, const char *url, const tf_client_opts *opts);

@@ -46,7 +46,13 @@ typedef enum tf_journal_durability {
 /* tf_journal_opts.flags */
 #define TF_JOURNAL_NO_TRUNCATE 1u /* open fails with the reason instead of cutting a bad tail */
 
+/* Options of tf_journal_open. `size` makes the struct extensible: 0 or sizeof(tf_journal_opts) =
+ * this layout; a caller built against an older, shorter layout passes its own sizeof and the
+ * fields it lacks take their defaults; a longer one is accepted only if the bytes this library
+ * does not know are all zero. A size that does not reach the end of flags, or unknown non-zero
+ * bytes, is TF_E_INVALID_ARG. */
 typedef struct tf_journal_opts {
+    size_t size; /* 0, or sizeof(tf_journal_opts) as the caller knows it */
     tf_journal_durability durability;
     uint32_t group_max_frames; /* GROUP: 0 = 4096 */
     uint32_t group_max_us;     /* GROUP: 0 = 1000 */
@@ -72,7 +78,8 @@ typedef struct tf_journal tf_journal;
  * after it truncated (unless TF_JOURNAL_NO_TRUNCATE) and the kept records fdatasync'd: they are all
  * durable, and appends continue after the last valid record. Takes an exclusive flock: a second
  * appender gets -EWOULDBLOCK. opts may be NULL (GROUP defaults, session 0, logical clock). rec may
- * be NULL. Returns 0 or an error (-errno, TF_E_OFL_*, TF_E_OFL_SESSION_MISMATCH, TF_E_NOMEM). */
+ * be NULL. Returns 0 or an error (-errno, TF_E_OFL_*, TF_E_OFL_SESSION_MISMATCH, TF_E_NOMEM;
+ * TF_E_INVALID_ARG for bad opts: size, durability or clock_kind out of range). */
 TF_API int tf_journal_open(const char *path, const tf_journal_opts *opts, tf_journal **out,
                            tf_journal_recovery *rec);
 

@@ -20,7 +20,8 @@ from tollfree._lib import bin_path  # noqa: E402
 from tollfree.data import generate_close  # noqa: E402
 from tollfree.grid import grid  # noqa: E402
 from conftest import DEADLINE  # noqa: E402
-from test_panel import bits, check_against_sweep, random_grid, random_panel  # noqa: E402
+from test_panel import (bits, check_against_sweep, check_stats_against_sweep_stats,  # noqa: E402
+                        random_grid, random_panel)
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,30 @@ def test_bits_equal_sweep(client, broadcast, cache):
     assert np.array_equal(bits(df.pnl.to_numpy()), bits(ref.pnl.to_numpy()))
 
 
+@pytest.mark.parametrize("broadcast,cache", [(True, False), (False, True)])
+def test_stats_and_fee_bits_equal_sweep_stats(client, broadcast, cache):
+    """stats=True with a fee, on the cluster: every statistic and derived figure of every row is
+    tollfree.sweep_stats(close, params, fee=fee)'s, raw bits, with blocks from a plain sweep
+    (cache=False) or from a prepared series' cache (cache=True), and equal to sweep_panel's."""
+    pan, g = random_panel(11), random_grid(6)
+    df = TD.sweep(pan, g, client=client, chunk=5, broadcast=broadcast, cache=cache, fee=0.25,
+                  stats=True)
+    check_stats_against_sweep_stats(df, pan, g, 0.25)
+    assert df.attrs["tollfree"]["tasks"] == 6 * 7
+    assert df.attrs["tollfree"]["cached_instruments"] == (6 if cache else 0)
+    ref = P.sweep_panel(pan, g, fee=0.25, stats=True)
+    for n in P.STATS_COLUMNS[1:]:
+        assert df[n].to_numpy().tobytes() == ref[n].to_numpy().tobytes(), n
+    plain = TD.sweep(pan, g, client=client, chunk=7, cache=cache, fee=0.0)  # no stats, a fee
+    for k, close in pan.items():
+        sub = plain[plain.instrument == k]
+        p, t = P.binding.sweep(close, g, fee=0.0)
+        assert np.array_equal(bits(sub.pnl.to_numpy()), bits(p)) and \
+            np.array_equal(sub.trades.to_numpy(), t), k
+    with pytest.raises(ValueError, match="finite"):
+        TD.sweep(pan, g, client=client, fee=float("inf"))
+
+
 def test_auto_chunk_and_dataframe_panel(client):
     import pandas as pd
 
@@ -67,14 +92,14 @@ def test_auto_chunk_and_dataframe_panel(client):
 
 def _slow_first(delay: float):
     """A task that makes early blocks finish last (completion order != submission order)."""
-    def task(close, params, lo, hi, key, threads, isa, use):
+    def task(close, params, lo, hi, key, threads, isa, use, **kw):
         import time as t
 
         from tollfree import distributed as D
 
         if lo == 0:
             t.sleep(delay)
-        return D._block(close, params, lo, hi, key, threads, isa, use)
+        return D._block(close, params, lo, hi, key, threads, isa, use, **kw)
     return task
 
 
@@ -87,7 +112,7 @@ def test_order_independent_of_completion(client):
 def _kill_once(marker: str, instrument: int):
     """A task that kills its own worker process, the first time only (an O_EXCL marker file),
     on a later block of one instrument: mid-sweep, with other results already on that worker."""
-    def task(close, params, lo, hi, key, threads, isa, use):
+    def task(close, params, lo, hi, key, threads, isa, use, **kw):
         import os as o
 
         from tollfree import distributed as D
@@ -100,21 +125,24 @@ def _kill_once(marker: str, instrument: int):
             else:
                 o.close(fd)
                 o.kill(o.getpid(), 9)
-        return D._block(close, params, lo, hi, key, threads, isa, use)
+        return D._block(close, params, lo, hi, key, threads, isa, use, **kw)
     return task
 
 
-@pytest.mark.parametrize("broadcast", [True, False])
-def test_worker_killed_mid_sweep_same_bits(client, tmp_path, broadcast):
+@pytest.mark.parametrize("broadcast,stats", [(True, False), (False, False), (False, True)])
+def test_worker_killed_mid_sweep_same_bits(client, tmp_path, broadcast, stats):
     pan, g = random_panel(13), random_grid(5)
     marker = str(tmp_path / "killed")
     try:
         df = TD.sweep(pan, g, client=client, chunk=3, broadcast=broadcast, cache=True,
-                      _task=_kill_once(marker, 5))
+                      stats=stats, fee=0.5 if stats else None, _task=_kill_once(marker, 5))
     finally:
         healthy(client)
     assert os.path.exists(marker)  # a worker did die
-    check_against_sweep(df, pan, g)
+    if stats:
+        check_stats_against_sweep_stats(df, pan, g, 0.5)
+    else:
+        check_against_sweep(df, pan, g)
 
 
 def _free_port() -> int:
@@ -140,6 +168,7 @@ def test_small_sweep_stays_in_process(monkeypatch):
     monkeypatch.setattr(TD, "connect", no_cluster)
     pan, g = random_panel(), random_grid()
     check_against_sweep(TD.sweep(pan, g), pan, g)
+    check_stats_against_sweep_stats(TD.sweep(pan, g, stats=True, fee=0.3), pan, g, 0.3)
 
 
 def test_cli_scheduler(client, tmp_path):
@@ -155,8 +184,16 @@ def test_cli_scheduler(client, tmp_path):
                           text=True, timeout=DEADLINE)
     assert dask.returncode == 0, dask.stderr
     assert dask.stdout == local.stdout  # same rows, same text, same bits
+    assert local.stdout.splitlines()[0].endswith(",sharpe_per_trade,avg_trade")  # every column
     assert f"dask: {addr}, 2 workers" in dask.stderr and "(Dask " in dask.stderr
     assert "Warning" not in dask.stderr
+    ranked = ["--fee", "0.3", "--sort", "-max_dd", "--top", "2", "--columns", "L,pnl,max_dd"]
+    local = subprocess.run(args + ["--quiet"] + ranked, capture_output=True, text=True,
+                           timeout=DEADLINE)
+    dask = subprocess.run(args + ["--quiet", "--scheduler", addr, "--chunk", "2"] + ranked,
+                          capture_output=True, text=True, timeout=DEADLINE)
+    assert local.returncode == 0 and dask.returncode == 0, (local.stderr, dask.stderr)
+    assert dask.stdout == local.stdout and len(local.stdout.splitlines()) == 1 + 3 * 2
     port = _free_port()
     bad = subprocess.run(args + ["--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout",
                                  "1"], capture_output=True, text=True, timeout=DEADLINE)

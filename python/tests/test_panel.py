@@ -15,6 +15,7 @@ from tollfree import binding, panel as P  # noqa: E402
 from tollfree._lib import bin_path  # noqa: E402
 from tollfree.data import generate_close  # noqa: E402
 from tollfree.grid import grid  # noqa: E402
+from tollfree.stats import DERIVED, derived  # noqa: E402
 from conftest import DEADLINE  # noqa: E402
 
 
@@ -55,6 +56,26 @@ def check_against_sweep(df, pan: dict, params: np.ndarray) -> None:
     assert df["trades"].dtype == np.int64 and df["L"].dtype == np.int64
 
 
+def check_stats_against_sweep_stats(df, pan: dict, params: np.ndarray, fee=None) -> None:
+    """Every column of a stats=True frame, instrument by instrument, against
+    tollfree.sweep_stats(close, params, fee=fee) and its derived figures: raw bits, NaN too."""
+    assert list(df.columns) == list(P.STATS_COLUMNS)
+    assert list(P.STATS_COLUMNS[7:]) == list(binding.STAT_NAMES) + list(DERIVED)
+    assert len(df) == len(pan) * len(params)
+    assert list(df["instrument"].unique()) == list(pan)
+    kw = {} if fee is None else {"fee": fee}
+    for k, close in pan.items():
+        sub = df[df["instrument"] == k]
+        assert np.array_equal(sub[list(P.PARAM_NAMES)].to_numpy(), params)
+        st = tollfree.sweep_stats(close, params, threads=1, **kw)
+        want = dict(st, **derived(st))
+        for n in list(binding.STAT_NAMES) + list(DERIVED):
+            got = sub[n].to_numpy()
+            w = np.asarray(want[n])
+            assert got.dtype == w.dtype, (k, n)
+            assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(w).tobytes(), (k, n)
+
+
 def test_dict_panel_bits():
     pan, g = random_panel(), random_grid()
     for threads in (1, 2, None):
@@ -62,6 +83,75 @@ def test_dict_panel_bits():
     df = P.sweep_panel(pan, g)
     assert (df.loc[df.instrument == "i2", "trades"] == 0).all()  # empty series
     assert (df.loc[df.instrument == "i3", "pnl"] == 0.0).all()   # one bar
+
+
+def test_stats_and_fee_bits():
+    """stats=True: every statistic and derived figure of every row is tollfree.sweep_stats's,
+    raw bits (the panel has NaN, +-inf, an empty series, one bar, windows longer than series);
+    fee reaches the kernel, None is the default fee, and stats=False keeps pnl/trades only."""
+    pan, g = random_panel(), random_grid()
+    for fee in (None, 0.0, 0.25):
+        for threads in (1, None):
+            df = P.sweep_panel(pan, g, threads=threads, fee=fee, stats=True)
+            check_stats_against_sweep_stats(df, pan, g, fee)
+        basic = P.sweep_panel(pan, g, fee=fee)
+        assert list(basic.columns) == list(P.COLUMNS)
+        for k, close in pan.items():
+            sub = basic[basic.instrument == k]
+            p, t = tollfree.sweep(close, g, fee=binding.FEE_DEFAULT if fee is None else fee)
+            assert np.array_equal(bits(sub.pnl.to_numpy()), bits(p)) and \
+                np.array_equal(sub.trades.to_numpy(), t), (k, fee)
+    d0 = P.sweep_panel(pan, g, stats=True)
+    d9 = P.sweep_panel(pan, g, stats=True, fee=binding.FEE_DEFAULT)
+    d1 = P.sweep_panel(pan, g, stats=True, fee=0.25)
+    assert np.array_equal(bits(d0.pnl.to_numpy()), bits(d9.pnl.to_numpy()))
+    assert not np.array_equal(bits(d0.pnl.to_numpy()), bits(d1.pnl.to_numpy()))
+    assert np.isnan(d0.loc[d0.instrument == "i2", "win_rate"]).all()  # no trades: NaN
+    with pytest.raises(ValueError, match="finite"):
+        P.sweep_panel({}, g, fee=float("nan"))
+    with pytest.raises(TypeError):
+        P.sweep_panel(pan, g, fee="0.1")
+    empty = P.sweep_panel({}, g, stats=True)
+    assert len(empty) == 0 and list(empty.columns) == list(P.STATS_COLUMNS)
+    assert empty["wins"].dtype == np.int64 and empty["win_rate"].dtype == np.float64
+
+
+def test_rank_and_write_csv_as_the_c_table():
+    """--sort/--top per instrument: highest first (-COLUMN lowest), NaN last, ties (0.0 and
+    -0.0 too) in grid order; reals as %.17g with glibc's nan/-nan/inf spellings."""
+    nan = float("nan")
+    df = pd.DataFrame({"instrument": ["a"] * 5 + ["b"] * 3,
+                       "v": [1.0, nan, -0.0, 0.0, 2.0, -nan, float("inf"), -1.0],
+                       "pnl": [0.5, 3.0, nan, 3.0, -1.0, 1.0, 2.0, 0.0]})
+    assert list(P.rank(df, "pnl")) == [1, 3, 0, 4, 2, 6, 5, 7]
+    assert list(P.rank(df, "-pnl")) == [4, 0, 1, 3, 2, 7, 5, 6]
+    assert list(P.rank(df, None, 2)) == [1, 3, 6, 5]  # top without sort: by pnl
+    assert list(P.rank(df)) == list(range(8))
+    df = df.rename(columns={"v": "best"})
+    assert list(P.rank(df, "best")) == [4, 0, 2, 3, 1, 6, 7, 5]
+    assert list(P.rank(df, "-best", 3)) == [2, 3, 0, 7, 6, 5]
+    import io
+
+    f = io.StringIO()
+    assert P.write_csv(df, f, columns=["best", "pnl"]) == 8
+    assert f.getvalue().splitlines()[1:4] == ["a,1,0.5", "a,nan,3", "a,-0,nan"]
+    assert f.getvalue().splitlines()[6:8] == ["b,-nan,1", "b,inf,2"]
+    assert P._g17(-nan) == "-nan"
+    with pytest.raises(ValueError, match="unknown column 'x'; columns: L, half"):
+        P.rank(df, "x")
+    with pytest.raises(ValueError, match=r"unknown column 'nope'.*\(or all, basic\)"):
+        P.parse_columns("L,nope")
+    with pytest.raises(ValueError, match="unknown column ''"):
+        P.parse_columns("L,,pnl")
+    assert P.parse_columns("basic") == P.BASIC_COLUMNS
+    assert P.parse_columns("all") == P.TABLE_COLUMNS
+    assert P.parse_columns("instrument,L,win_rate") == ("L", "win_rate")
+    assert not P.needs_stats(P.BASIC_COLUMNS, "-pnl") and P.needs_stats(("L",), "-max_dd")
+    for good, want in (("0.09", 0.09), ("-1e-3", -1e-3), ("0x1p-3", 0.125), (" 2", 2.0)):
+        assert P.parse_fee(good) == want
+    for bad in ("nan", "inf", "1e400", "1e-400", "x", "1 ", "", "1_0"):
+        with pytest.raises(ValueError, match="--fee wants a finite number"):
+            P.parse_fee(bad)
 
 
 def test_dataframe_and_array_panels_drop_padding_only():
@@ -137,7 +227,8 @@ def test_cli_panel_dir_matches_single_series_cli(tmp_path):
     for i, n in enumerate([3000, 1200]):
         generate_close(n, 20 + i).tofile(d / f"s{i}.f64")
     (d / "notes.txt").write_text("ignored\n")
-    code, out, err = run_cli("--panel", str(d), "--grid", "4:90:7", "--quiet")
+    code, out, err = run_cli("--panel", str(d), "--grid", "4:90:7", "--quiet", "--columns",
+                             "basic")
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == "instrument,L,half,sq,p,p3,p2,pnl,trades" and len(lines) == 1 + 2 * 7
@@ -147,6 +238,42 @@ def test_cli_panel_dir_matches_single_series_cli(tmp_path):
         assert code == 0, err
         mine = [ln.split(",", 1)[1] for ln in lines[1:] if ln.startswith(f"s{i},")]
         assert mine == one.splitlines()[1:]  # the same text: %.17g both sides
+
+
+PLAIN_ALL = ("L,half,sq,p,p3,p2,pnl,trades,wins,gross_win,gross_loss,best,worst,mean,m2,max_dd,"
+             "exposure_bars,win_rate,profit_factor,sharpe_per_trade,avg_trade")
+
+
+@pytest.mark.parametrize("opts", [
+    (),                                                         # every column, grid order
+    ("--fee", "0.25", "--sort", "sharpe_per_trade", "--top", "3"),
+    ("--fee", "0", "--sort", "-max_dd", "--columns", "L,p,max_dd,win_rate,profit_factor"),
+    ("--top", "2", "--columns", "basic"),                       # best pnl, as before
+])
+def test_cli_panel_rows_are_the_plain_sweeps_rows(tmp_path, opts):
+    """Both real commands: for each instrument of the panel (a raw f64 file and a CSV), the
+    panel's rows without the instrument column are `tollfree sweep --input FILE`'s rows with the
+    same --fee/--columns/--sort/--top, text for text."""
+    d = tmp_path / "panel"
+    d.mkdir()
+    generate_close(2500, 41).tofile(d / "raw.f64")
+    c = generate_close(1800, 42)
+    (d / "csvd.csv").write_text("date,close\n" + "".join(f"{k},{x!r}\n" for k, x in enumerate(c)))
+    grid_args = ("--grid", "3:120:9")
+    code, out, err = run_cli("--panel", str(d), *grid_args, "--quiet", *opts)
+    assert code == 0, err
+    lines = out.splitlines()
+    cols = dict(zip(opts[::2], opts[1::2])).get("--columns")
+    plain_head = {None: PLAIN_ALL, "basic": "L,half,sq,p,p3,p2,pnl,trades"}.get(cols, cols)
+    assert lines[0] == "instrument," + plain_head
+    names = [ln.split(",", 1)[0] for ln in lines[1:]]
+    assert names == sorted(names) and set(names) == {"csvd", "raw"}  # files in name order
+    for name, path in (("csvd", d / "csvd.csv"), ("raw", d / "raw.f64")):
+        code, one, err = run_cli("--input", str(path), *grid_args, "--quiet", *opts)
+        assert code == 0, err
+        assert one.splitlines()[0] == plain_head
+        mine = [ln.split(",", 1)[1] for ln in lines[1:] if ln.split(",", 1)[0] == name]
+        assert mine == one.splitlines()[1:] and mine, (name, opts)
 
 
 def test_cli_panel_wide_csv(tmp_path):
@@ -173,9 +300,21 @@ def test_cli_panel_help_and_errors(tmp_path):
     code, _, err = run_cli("--panel", str(tmp_path))
     assert code == 1 and "no *.csv" in err
     code, _, err = run_cli("--panel", str(tmp_path), "--top", "0")
-    assert code == 1 and "--top" in err
+    assert code == 2 and "--top" in err  # a usage error, as for the plain sweep
     code, _, err = run_cli("--panel", str(tmp_path / "nope.csv"))
     assert code == 1 and "nope.csv" in err
+    assert "--fee" in out and "--columns" in out and "--sort" in out
+    generate_close(300, 1).tofile(tmp_path / "x.f64")
+    for bad, needle in ((["--columns", "L,nope"], "--columns: unknown column 'nope'; columns: "
+                                                  "L, half, sq, p, p3, p2, pnl, trades, wins"),
+                        (["--sort", "-speed"], "--sort: unknown column 'speed'; columns: L, "),
+                        (["--fee", "nan"], "--fee wants a finite number of percent points, "
+                                           "got 'nan'"),
+                        (["--fee", "inf"], "--fee wants a finite number"),
+                        (["--fee", "x"], "--fee wants a finite number")):
+        code, out2, err = run_cli("--panel", str(tmp_path), *bad)
+        assert code == 2 and needle in err and out2 == "", (bad, err)
+        assert err.count("\n") == 1, err  # one line
 
 
 def test_cli_finds_package_without_pythonpath(tmp_path):

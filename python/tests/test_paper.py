@@ -42,9 +42,9 @@ def cli_json(*args, check_rc=0) -> dict:
     return json.loads(lines[0])
 
 
-def kernel(close, combo, tick=1e-4):
+def kernel(close, combo, tick=1e-4, fee=tollfree.binding.FEE_DEFAULT):
     px = np.rint(close / tick) * tick
-    pnl, trades = tollfree.sweep(px, np.asarray([combo], dtype=np.int64), threads=1)
+    pnl, trades = tollfree.sweep(px, np.asarray([combo], dtype=np.int64), threads=1, fee=fee)
     return pnl[0], int(trades[0])
 
 
@@ -152,6 +152,25 @@ def test_half_spread(csv_case):
     assert r.state_hash == j["state_hash"]
 
 
+@pytest.mark.parametrize("fee", [0.0, 0.25, -0.01, 0.1 + 0.2])
+def test_fee(csv_case, fee):
+    """--fee / fee=: the fills' PnL and the kernel's both use it, and still agree bit for bit."""
+    path, close = csv_case
+    combo = (20, 10, 4, 10, 3, 5)
+    kp, kt = kernel(close, combo, tick=1e-5, fee=fee)
+    j = cli_json("--combo", ",".join(map(str, combo)), "--input", path, "--column", "Close",
+                 "--tick", "1e-5", "--fee", repr(fee))
+    assert j["parity"] is True and same_bits(j["pnl"], kp) and j["trades"] == kt
+    assert same_bits(j["stream_pnl"], kp) and same_bits(j["fee"], fee)
+    r = paper.run(combo, tollfree.data.load_close(path, "Close"), tick=1e-5, progress=False,
+                  fee=fee)
+    assert r.parity and same_bits(r.pnl, kp) and same_bits(r.stream_pnl, kp)
+    assert r.to_json()["fee"] == j["fee"] and r.state_hash == j["state_hash"]
+    # the fee moves the PnL by exactly trades x (default - fee), up to rounding
+    kd, _ = kernel(close, combo, tick=1e-5)
+    assert abs((kp - kd) - kt * (tollfree.binding.FEE_DEFAULT - fee)) < 1e-9 * max(1, kt)
+
+
 def test_usage_errors(tmp_path):
     assert "usage: tollfree paper" in cli("--help").stdout
     cli(check_rc=2)
@@ -159,6 +178,11 @@ def test_usage_errors(tmp_path):
     cli("--combo", "6,3,2,3,1,0", check_rc=2)
     cli("--combo", "6", "--tick", "0", check_rc=2)
     cli("--combo", "6", "--half-spread", "0", check_rc=2)
+    for bad_fee in ("nan", "inf", "x", ""):
+        assert "--fee wants a finite number" in cli("--combo", "6", "--fee", bad_fee,
+                                                    check_rc=2).stderr
+    with pytest.raises(ValueError):
+        paper.run(COMBO0, progress=False, fee=float("nan"))
     cli("--combo", "6", "--engine", "unix:/x", "--journal", str(tmp_path), check_rc=2)
     p = cli("--combo", "6", "--engine", f"unix:{tmp_path}/missing.sock", check_rc=2)
     assert "missing.sock" in p.stderr

@@ -50,9 +50,10 @@ def test_every_path_gives_the_numba_statistics(default_stats, fee):
             p, t = tollfree.sweep(close, params, threads=threads, isa=isa, fee=fee)
             assert same_bits(p, want["pnl"]) and same_bits(t, want["trades"])
     with binding.Series(close) as s:
-        for _ in range(2):
+        for _ in range(2):  # a cold and a warm first-stage cache
             p, t = s.sweep(params, fee=fee)
             assert same_bits(p, want["pnl"]) and same_bits(t, want["trades"])
+            assert same_stats(s.sweep_stats(params, fee=fee), want), fee
 
 
 def test_default_fee_is_the_published_one(default_stats):

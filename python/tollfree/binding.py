@@ -264,16 +264,27 @@ class Series:
     def sweep(self, params: np.ndarray, threads: int | None = None,
               isa: str = "auto", fee: float = FEE_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
         """:func:`sweep` on this series with its first-stage cache: ``(pnl, trades)``."""
+        pnl, trades, _ = self._sweep(params, threads, isa, fee, False)
+        return pnl, trades
+
+    def sweep_stats(self, params: np.ndarray, threads: int | None = None,
+                    isa: str = "auto", fee: float = FEE_DEFAULT) -> dict:
+        """:func:`sweep_stats` on this series with its first-stage cache."""
+        _, _, rows = self._sweep(params, threads, isa, fee, True)
+        return {n: np.ascontiguousarray(rows[n]) for n in STAT_NAMES}
+
+    def _sweep(self, params, threads, isa, fee, with_stats):
         params = as_params(params)
         if self._h is None:
             raise ValueError("Series: closed")
-        opts, _fee_alive = _opts(threads, isa, fee)
         m = params.shape[0]
         pnl = np.empty(m, dtype=np.float64)
         trades = np.empty(m, dtype=np.int64)
+        rows = np.empty(m, dtype=STATS_DTYPE) if with_stats else None
+        opts, _fee_alive = _opts(threads, isa, fee, rows)
         _check(lib().tf_series_sweep(self._h, params.ctypes.data, m, pnl.ctypes.data,
                                      trades.ctypes.data, ctypes.addressof(opts)), "Series.sweep")
-        return pnl, trades
+        return pnl, trades, rows
 
     @property
     def cached_bytes(self) -> int:

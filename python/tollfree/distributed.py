@@ -6,7 +6,9 @@ instruments, so that any worker can take any block and a worker's death loses no
 grid once; tasks carry only their block bounds. Each task calls the C kernel in the worker process
 through :mod:`tollfree.binding` (the GIL released) with ``threads=1``, so Dask's worker threads
 give the parallelism. Results are gathered into the DataFrame of :func:`tollfree.panel.sweep_panel`
-(instrument order, then combo order as given), whatever order tasks finish in.
+(instrument order, then combo order as given), whatever order tasks finish in. ``fee`` and
+``stats=True`` (every statistic and the derived figures) are those of ``sweep_panel``: a task then
+returns its block's ``binding.STATS_DTYPE`` rows.
 
 A worker that dies mid-sweep: Dask reruns its tasks elsewhere (up to the scheduler's
 ``allowed-failures``); a series that was only on that worker is scattered again from the client
@@ -30,7 +32,7 @@ from concurrent.futures import CancelledError
 import numpy as np
 
 from tollfree import binding
-from tollfree.panel import as_panel, result_frame, sweep_panel
+from tollfree.panel import as_fee, as_panel, result_frame, stats_frame, sweep_panel
 
 # Work units (multiply-adds per bar, see _unit_cost) one task thread does per second. Measured on
 # a shared AMD EPYC VM (AVX-512, one thread, under other jobs' load): 1.05e10 units (800 combos x
@@ -150,17 +152,29 @@ class _SeriesCache:
 _CACHE = _SeriesCache()
 
 
+def _as_rows(st: dict) -> np.ndarray:
+    rows = np.empty(len(st["pnl"]), dtype=binding.STATS_DTYPE)
+    for n in binding.STAT_NAMES:
+        rows[n] = st[n]
+    return rows
+
+
 def _block(close: np.ndarray, params: np.ndarray, lo: int, hi: int, key: str, threads: int,
-           isa: str, use_cache: bool):
-    """One task: rows lo:hi of params on close, in this worker process. -> (pnl, trades)."""
+           isa: str, use_cache: bool, fee: float = binding.FEE_DEFAULT, stats: bool = False):
+    """One task: rows lo:hi of params on close, in this worker process. -> (pnl, trades), or
+    with ``stats`` the block's ``binding.STATS_DTYPE`` rows."""
     if not close.flags.aligned or not close.flags.c_contiguous:
         close = np.ascontiguousarray(close).copy()
     p = np.ascontiguousarray(params[lo:hi])
     if not use_cache:
-        return binding.sweep(close, p, threads=threads, isa=isa)
+        if stats:
+            return _as_rows(binding.sweep_stats(close, p, threads=threads, isa=isa, fee=fee))
+        return binding.sweep(close, p, threads=threads, isa=isa, fee=fee)
     s = _CACHE.acquire(key, close)
     try:
-        return s.sweep(p, threads=threads, isa=isa)
+        if stats:
+            return _as_rows(s.sweep_stats(p, threads=threads, isa=isa, fee=fee))
+        return s.sweep(p, threads=threads, isa=isa, fee=fee)
     finally:
         _CACHE.release(key)
 
@@ -237,7 +251,7 @@ class _Bar:
 def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, names=None,
           threads: int = 1, isa: str = "auto", broadcast: bool | None = None, cache=None,
           progress: bool | None = None, quiet: bool = True, connect_timeout: float = 10.0,
-          max_resubmits: int = 3, _task=None):
+          max_resubmits: int = 3, fee: float | None = None, stats: bool = False, _task=None):
     """Sweeps ``params`` over every instrument of ``panel`` on a Dask cluster.
 
     ``panel`` and the result are those of :func:`tollfree.panel.sweep_panel`, bit for bit.
@@ -250,10 +264,13 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
     prepared series per instrument on each worker so blocks after the first skip the first stage
     (None: when the blocks of an instrument would redo its first stage more than CACHE_DUP
     times). ``progress``: a bar on stderr (None: when stderr is a terminal); with ``quiet=False``
-    the dashboard link is printed too. Raises :class:`SchedulerUnavailable` when no scheduler
-    answers within ``connect_timeout`` s.
+    the dashboard link is printed too. ``fee`` (None: the kernel's default, 0.09) and ``stats``
+    (every statistic and the derived figures) are :func:`tollfree.panel.sweep_panel`'s. Raises
+    :class:`SchedulerUnavailable` when no scheduler answers within ``connect_timeout`` s.
     """
     params = binding.as_params(params)
+    fee = as_fee(fee)
+    stats = bool(stats)
     names, series = as_panel(panel, names)
     if isa not in binding.ISAS:
         raise ValueError(f"isa must be one of {sorted(binding.ISAS)}, got {isa!r}")
@@ -262,7 +279,8 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
         raise ValueError(f"chunk must be >= 1, got {chunk}")
     lengths = [s.shape[0] for s in series]
     if client is None and estimate_seconds(lengths, params) < SMALL_S:
-        return sweep_panel(dict(zip(names, series)), params, threads=None, isa=isa)
+        return sweep_panel(dict(zip(names, series)), params, threads=None, isa=isa, fee=fee,
+                           stats=stats)
     own = client is None
     cl, cluster = connect("local" if own else client, timeout=connect_timeout)
     try:
@@ -273,7 +291,7 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
                 raise SchedulerUnavailable(f"tollfree.distributed: the scheduler has no worker "
                                            f"after {connect_timeout:g} s") from None
         return _run(cl, names, series, params, chunk, threads, isa, broadcast, cache, progress,
-                    quiet, max_resubmits, _task or _block)
+                    quiet, max_resubmits, _task or _block, fee, stats)
     finally:
         if cl is not client:
             cl.close()
@@ -298,7 +316,7 @@ def _has_dashboard(client, info) -> bool:
 
 
 def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, progress, quiet,
-         max_resubmits, task):
+         max_resubmits, task, fee, stats):
     from dask.distributed import as_completed
 
     info = client.scheduler_info()
@@ -320,6 +338,7 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
     token = f"tollfree-{uuid.uuid4().hex[:12]}"
     pnl = [np.empty(m, dtype=np.float64) for _ in series]
     trades = [np.empty(m, dtype=np.int64) for _ in series]
+    srows = [np.empty(m, dtype=binding.STATS_DTYPE) for _ in series] if stats else None
 
     def scatter(i):
         return client.scatter(series[i], broadcast=broadcast, hash=False)
@@ -334,6 +353,7 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
 
     def submit(i, lo, hi, use):
         f = client.submit(task, sf[i], pf, lo, hi, f"{token}-{i}", int(threads), isa, use,
+                          fee=fee, stats=stats,
                           key=f"{token}-{i}-{lo}-{uuid.uuid4().hex[:6]}", pure=False)
         meta[f.key] = (i, lo, hi, use)
         return f
@@ -356,7 +376,10 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
                     res = None  # its result, or what recomputing it needs, went with a worker
             if res is not None:
                 rows = order[lo:hi]
-                pnl[i][rows], trades[i][rows] = res
+                if stats:
+                    srows[i][rows] = res
+                else:
+                    pnl[i][rows], trades[i][rows] = res
                 bar.step()
             else:
                 # Cancelled or lost: its series was only on a worker that died. Scatter the
@@ -381,7 +404,7 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
             client.run(_drop_cache, token)
         except Exception:  # noqa: BLE001  (a worker gone: its cache went with it)
             pass
-    df = result_frame(names, params, pnl, trades)
+    df = stats_frame(names, params, srows) if stats else result_frame(names, params, pnl, trades)
     df.attrs["tollfree"] = {"tasks": n_tasks, "resubmitted": sum(resubmits.values()),
                             "broadcast": bool(broadcast), "workers": len(info["workers"]),
                             "threads": n_threads,

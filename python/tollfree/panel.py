@@ -9,15 +9,21 @@ docs/kernel.md says. Dict values are swept exactly as given.
 
 The result is a ``pandas.DataFrame`` with one row per (instrument, combo), instruments in panel
 order and combos in grid order: ``instrument`` (str), ``L half sq p p3 p2`` (int64), ``pnl``
-(float64, percent points) and ``trades`` (int64). Every row equals ``tollfree.sweep`` on that
-instrument's series bit for bit. pandas is imported on first use, so ``import tollfree`` does not
-need it.
+(float64, percent points) and ``trades`` (int64) (:data:`COLUMNS`). Every row equals
+``tollfree.sweep(close, params, fee=fee)`` on that instrument's series bit for bit. With
+``stats=True`` the columns are :data:`STATS_COLUMNS`: after the windows, every output of
+``tollfree.sweep_stats`` (``binding.STAT_NAMES``: pnl, trades, wins, gross_win, gross_loss, best,
+worst, mean, m2, max_dd, exposure_bars) and the derived ``win_rate, profit_factor,
+sharpe_per_trade, avg_trade`` (:func:`tollfree.stats.derived`), each row equal to
+``tollfree.sweep_stats(close, params, fee=fee)`` and its derived figures bit for bit. pandas is
+imported on first use, so ``import tollfree`` does not need it.
 """
 from __future__ import annotations
 
 import argparse
 import math
 import os
+import re
 import sys
 import time
 
@@ -25,8 +31,16 @@ import numpy as np
 
 from tollfree import binding
 from tollfree.grid import PARAM_NAMES, combo
+from tollfree.stats import DERIVED, derived
 
 COLUMNS = ("instrument",) + PARAM_NAMES + ("pnl", "trades")
+STATS_COLUMNS = ("instrument",) + PARAM_NAMES + binding.STAT_NAMES + DERIVED
+# The plain `tollfree sweep` table's columns (src/cli/sweep_table.c), in its order; the panel's
+# CSV puts ``instrument`` before them.
+TABLE_COLUMNS = PARAM_NAMES + binding.STAT_NAMES + DERIVED
+BASIC_COLUMNS = PARAM_NAMES + ("pnl", "trades")
+INT_COLUMNS = frozenset(PARAM_NAMES + ("trades", "wins", "exposure_bars"))
+MAX_TABLE_COLUMNS = 32  # TF_CLI_MAX_COLUMNS
 RAW_SUFFIXES = (".f64", ".bin", ".raw")
 
 
@@ -81,35 +95,71 @@ def as_panel(panel, names=None) -> tuple[list[str], list[np.ndarray]]:
                     f"numpy array with names, got {type(panel).__name__}")
 
 
-def result_frame(names, params: np.ndarray, pnl: list, trades: list):
-    """The result DataFrame from per-instrument ``pnl[i]``/``trades[i]`` arrays (grid order)."""
-    import pandas as pd
-
+def _key_columns(names, params: np.ndarray) -> dict:
     k, m = len(names), params.shape[0]
     cols = {"instrument": np.repeat(np.array(names, dtype=object), m)}
     tiled = np.tile(params, (k, 1)) if k else np.empty((0, 6), dtype=np.int64)
     for j, n in enumerate(PARAM_NAMES):
         cols[n] = np.ascontiguousarray(tiled[:, j])
-    cols["pnl"] = np.concatenate(pnl) if k else np.empty(0, dtype=np.float64)
-    cols["trades"] = np.concatenate(trades) if k else np.empty(0, dtype=np.int64)
+    return cols
+
+
+def _cat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
+def result_frame(names, params: np.ndarray, pnl: list, trades: list):
+    """The result DataFrame from per-instrument ``pnl[i]``/``trades[i]`` arrays (grid order)."""
+    import pandas as pd
+
+    cols = _key_columns(names, params)
+    cols["pnl"] = _cat(pnl, np.float64)
+    cols["trades"] = _cat(trades, np.int64)
     return pd.DataFrame(cols, columns=list(COLUMNS))
 
 
+def stats_frame(names, params: np.ndarray, rows: list):
+    """The ``stats=True`` result DataFrame (:data:`STATS_COLUMNS`) from per-instrument
+    statistics ``rows[i]`` (grid order): a :func:`tollfree.sweep_stats` dict or a
+    ``binding.STATS_DTYPE`` array, anything indexed by the names of ``binding.STAT_NAMES``."""
+    import pandas as pd
+
+    cols = _key_columns(names, params)
+    for n in binding.STAT_NAMES:
+        dt = np.int64 if n in INT_COLUMNS else np.float64
+        cols[n] = _cat([np.asarray(r[n], dtype=dt) for r in rows], dt)
+    cols.update(derived(cols))  # elementwise: the same bits as per instrument
+    return pd.DataFrame(cols, columns=list(STATS_COLUMNS))
+
+
+def as_fee(fee) -> float:
+    """``fee`` checked (finite percent points per closed trade); None is the kernel's default
+    (``binding.FEE_DEFAULT``, 0.09)."""
+    return binding.FEE_DEFAULT if fee is None else binding.as_fee(fee)
+
+
 def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=None,
-                isa: str = "auto"):
+                isa: str = "auto", fee: float | None = None, stats: bool = False):
     """Sweeps ``params`` (int64, n_combos x 6) over every instrument of ``panel``, in-process.
 
     One kernel call per instrument over the whole grid: the kernel computes each distinct
     first-stage WMA once per call, so once per series (never once per block of combos), in
     64 KiB time blocks and with no whole-series cache to fault in. ``threads`` is the kernel's
-    thread count per call (None or 0: every core); results never depend on it. Returns the
-    DataFrame described in the module docstring.
+    thread count per call (None or 0: every core); results never depend on it. ``fee``: percent
+    points per closed trade (None: the kernel's default, 0.09). ``stats``: also every statistic
+    and the derived figures (:data:`STATS_COLUMNS`). Returns the DataFrame described in the
+    module docstring.
     """
     params = binding.as_params(params)
+    fee = as_fee(fee)
     names, series = as_panel(panel, names)
+    if stats:
+        rows = [binding.sweep_stats(close, params, threads=threads, isa=isa, fee=fee)
+                for close in series]
+        return stats_frame(names, params, rows)
     pnl, trades = [], []
     for close in series:
-        p, t = binding.sweep(close, params, threads=threads, isa=isa)
+        p, t = binding.sweep(close, params, threads=threads, isa=isa, fee=fee)
         pnl.append(p)
         trades.append(t)
     return result_frame(names, params, pnl, trades)
@@ -198,29 +248,126 @@ def _g17(x: float) -> str:
     return "%.17g" % x
 
 
-def write_csv(df, f, top: int | None = None) -> int:
-    """Writes ``instrument,L,half,sq,p,p3,p2,pnl,trades`` rows (pnl with ``%.17g``: exact);
-    with ``top``, the ``top`` best combos per instrument, best first (NaN last, ties in grid
-    order). Returns the number of rows written."""
-    f.write(",".join(COLUMNS) + "\n")
+def _column_list() -> str:
+    return ", ".join(TABLE_COLUMNS)
+
+
+def parse_columns(spec: str) -> tuple:
+    """``--columns``: ``all``, ``basic`` (the windows, pnl, trades) or a comma-separated list of
+    the plain sweep's column names (:data:`TABLE_COLUMNS`; ``instrument`` is always printed
+    first, so naming it is allowed and changes nothing). Raises ValueError naming the unknown
+    column and listing the known ones."""
+    if spec == "all":
+        return TABLE_COLUMNS
+    if spec == "basic":
+        return BASIC_COLUMNS
+    out = []
+    for name in spec.split(","):
+        if name == "instrument":
+            continue
+        if name not in TABLE_COLUMNS:
+            raise ValueError(f"--columns: unknown column '{name}'; columns: {_column_list()} "
+                             "(or all, basic)")
+        out.append(name)
+    if len(out) > MAX_TABLE_COLUMNS:
+        raise ValueError(f"--columns: at most {MAX_TABLE_COLUMNS} columns")
+    return tuple(out)
+
+
+def parse_sort(spec: str) -> tuple[str, int]:
+    """``--sort``: ``COLUMN`` (highest first) or ``-COLUMN`` (lowest first) -> (name, sign)."""
+    sign = -1 if spec.startswith("-") else 1
+    name = spec[1:] if sign < 0 else spec
+    if name not in TABLE_COLUMNS:
+        raise ValueError(f"--sort: unknown column '{name}'; columns: {_column_list()}")
+    return name, sign
+
+
+_DEC = re.compile(r"[ \t\n\v\f\r]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_HEX = re.compile(r"[ \t\n\v\f\r]*[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
+                  r"([pP][+-]?\d+)?")
+
+
+def parse_fee(text: str) -> float:
+    """``--fee``: what the plain sweep takes (a whole C ``strtod`` number, finite, not out of
+    range), else ValueError with the plain sweep's message."""
+    m = _DEC.fullmatch(text) or _HEX.fullmatch(text)
+    fee = None
+    if m:
+        fee = float(text) if m.re is _DEC else float.fromhex(text.strip())
+        nonzero = any(c not in "0." for c in m.group(1))
+        # strtod's ERANGE: overflow, or a nonzero number that rounds to 0 or a subnormal
+        if not math.isfinite(fee) or (nonzero and abs(fee) < sys.float_info.min):
+            fee = None
+    if fee is None:
+        raise ValueError(f"--fee wants a finite number of percent points, got '{text}'")
+    return fee
+
+
+def needs_stats(columns, sort: str | None) -> bool:
+    """Whether the columns (or the sort column) need the kernel's statistics."""
+    names = list(columns) + ([parse_sort(sort)[0]] if sort else [])
+    return any(n not in BASIC_COLUMNS for n in names)
+
+
+def rank(df, sort: str | None = None, top: int | None = None) -> np.ndarray:
+    """Row numbers of ``df`` to print, instrument by instrument (panel order): per instrument,
+    its combos in grid order, or ranked by ``sort`` (``COLUMN`` highest first, ``-COLUMN``
+    lowest first; NaN last; ties in grid order) as the plain sweep ranks them, then at most
+    ``top`` of them. ``top`` without ``sort`` ranks by pnl."""
+    n = len(df)
+    if sort is None and top is None:
+        return np.arange(n)
+    if sort is None:
+        sort = "pnl"
+    name, sign = parse_sort(sort)
+    if name not in df.columns:
+        raise ValueError(f"sort: the frame has no column {name!r} (sweep with stats=True)")
     inst = df["instrument"].to_numpy()
-    par = df[list(PARAM_NAMES)].to_numpy(dtype=np.int64)
-    pnl = df["pnl"].to_numpy(dtype=np.float64)
-    trades = df["trades"].to_numpy(dtype=np.int64)
-    idx = np.arange(len(df))
-    if top is not None:
-        keep = []
-        bounds = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]]) if len(df) else []
-        ends = list(bounds[1:]) + [len(df)]
-        for a, b in zip(bounds, ends):
-            seg = np.arange(a, b)
-            key = np.where(np.isnan(pnl[seg]), np.inf, -pnl[seg])
-            keep.extend(seg[np.lexsort((seg, np.isnan(pnl[seg]), key))][:top])
-        idx = np.array(keep, dtype=np.int64)
-    for r in idx:
-        p = par[r]
-        f.write(f"{inst[r]},{p[0]},{p[1]},{p[2]},{p[3]},{p[4]},{p[5]},{_g17(pnl[r])},"
-                f"{trades[r]}\n")
+    v = df[name].to_numpy().astype(np.float64)  # the C table compares every column as a double
+    key = -v if sign < 0 else v
+    nan = np.isnan(key)
+    desc = np.where(nan, 0.0, -key)
+    bounds = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]]) if n else np.empty(0, np.int64)
+    ends = list(bounds[1:]) + [n]
+    keep = []
+    for a, b in zip(bounds, ends):
+        seg = np.arange(a, b)
+        order = seg[np.lexsort((seg, desc[seg], nan[seg]))]
+        keep.append(order if top is None else order[:top])
+    return np.concatenate(keep) if keep else np.empty(0, dtype=np.int64)
+
+
+def _format(col: np.ndarray, is_int: bool) -> list:
+    if is_int:
+        return [str(x) for x in col.astype(np.int64).tolist()]
+    return [_g17(x) for x in col.astype(np.float64).tolist()]
+
+
+def write_csv(df, f, top: int | None = None, columns=None, sort: str | None = None) -> int:
+    """Writes ``instrument`` then ``columns`` (default: every table column the frame has, in the
+    plain sweep's order: :data:`TABLE_COLUMNS` for a ``stats=True`` frame, else the windows,
+    pnl, trades), one row per printed combo, formatted as ``tollfree sweep`` prints them:
+    integers in decimal, reals with ``%.17g`` (exact; ``nan``/``-nan``, ``inf``/``-inf``).
+    Rows: :func:`rank` (``sort``; ``top`` per instrument, by pnl without ``sort``). Returns the
+    number of rows written."""
+    if columns is None:
+        columns = [c for c in TABLE_COLUMNS if c in df.columns]
+    columns = list(columns)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"columns: the frame has no column {missing[0]!r} (sweep with "
+                         "stats=True)")
+    idx = rank(df, sort, top)
+    f.write(",".join(("instrument",) + tuple(columns)) + "\n")
+    inst = df["instrument"].to_numpy()
+    data = [df[c].to_numpy() for c in columns]
+    step = 1 << 16
+    for lo in range(0, len(idx), step):
+        sel = idx[lo:lo + step]
+        cells = [[str(x) for x in inst[sel]]]
+        cells += [_format(d[sel], c in INT_COLUMNS) for c, d in zip(columns, data)]
+        f.write("".join(",".join(r) + "\n" for r in zip(*cells)))
     return len(idx)
 
 
@@ -230,14 +377,22 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="tollfree sweep", add_help=True,
         description="The sweep over a panel of instruments, in-process or on a Dask cluster "
-                    "(the C command runs this module when --panel or --scheduler is given).")
+                    "(the C command runs this module when --panel or --scheduler is given). "
+                    "Prints instrument, then the plain sweep's columns for each combo.")
     ap.add_argument("--panel", help="directory (one file per instrument) or one wide CSV")
     ap.add_argument("--input", help="one close series (CSV or raw f64), as the plain sweep")
     ap.add_argument("--column", default="close")
     ap.add_argument("--raw", action="store_true")
     ap.add_argument("--grid", default="default")
     ap.add_argument("--out")
-    ap.add_argument("--top", type=int)
+    ap.add_argument("--columns", default="all",
+                    help="all (default), basic (windows, pnl, trades) or a list of: "
+                         + _column_list())
+    ap.add_argument("--sort", help="rank each instrument's combos by COLUMN, highest first "
+                                   "(-COLUMN: lowest first), NaN last")
+    ap.add_argument("--top", type=int, help="the first K combos per instrument (by pnl without "
+                                            "--sort)")
+    ap.add_argument("--fee", help="fee per closed trade in percent points (default 0.09)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--isa", default="auto")
     ap.add_argument("--quiet", action="store_true")
@@ -247,9 +402,30 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _attach_values(argv: list) -> list:
+    """``--opt VALUE`` as ``--opt=VALUE`` for every option that takes a value, so that a value
+    starting with '-' (``--sort -max_dd``, ``--fee -1e-3``) is read as the C command's getopt
+    reads it, not as another option."""
+    valued = {f"--{x.dest.replace('_', '-')}" for x in _parser()._actions
+              if x.option_strings and x.nargs is None and x.const is None}
+    out, k = [], 0
+    while k < len(argv):
+        tok = argv[k]
+        if tok == "--":
+            out += argv[k:]
+            break
+        if tok in valued and k + 1 < len(argv):
+            out.append(f"{tok}={argv[k + 1]}")
+            k += 2
+            continue
+        out.append(tok)
+        k += 1
+    return out
+
+
 def main(argv=None) -> int:
     ap = _parser()
-    a = ap.parse_args(argv)
+    a = ap.parse_args(_attach_values(list(sys.argv[1:] if argv is None else argv)))
     err = sys.stderr
     try:
         if a.top is not None and a.top < 1:
@@ -262,6 +438,15 @@ def main(argv=None) -> int:
             raise ValueError("--panel and --input are exclusive")
         if a.isa == "reference":
             raise ValueError("--isa reference is the plain sweep's (no --panel/--scheduler)")
+        columns = parse_columns(a.columns)
+        if a.sort is not None:
+            parse_sort(a.sort)
+        fee = None if a.fee is None else parse_fee(a.fee)
+        want_stats = needs_stats(columns, a.sort)
+    except ValueError as e:
+        print(f"tollfree sweep: {e}", file=err)
+        return 2  # a bad option value: a usage error, as the plain sweep's
+    try:
         params = parse_grid(a.grid)
         if a.panel:
             panel = load_panel(a.panel, a.column, a.raw)
@@ -287,9 +472,10 @@ def main(argv=None) -> int:
             df = distributed.sweep(panel, params, client=a.scheduler, chunk=a.chunk,
                                    threads=1 if a.threads is None else a.threads, isa=a.isa,
                                    progress=None if not a.quiet else False, quiet=a.quiet,
-                                   connect_timeout=a.connect_timeout)
+                                   connect_timeout=a.connect_timeout, fee=fee, stats=want_stats)
         else:
-            df = sweep_panel(panel, params, threads=a.threads, isa=a.isa)
+            df = sweep_panel(panel, params, threads=a.threads, isa=a.isa, fee=fee,
+                             stats=want_stats)
     except (ValueError, OSError, binding.KernelError) as e:
         print(f"tollfree sweep: {e}", file=err)
         return 1
@@ -298,7 +484,7 @@ def main(argv=None) -> int:
         to_file = a.out not in (None, "-")
         f = open(a.out, "w") if to_file else sys.stdout
         try:
-            write_csv(df, f, a.top)
+            write_csv(df, f, a.top, columns, a.sort)
             f.flush()
         finally:
             if to_file:
@@ -310,7 +496,7 @@ def main(argv=None) -> int:
         bars = sum(len(v) for v in panel.values())
         where = f"Dask {a.scheduler}" if a.scheduler else "in-process"
         print(f"sweep: {len(panel)} instruments x {params.shape[0]} combos ({bars} bars) in "
-              f"{dt:.3f} s ({where})", file=err)
+              f"{dt:.3f} s ({where}{', with statistics' if want_stats else ''})", file=err)
     return 0
 
 

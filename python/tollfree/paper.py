@@ -41,7 +41,7 @@ import numpy as np
 from tollfree import orders as _o
 from tollfree.binding import FEE_DEFAULT
 
-FEE = FEE_DEFAULT  # percent points per closed trade (docs/definition.md sections 5 and 9)
+FEE = FEE_DEFAULT  # the default fee, percent points per closed trade (docs/definition.md 5, 9)
 ACCT_STRATEGY, ACCT_COUNTER, ACCT_QUOTER = 1, 2, 3
 QUOTE_QTY = 2
 MAX_LIVE_ORDERS = 1024
@@ -66,6 +66,7 @@ class PaperResult:
     combo: tuple
     tick: float
     half_spread: int
+    fee: float = FEE
     bars: int = 0
     orders: int = 0
     fills: int = 0
@@ -129,7 +130,7 @@ class _Sink(ctypes.Structure):
 
 
 class _JournalOpts(ctypes.Structure):
-    _fields_ = [("durability", ctypes.c_int), ("group_max_frames", ctypes.c_uint32),
+    _fields_ = [("size", ctypes.c_size_t), ("durability", ctypes.c_int), ("group_max_frames", ctypes.c_uint32),
                 ("group_max_us", ctypes.c_uint32), ("session_id", ctypes.c_uint64),
                 ("clock_kind", ctypes.c_uint8), ("flags", ctypes.c_uint32)]
 
@@ -183,7 +184,8 @@ class LocalEngine:
             if os.path.exists(path) and os.path.getsize(path) > _o.HEADER_LEN + 4:
                 raise PaperError(f"{path} already holds records: use an empty directory")
             h = ctypes.c_void_p()
-            opts = _JournalOpts(0, 0, 0, 0, 0, 0)  # TF_JOURNAL_NONE: synced at close
+            # TF_JOURNAL_NONE (synced at close); size = this layout, every other field 0
+            opts = _JournalOpts(size=ctypes.sizeof(_JournalOpts))
             rc = self._lib.tf_journal_open(path.encode(), ctypes.byref(opts), ctypes.byref(h),
                                            None)
             if rc:
@@ -249,17 +251,18 @@ class _Ledger:
     """Position and PnL from fills: -1, 0 or +1 lot; a fill first closes what is open (one
     closed trade, the kernel's expression), then opens the rest."""
 
-    __slots__ = ("pos", "entry", "pnl", "trades", "fills", "lots")
+    __slots__ = ("pos", "entry", "pnl", "trades", "fills", "lots", "fee")
 
-    def __init__(self):
+    def __init__(self, fee: float = FEE):
         self.pos, self.entry, self.pnl, self.trades, self.fills, self.lots = 0, 0.0, 0.0, 0, 0, 0
+        self.fee = fee
 
     def fill(self, direction: int, qty: int, px: float) -> None:
         self.fills += 1
         self.lots += qty
         for _ in range(qty):
             if self.pos != 0 and self.pos != direction:
-                self.pnl += float(self.pos) * (px - self.entry) / self.entry * 100.0 - FEE
+                self.pnl += float(self.pos) * (px - self.entry) / self.entry * 100.0 - self.fee
                 self.trades += 1
                 self.pos = 0
             elif self.pos == 0:
@@ -290,15 +293,19 @@ def _progress(i: int, n: int) -> None:
 def run(combo: Sequence[int], close: Optional[np.ndarray] = None, *, tick: float = DEFAULT_TICK,
         engine: Optional[str] = None, half_spread: int = 0, journal: Optional[str] = None,
         instrument: int = 1, timeout: Optional[float] = 60.0, progress: Optional[bool] = None,
-        plot: Optional[str] = None) -> PaperResult:
+        plot: Optional[str] = None, fee: float = FEE) -> PaperResult:
     """Paper-trades ``combo`` (six window lengths) on ``close`` (default: the default data).
 
     ``engine``: None for libtollfree's engine in-process, or ``unix:PATH`` / ``tcp:HOST:PORT``
     of ``tollfree engine serve``. ``half_spread``: 0 for the closing auction, K >= 1 ticks for
     the quoted market. ``journal``: in-process only, a directory for the OFL1 journals.
     ``progress``: a bar on stderr (default: when stderr is a terminal). ``plot``: a PNG path for
-    :func:`plot_equity`. Raises :class:`PaperError` when the venue refuses an order the loop needs."""
-    from tollfree.binding import Strategy, sweep
+    :func:`plot_equity`. ``fee``: percent points per closed trade (default 0.09), for the fills'
+    PnL and the kernel's alike. Raises :class:`PaperError` when the venue refuses an order the loop
+    needs."""
+    from tollfree.binding import Strategy, as_fee, sweep
+
+    fee = as_fee(fee)
 
     combo = tuple(int(v) for v in combo)
     if len(combo) != 6 or min(combo) < 1:
@@ -325,7 +332,7 @@ def run(combo: Sequence[int], close: Optional[np.ndarray] = None, *, tick: float
 
     res = PaperResult(mode="half_spread" if half_spread else "auction",
                       engine=engine or "in-process", combo=combo, tick=tick,
-                      half_spread=half_spread, parity_expected=not half_spread)
+                      half_spread=half_spread, fee=fee, parity_expected=not half_spread)
     local = LocalEngine(instrument, journal=journal) if engine is None else None
     conns = []
     if engine is not None:
@@ -338,12 +345,12 @@ def run(combo: Sequence[int], close: Optional[np.ndarray] = None, *, tick: float
         res.events += len(r)
         return r
 
-    led = _Ledger()
+    led = _Ledger(fee)
     equity = np.empty(n, dtype=np.float64)
     mtm = np.empty(n, dtype=np.float64)
     quotes = {_o.BUY: [0, 0], _o.SELL: [0, 0]}  # side -> [order_id or 0, remaining]
     cid = {"s": 0, "v": 0}
-    strat = Strategy(combo)
+    strat = Strategy(combo, fee=fee)
     t0 = time.perf_counter()
     pos = 0
     last = 0
@@ -431,7 +438,7 @@ def run(combo: Sequence[int], close: Optional[np.ndarray] = None, *, tick: float
         if local is not None:
             local.close()
 
-    kp, kt = sweep(px, np.asarray([combo], dtype=np.int64), threads=1)
+    kp, kt = sweep(px, np.asarray([combo], dtype=np.int64), threads=1, fee=fee)
     res.kernel_pnl, res.kernel_trades = float(kp[0]), int(kt[0])
     res.pnl, res.trades, res.fills, res.lots = led.pnl, led.trades, led.fills, led.lots
     res.position = pos
@@ -504,6 +511,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--input")
     ap.add_argument("--column", default="close")
     ap.add_argument("--tick", type=float, default=DEFAULT_TICK)
+    ap.add_argument("--fee", type=float, default=FEE)
     ap.add_argument("--engine")
     ap.add_argument("--instrument", type=int, default=1)
     ap.add_argument("--half-spread", type=int, default=0)
@@ -519,7 +527,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         close = load_close(a.input, a.column)
     try:
         r = run(a.combo, close, tick=a.tick, engine=a.engine, half_spread=a.half_spread,
-                journal=a.journal, instrument=a.instrument,
+                journal=a.journal, instrument=a.instrument, fee=a.fee,
                 progress=False if a.quiet else None, plot=a.plot)
     except (PaperError, ValueError, _o.EngineError) as e:
         print(f"tollfree paper: {e}", file=sys.stderr)

@@ -46,6 +46,10 @@ int tf_cli_read_series(const char *path, const char *column, int raw, double **o
  * int64 [n][6]. On failure prints one line and returns -1. */
 int tf_cli_read_grid(const char *spec, int64_t **out, int64_t *n);
 
+/* Parses --fee (percent points per closed trade, any finite number). On failure prints one line
+ * naming cmd ("tollfree sweep", ...) and returns -1. */
+int tf_cli_parse_fee(const char *cmd, const char *arg, double *fee);
+
 /* Whole file into a NUL-terminated malloc'd buffer; -errno on failure. */
 int tf_cli_slurp(const char *path, char **out, size_t *len);
 

@@ -46,6 +46,8 @@ static const char usage[] =
     "                    *.bin, *.raw). Default: the embedded data set (150,000 bars)\n"
     "  --column NAME     CSV column holding the close (default: close)\n"
     "  --tick T          tick size (default 0.0001)\n"
+    "  --fee F           fee per closed trade in percent points (default 0.09); the kernel's\n"
+    "                    figure it is compared with uses the same fee\n"
     "  --engine URL      unix:PATH or tcp:HOST:PORT of `tollfree engine serve` (the orders go\n"
     "                    through the service with the C client: the strategy on one connection,\n"
     "                    the counterparty or quoter on another, which receives its fills as\n"
@@ -77,7 +79,6 @@ static const char usage[] =
     "  tollfree paper --combo 20 --input prices.csv --column close --half-spread 2\n";
 
 enum { ACCT_STRATEGY = 1, ACCT_COUNTER = 2, ACCT_QUOTER = 3 };
-#define FEE TF_FEE_DEFAULT   /* docs/definition.md: percent points per closed trade */
 #define MAX_LIVE_ORDERS 1024 /* in-process engine: the auction never leaves more than 3 live */
 #define REPLY_CAP (MAX_LIVE_ORDERS + 2)
 #define QUOTE_QTY 2 /* a reversal (2 lots) always fills against one quote */
@@ -183,14 +184,14 @@ typedef struct ledger {
     int64_t fills, lots;
 } ledger;
 
-static int ledger_fill(ledger *l, int dir, uint64_t qty, int64_t px_ticks, double tick)
+static int ledger_fill(ledger *l, int dir, uint64_t qty, int64_t px_ticks, double tick, double fee)
 {
     double px = (double)px_ticks * tick;
     l->fills++;
     l->lots += (int64_t)qty;
     while (qty > 0) {
         if (l->pos != 0 && l->pos != dir) {
-            l->pnl += (double)l->pos * (px - l->entry) / l->entry * 100.0 - FEE;
+            l->pnl += (double)l->pos * (px - l->entry) / l->entry * 100.0 - fee;
             l->trades++;
             l->pos = 0;
         } else if (l->pos == 0) {
@@ -209,6 +210,7 @@ static int ledger_fill(ledger *l, int dir, uint64_t qty, int64_t px_ticks, doubl
 typedef struct paper_cfg {
     int64_t combo[6];
     double tick;
+    double fee;          /* percent points per closed trade (docs/definition.md section 9) */
     int64_t half_spread; /* 0: auction */
     uint64_t instrument;
     int progress;
@@ -291,8 +293,11 @@ static int run_paper(const paper_cfg *cfg, const double *close, int64_t n, venue
 {
     tf_strategy *s = NULL;
     int rc = tf_strategy_open(&s, cfg->combo);
+    if (!rc)
+        rc = tf_strategy_set_fee(s, cfg->fee);
     if (rc) {
         fprintf(stderr, "tollfree paper: --combo: %s\n", tf_strerror(rc));
+        tf_strategy_close(s);
         return rc;
     }
     memset(out, 0, sizeof *out);
@@ -373,7 +378,8 @@ static int run_paper(const paper_cfg *cfg, const double *close, int64_t n, venue
                 const tf_ofl_msg *e = &v->ev[k];
                 if (e->kind != TF_OFL_TRADE || e->trade.taker_order_id != oid)
                     continue;
-                if (ledger_fill(led, dir, e->trade.quantity.lo, e->trade.price, cfg->tick)) {
+                if (ledger_fill(led, dir, e->trade.quantity.lo, e->trade.price, cfg->tick,
+                                cfg->fee)) {
                     rc = -1;
                     break;
                 }
@@ -515,7 +521,8 @@ static void print_json(const paper_cfg *cfg, const char *engine_url, const paper
            "], ",
            cfg->combo[0], cfg->combo[1], cfg->combo[2], cfg->combo[3], cfg->combo[4],
            cfg->combo[5]);
-    printf("\"tick\": %.17g, \"half_spread\": %" PRId64 ", ", cfg->tick, cfg->half_spread);
+    printf("\"tick\": %.17g, \"fee\": %.17g, \"half_spread\": %" PRId64 ", ", cfg->tick, cfg->fee,
+           cfg->half_spread);
     printf("\"bars\": %" PRId64 ", \"orders\": %" PRId64 ", \"fills\": %" PRId64
            ", \"lots\": %" PRId64 ", ",
            o->bars, o->orders, o->led.fills, o->led.lots);
@@ -547,6 +554,7 @@ int tf_cmd_paper(int argc, char **argv)
                                          {"input", required_argument, 0, 'i'},
                                          {"column", required_argument, 0, 'c'},
                                          {"tick", required_argument, 0, 't'},
+                                         {"fee", required_argument, 0, 'f'},
                                          {"engine", required_argument, 0, 'e'},
                                          {"instrument", required_argument, 0, 'I'},
                                          {"half-spread", required_argument, 0, 's'},
@@ -559,7 +567,7 @@ int tf_cmd_paper(int argc, char **argv)
     const char *input = NULL, *column = "close", *engine_url = NULL, *journal = NULL;
     const char *plot = NULL;
     int json = 0, quiet = 0, have_combo = 0, c;
-    paper_cfg cfg = {.tick = 1e-4, .instrument = 1};
+    paper_cfg cfg = {.tick = 1e-4, .fee = TF_FEE_DEFAULT, .instrument = 1};
     char *end;
     optind = 1;
     opterr = 0;
@@ -587,6 +595,10 @@ int tf_cmd_paper(int argc, char **argv)
                 fprintf(stderr, "tollfree paper: --tick %s: want a positive number\n", optarg);
                 return 2;
             }
+            break;
+        case 'f':
+            if (tf_cli_parse_fee("tollfree paper", optarg, &cfg.fee))
+                return 2;
             break;
         case 'e':
             engine_url = optarg;
@@ -712,7 +724,7 @@ int tf_cmd_paper(int argc, char **argv)
         px[i] = nearbyint(close[i] / cfg.tick) * cfg.tick;
     double kpnl = 0;
     int64_t ktrades = 0;
-    tf_sweep_opts so = {.threads = 1};
+    tf_sweep_opts so = {.threads = 1, .fee = &cfg.fee};
     rc = tf_sweep(px, n, cfg.combo, 1, &kpnl, &ktrades, &so);
     free(px);
     if (rc) {

@@ -93,13 +93,20 @@ static const char usage_panel[] =
     "  --panel PATH      many instruments: a directory with one file per instrument (CSV with\n"
     "                    the --column column, or raw f64), or one wide CSV (a column each; a\n"
     "                    first date column dropped; NaN padding at a column's ends ignored).\n"
-    "                    Prints instrument,L,half,sq,p,p3,p2,pnl,trades (--top K per instrument)\n"
+    "                    Prints one CSV row per (instrument, combo): instrument, then the\n"
+    "                    columns above (--columns, default all; basic = instrument,L,half,sq,p,\n"
+    "                    p3,p2,pnl,trades), instruments in file/column order. Each instrument's\n"
+    "                    rows are the plain sweep's rows for that series, same text; --sort and\n"
+    "                    --top K rank and cut per instrument (--top alone: the K best pnl)\n"
     "  --scheduler ADDR  sweep on Dask: tcp://HOST:PORT (a 'dask scheduler') or local[:N] (a\n"
     "                    LocalCluster of N processes); the same bits (docs/distributed.md)\n"
     "  --chunk N         combos per Dask task (default: sized so a task runs 0.1-2 s)\n"
-    "  With these, --input, --column, --raw, --grid, --out, --top, --threads (per Dask task:\n"
-    "  default 1), --isa (not reference) and --quiet apply; the other options do not.\n"
-    "  tollfree sweep --panel prices/ --scheduler local:2 --top 3\n";
+    "  With these, --input, --column, --raw, --grid, --out, --columns, --sort, --top, --fee,\n"
+    "  --threads (per Dask task: default 1), --isa (not reference) and --quiet apply; the other\n"
+    "  options do not.\n"
+    "  tollfree sweep --panel prices/ --scheduler local:2 --top 3\n"
+    "  tollfree sweep --panel prices/ --fee 0.05 --sort sharpe_per_trade --top 3 \\\n"
+    "      --columns L,pnl,trades,sharpe_per_trade\n";
 
 static double now_s(void)
 {
@@ -264,15 +271,8 @@ int tf_cmd_sweep(int argc, char **argv)
             break;
         case 'f':
             fee_arg = optarg;
-            errno = 0;
-            fee = strtod(optarg, &end);
-            if (*end || end == optarg || errno || !isfinite(fee)) {
-                fprintf(stderr,
-                        "tollfree sweep: --fee wants a finite number of percent points, "
-                        "got '%s'\n",
-                        optarg);
+            if (tf_cli_parse_fee("tollfree sweep", optarg, &fee))
                 return 2;
-            }
             break;
         case 'h':
             fputs(usage, stdout);

@@ -853,6 +853,19 @@ static int grid_file(const char *path, int64_t **out, int64_t *n)
     return 0;
 }
 
+int tf_cli_parse_fee(const char *cmd, const char *arg, double *fee)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (*end || end == arg || errno || !isfinite(v)) {
+        fprintf(stderr, "%s: --fee wants a finite number of percent points, got '%s'\n", cmd, arg);
+        return -1;
+    }
+    *fee = v;
+    return 0;
+}
+
 int tf_cli_read_grid(const char *spec, int64_t **out, int64_t *n)
 {
     if (!strcmp(spec, "default"))

@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/opts_size.h"
 #include "tollfree/kernel.h"
 #include "tollfree/shm.h"
 #include "wire/wire_internal.h"
@@ -27,6 +28,8 @@
 #define DEFAULT_TIMEOUT_MS 60000
 #define DEFAULT_RING ((uint64_t)4 << 20)
 #define SOCKBUF_BYTES (4 << 20)
+/* tf_client_opts a caller must have: up to spin (the first layout that carried a size). */
+#define OPTS_MIN_SIZE TFU_FIELD_END(tf_client_opts, spin)
 
 /* A v1 request frame before its arrays: u32 body_len, then the 9-byte v1 body header. */
 #define V1_REQ (TF_WIRE_PREFIX + TF_WIRE_V1_FIXED)
@@ -423,13 +426,19 @@ int tf_client_open_opts(tf_client **out, const char *url, const tf_client_opts *
     if (!out || !url)
         return TF_E_NULL_ARG;
     *out = NULL;
+    tf_client_opts o = {.spin = -1};
+    if (opts) {
+        int rc = tfu_opts_load(&o, sizeof o, opts, OPTS_MIN_SIZE);
+        if (rc)
+            return rc;
+    }
     tf_client *c = calloc(1, sizeof *c);
     if (!c)
         return TF_E_NOMEM;
     c->fd = -1;
-    c->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
-    tf_shm_waiter_init(&c->wait, opts && opts->spin >= 0 ? opts->spin : TF_SHM_DEFAULT_SPIN);
-    uint64_t ring = opts && opts->ring_bytes ? opts->ring_bytes : DEFAULT_RING;
+    c->timeout_ms = o.timeout_ms ? o.timeout_ms : DEFAULT_TIMEOUT_MS;
+    tf_shm_waiter_init(&c->wait, o.spin >= 0 ? o.spin : TF_SHM_DEFAULT_SPIN);
+    uint64_t ring = o.ring_bytes ? o.ring_bytes : DEFAULT_RING;
     tfc_url u;
     int rc = tfc_parse_url(url, &u);
     if (!rc && u.scheme == TFC_UNIX) {

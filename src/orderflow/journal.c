@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/opts_size.h"
 #include "orderflow/fio.h"
 #include "orderflow/orderflow_internal.h"
 #include "tollfree/journal.h"
@@ -20,6 +21,8 @@
 #define STAGE_BYTES (256u * 1024u)
 #define DEFAULT_GROUP_FRAMES 4096u
 #define DEFAULT_GROUP_US 1000u
+/* tf_journal_opts a caller must have: up to flags (the first layout that carried a size). */
+#define OPTS_MIN_SIZE TFU_FIELD_END(tf_journal_opts, flags)
 
 struct tf_journal {
     int fd;
@@ -643,8 +646,11 @@ int tf_journal_open(const char *path, const tf_journal_opts *opts, tf_journal **
         return TF_E_NULL_ARG;
     *out = NULL;
     tf_journal_opts o = {.durability = TF_JOURNAL_GROUP};
-    if (opts)
-        o = *opts;
+    if (opts) {
+        int rc = tfu_opts_load(&o, sizeof o, opts, OPTS_MIN_SIZE);
+        if (rc)
+            return rc;
+    }
     if (o.durability > TF_JOURNAL_EVERY || o.clock_kind > TF_OFL_CLOCK_WALL_NS)
         return TF_E_INVALID_ARG;
     tf_journal_recovery rtmp;

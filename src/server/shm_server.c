@@ -134,9 +134,14 @@ static int ring_emit(void *ud, srv_reply *rep)
     uint64_t span = TF_SHM_FRAME_SPAN(len - 4);
     uint8_t *dst;
     /* A client that stops reading its replies holds its ring: after --stall-timeout it is
-     * closed, as a socket connection stalled in the middle of a reply is. */
-    int rc = tf_ring_wait_room(&m->resp, span, &m->wait, alive, m,
+     * closed, as a socket connection stalled in the middle of a reply is. The deadline (a clock
+     * read) is only computed when the ring has no room at once. */
+    int rc = tf_ring_reserve(&m->resp, span, &dst);
+    if (rc == 0)
+        rc = tf_ring_wait_room(&m->resp, span, &m->wait, alive, m,
                                deadline_after(m->s->cfg.stall_timeout_s), &dst);
+    else if (rc == 1)
+        rc = 0;
     if (rc == -ETIMEDOUT)
         return STALLED;
     if (rc)

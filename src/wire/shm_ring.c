@@ -288,8 +288,9 @@ int tf_ring_peek(tf_ring_cons *c, uint64_t max_body, const uint8_t **frame, uint
         uint64_t off = c->local_tail & (c->size - 1);
         uint32_t len = __atomic_load_n((const uint32_t *)(c->data + off), __ATOMIC_RELAXED);
         if (len == TF_SHM_WRAP) {
+            /* A marker at the ring start skips nothing a frame could need: never written. */
             uint64_t skip = c->size - off;
-            if (avail < skip)
+            if (off == 0 || avail < skip)
                 return TF_E_SHM_CORRUPT;
             c->local_tail += skip;
             __atomic_store_n(c->tail, c->local_tail, __ATOMIC_RELEASE);

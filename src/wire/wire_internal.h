@@ -58,9 +58,8 @@ typedef struct tf_ring_prod {
     const uint64_t *tail; /* shared, written by the peer: hostile */
     uint32_t *seq;        /* shared futex word, written by us */
     const uint32_t *peer_sleeping;
-    uint64_t local_head;    /* our head, the truth */
-    uint64_t last_tail;     /* the peer's tail as last validated (tails only grow) */
-    uint64_t reserved_skip; /* a wrap written by reserve, published with the frame */
+    uint64_t local_head; /* our head, the truth */
+    uint64_t last_tail;  /* the peer's tail as last validated (tails only grow) */
 } tf_ring_prod;
 
 /* The side of a ring that this process consumes from. */

@@ -71,6 +71,20 @@ static inline void tf_test_deadline_note(const char *what, int timeout_ms)
     fprintf(stderr, "%s: deadline exceeded after %d s\n", what, (timeout_ms + 999) / 1000);
 }
 
+/* Opens tests/vectors/NAME of the source tree ($TF_SOURCE_DIR, set by ctest; else the working
+ * directory), recording a failure when it cannot. */
+static inline FILE *tf_test_open_vectors(const char *name)
+{
+    char path[1024];
+    const char *src = getenv("TF_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/vectors/%s", src ? src : ".", name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fprintf(stderr, "cannot open %s\n", path);
+    CHECK(f != NULL);
+    return f;
+}
+
 static inline int tf_test_report(void)
 {
     printf("%d passed, %d failed\n", tf_test_passed, tf_test_failed);

@@ -59,6 +59,7 @@ int main(void)
     FIELD(tf_engine_sink, ctx);
 
     STRUCT(tf_journal_opts);
+    FIELD(tf_journal_opts, size);
     FIELD(tf_journal_opts, durability);
     FIELD(tf_journal_opts, group_max_frames);
     FIELD(tf_journal_opts, group_max_us);

@@ -1,6 +1,7 @@
 /* The C client library's error paths: bad urls and arguments, refused connections, server error
  * frames surfacing as the server's code and message, and fake servers (in this test) that stall,
- * truncate, answer the wrong request or refuse a handshake. Also the example program. */
+ * truncate, answer the wrong request or refuse a handshake; tf_client_opts.size. Also the example
+ * program. */
 #include <pthread.h>
 
 #include "harness.h"
@@ -182,6 +183,48 @@ static void test_args(const char *dir)
     CHECK_RC(tf_client_stats(NULL, NULL), TF_E_NULL_ARG);
 }
 
+/* tf_client_opts.size, checked before anything is dialed: a socket nobody listens on gives
+ * -ENOENT when the options are accepted, TF_E_INVALID_ARG when they are not. */
+static void test_opts_size(const char *dir)
+{
+    char url[160], shm[160];
+    snprintf(url, sizeof url, "unix:%s/nobody.sock", dir);
+    snprintf(shm, sizeof shm, "shm:%s/nobody.sock", dir);
+    tf_client *c = (tf_client *)1;
+    /* 0 and sizeof: this layout. */
+    tf_client_opts o = {.timeout_ms = 200};
+    CHECK_RC(tf_client_open_opts(&c, url, &o), -ENOENT);
+    o.size = sizeof o;
+    CHECK_RC(tf_client_open_opts(&c, url, &o), -ENOENT);
+    /* A shorter layout that still ends after spin (no tail padding): accepted, fields read. */
+    size_t first = offsetof(tf_client_opts, spin) + sizeof(int);
+    tf_client_opts s = {.size = first, .ring_bytes = (uint64_t)1 << 16, .spin = 0};
+    CHECK_RC(tf_client_open_opts(&c, shm, &s), -ENOENT);
+    s.ring_bytes = 12345; /* read: refused as a ring size */
+    CHECK_RC(tf_client_open_opts(&c, shm, &s), TF_E_INVALID_ARG);
+    /* Too small: not even the first sized layout. */
+    tf_client_opts small = {.size = first - 1};
+    CHECK_RC(tf_client_open_opts(&c, url, &small), TF_E_INVALID_ARG);
+    small.size = sizeof(size_t);
+    CHECK_RC(tf_client_open_opts(&c, url, &small), TF_E_INVALID_ARG);
+    CHECK(c == NULL);
+    /* A newer, longer layout: accepted when the bytes this library does not know are zero. */
+    struct {
+        tf_client_opts o;
+        uint64_t future[2];
+    } longer = {{.size = sizeof longer, .ring_bytes = (uint64_t)1 << 16}, {0, 0}};
+    CHECK_RC(tf_client_open_opts(&c, shm, &longer.o), -ENOENT);
+    longer.o.ring_bytes = 12345; /* the known fields of a longer struct are read */
+    CHECK_RC(tf_client_open_opts(&c, shm, &longer.o), TF_E_INVALID_ARG);
+    longer.o.ring_bytes = (uint64_t)1 << 16;
+    longer.future[1] = (uint64_t)1 << 56; /* its last byte */
+    CHECK_RC(tf_client_open_opts(&c, url, &longer.o), TF_E_INVALID_ARG);
+    longer.future[1] = 0;
+    longer.future[0] = 1;
+    CHECK_RC(tf_client_open_opts(&c, url, &longer.o), TF_E_INVALID_ARG);
+    CHECK(c == NULL);
+}
+
 static void test_real_server(void)
 {
     tserver ts;
@@ -261,6 +304,7 @@ int main(void)
     char dir[64];
     CHECK(t_mkdtemp(dir, sizeof dir) == 0);
     test_args(dir);
+    test_opts_size(dir);
     test_fakes(dir);
     test_real_server();
     rmdir(dir);

@@ -198,12 +198,9 @@ static void run_exchange(const char *dir, const exchange *x)
 
 int main(void)
 {
-    char path[1024], dir[256];
+    char dir[256];
     static char line[8192];
-    const char *src = getenv("TF_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/vectors/wire_frames.txt", src ? src : ".");
-    FILE *fp = fopen(path, "r");
-    CHECK(fp != NULL);
+    FILE *fp = tf_test_open_vectors("wire_frames.txt");
     CHECK_RC(t_mkdtemp(dir, sizeof dir), 0);
     int n = 0;
     static exchange x;

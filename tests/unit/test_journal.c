@@ -1,8 +1,9 @@
 /* Journal: durability policies and the durable position, reopen/append, recovery, locking,
- * the reader's error reasons, the sticky failure after an I/O error. */
+ * the reader's error reasons, the sticky failure after an I/O error, tf_journal_opts.size. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,6 +245,60 @@ static void test_reopen(void)
     CHECK_EQ(file_size(p), size);
     CHECK_EQ(rec.records, 75);
     CHECK_RC(tf_journal_close(j), 0);
+}
+
+/* tf_journal_opts.size: 0 and sizeof are this layout; a size that does not reach the end of flags
+ * (this layout has no tail padding, so sizeof - 1 already fails) or a non-zero byte beyond the
+ * known layout is TF_E_INVALID_ARG before the file is touched; a longer struct with a zero tail
+ * is read like this layout. */
+static void test_opts_size(void)
+{
+    tf_journal *j = (tf_journal *)1;
+    tf_journal_recovery rec;
+    const char *p = tmp("sized.ofl");
+    tf_journal_opts zero = {.durability = TF_JOURNAL_NONE, .session_id = 11};
+    CHECK_RC(tf_journal_open(p, &zero, &j, &rec), 0);
+    CHECK(rec.created == 1 && tf_journal_header(j)->session_id == 11);
+    CHECK_RC(tf_journal_close(j), 0);
+    unlink(p);
+    tf_journal_opts full = {.size = sizeof full, .durability = TF_JOURNAL_NONE, .session_id = 12};
+    CHECK_RC(tf_journal_open(p, &full, &j, &rec), 0);
+    CHECK(rec.created == 1 && tf_journal_header(j)->session_id == 12);
+    CHECK_RC(tf_journal_close(j), 0);
+    unlink(p);
+
+    size_t first = offsetof(tf_journal_opts, flags) + sizeof(uint32_t);
+    CHECK_EQ(first, sizeof(tf_journal_opts));
+    tf_journal_opts small = {.size = first - 1};
+    CHECK_RC(tf_journal_open(p, &small, &j, NULL), TF_E_INVALID_ARG);
+    CHECK(j == NULL);
+    small.size = sizeof(size_t);
+    CHECK_RC(tf_journal_open(p, &small, &j, NULL), TF_E_INVALID_ARG);
+    small.size = 1;
+    CHECK_RC(tf_journal_open(p, &small, &j, NULL), TF_E_INVALID_ARG);
+    CHECK_EQ(file_size(p), -1); /* nothing created */
+
+    struct {
+        tf_journal_opts o;
+        uint32_t future[3];
+    } longer = {{.size = sizeof longer, .durability = TF_JOURNAL_EVERY, .session_id = 13},
+                {0, 0, 0}};
+    longer.future[2] = 0x100; /* a non-zero byte in the middle of a field this library lacks */
+    CHECK_RC(tf_journal_open(p, &longer.o, &j, NULL), TF_E_INVALID_ARG);
+    CHECK_EQ(file_size(p), -1);
+    longer.future[2] = 0;
+    CHECK_RC(tf_journal_open(p, &longer.o, &j, &rec), 0);
+    CHECK(rec.created == 1 && tf_journal_header(j)->session_id == 13);
+    /* durability EVERY was read: an append is durable when it returns */
+    tf_ofl_gen g;
+    tf_ofl_gen_init(&g, 9);
+    CHECK_EQ(append_n(j, &g, 1), 1);
+    CHECK_EQ(tf_journal_durable_end(j), 1);
+    CHECK_RC(tf_journal_close(j), 0);
+    /* the known fields still count: session 14 does not match the file's 13 */
+    longer.o.session_id = 14;
+    CHECK_RC(tf_journal_open(p, &longer.o, &j, NULL), TF_E_OFL_SESSION_MISMATCH);
+    unlink(p);
 }
 
 static void test_open_errors(void)
@@ -532,6 +587,7 @@ int main(void)
     test_policies();
     test_reopen();
     test_open_errors();
+    test_opts_size();
     test_append_errors();
     test_sticky_failure();
     test_reader_reasons();

@@ -62,10 +62,8 @@ static int unhex(const char *h, uint8_t *out, size_t cap, size_t *len)
 
 static int load_vectors(void)
 {
-    char path[1024], line[8192];
-    const char *src = getenv("TF_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/vectors/ofl_frames.txt", src ? src : ".");
-    FILE *f = fopen(path, "r");
+    char line[8192];
+    FILE *f = tf_test_open_vectors("ofl_frames.txt");
     if (!f)
         return -1;
     while (fgets(line, sizeof line, f) && n_vecs < MAX_VEC) {

@@ -22,11 +22,8 @@ static int scheme_of(const char *s)
 
 int main(void)
 {
-    char path[1024], line[1024];
-    const char *src = getenv("TF_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/vectors/urls.txt", src ? src : ".");
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
+    char line[1024];
+    FILE *f = tf_test_open_vectors("urls.txt");
     int n_ok = 0, n_bad = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;

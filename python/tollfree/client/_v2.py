@@ -441,6 +441,13 @@ class ShmSession(Session):
     (``position``/``trades``/``pnl`` read from it), so a call allocates nothing but the tuple and
     Python ints. Anything unusual (a wrap, a full ring, an error frame, a closed client) falls back
     to the general path, which validates everything.
+
+    Why the ring is inlined here instead of calling ShmTransport.reserve / begin_reply (the one
+    implementation the other calls use): in CPython each of those method calls costs about as much
+    as the whole bar's ring work, so this path keeps only the no-wrap case and the checks that
+    case needs (head and tail 8-aligned, within one ring, the frame before the ring end); the
+    shared vectors (tests/vectors/shm_ring.txt, python/tests/test_shm_vectors.py) hold it, the
+    general path and the C rings to the same results.
     """
 
     # fields of a SESSION_BAR reply frame tuple (wire.SESSION_BAR_REPLY_FRAME)
@@ -483,7 +490,8 @@ class ShmSession(Session):
             try:
                 pos = cq[QH]
                 off = pos & mask
-                if off + 32 > ring or pos + 32 - cq[QT] > ring:
+                tl = cq[QT]
+                if off + 32 > ring or pos + 32 - tl > ring or tl > pos or tl & 7:
                     return c._slow_bar(close)
                 rid += 1
                 pack(req, off, 28, OP, 2, 0, rid, sid, close)
@@ -503,7 +511,7 @@ class ShmSession(Session):
                     else:
                         head = more(tail)
                 roff = tail & mask
-                if 40 <= head - tail <= ring and roff + 40 <= ring:
+                if 40 <= head - tail <= ring and roff + 40 <= ring and not head & 7:
                     r = unpack(resp, roff)
                     if r[4] == rid and r[0] == 36 and r[1] == OP:
                         cq[RT] = tail + 40
@@ -584,7 +592,8 @@ class ShmClient(Client):
         so is the reused receive buffer for ``out=None`` (the one :meth:`Client.echo` keeps per
         dtype and shape, looked up again whenever the input array, its shape or its dtype
         changes). Anything else (large or wrapping frames, a full ring, non-array input, an error
-        frame or a malformed reply) takes the general path, which validates everything."""
+        frame or a malformed reply) takes the general path, which validates everything. Inlined
+        for the reason :class:`ShmSession` gives, and held to the same shared ring vectors."""
         client = self
         bufs = self._echo_bufs
         req, resp, cq, ci = t.req, t.resp, t.cq, t.ci
@@ -643,7 +652,9 @@ class ShmClient(Client):
             try:
                 pos = cq[QH]
                 off = pos & mask
-                if n > fast_max or len(dst) != n or off + size > ring or pos + size - cq[QT] > ring:
+                tl = cq[QT]
+                if (n > fast_max or len(dst) != n or off + size > ring or pos + size - tl > ring
+                        or tl > pos or tl & 7):
                     return slow(array, out)
                 rid += 1
                 w0 = W0 | (12 + n)
@@ -667,7 +678,7 @@ class ShmClient(Client):
                     else:
                         head = more(tail)
                 roff = tail & mask
-                if size <= head - tail <= ring and roff + size <= ring:
+                if size <= head - tail <= ring and roff + size <= ring and not head & 7:
                     q = roff >> 3
                     if resp_q[q + 1] == rid and resp_q[q] == w0:
                         dst[:] = resp[roff + 16:roff + 16 + n]

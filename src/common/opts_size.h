@@ -1,0 +1,28 @@
+/* Growable public option structs (tf_sweep_opts, tf_client_opts, tf_journal_opts): one rule for
+ * their `size` field, in one place. Not installed.
+ *
+ * Such a struct starts with `size_t size`: 0 means the layout this library was built with; a
+ * caller built against an older, shorter layout passes its own sizeof and the fields it lacks
+ * take their defaults; a longer struct (from a newer header) is accepted only if every byte this
+ * library does not know is zero, so that a new option is never silently ignored. The rules for a
+ * struct that grows: fields are only appended, after sizeof of the previous layout (never into
+ * its tail padding, whose bytes an older caller may leave unset), and a new field's zero value is
+ * its default. */
+#ifndef TF_COMMON_OPTS_SIZE_H
+#define TF_COMMON_OPTS_SIZE_H
+
+#include <stddef.h>
+
+/* Where field f of struct T ends: the smallest size that covers it. A struct's min (below) is
+ * TFU_FIELD_END of the last field of its first sized layout. */
+#define TFU_FIELD_END(T, f) (offsetof(T, f) + sizeof(((T *)0)->f))
+
+/* Reads the caller's options src (first member size_t size) into dst, the struct as this library
+ * knows it (known = sizeof *dst). The caller's size, 0 meaning known, must be at least min;
+ * dst receives src's first min(size, known) bytes and zeros after them (the fields an older
+ * caller lacks read 0, their default); when size > known, bytes [known, size) of src must all be
+ * zero. On success dst->size is known. Returns 0, or TF_E_INVALID_ARG (size below min, or a
+ * non-zero byte beyond known) with dst untouched. src and dst must not be NULL. */
+int tfu_opts_load(void *dst, size_t known, const void *src, size_t min);
+
+#endif
