@@ -28,10 +28,12 @@
  * wants starves that task (maybe the peer), so contention switches spinning and yielding off:
  * a gap of TF_SHM_PREEMPT_NS between two clock reads of a spin and no answer since (the spinner
  * was preempted and its peer did not answer either), or a yield that took TF_SHM_YIELD_SLOW_NS
- * (another task held our CPU; the peer would have answered sooner). Once is chance (the budget
- * halves); found again within TF_SHM_CALM_NS, the waiter sleeps at once for TF_SHM_CALM_NS, a
- * window that doubles (up to TF_SHM_CALM_MAX_NS) while contention is found again as soon as it
- * ends. */
+ * (another task held our CPU; the peer would have answered sooner), each confirmed by this
+ * thread's count of involuntary context switches (getrusage): a gap without a switch is the
+ * hypervisor holding the vCPU (a stall), which happens to spinning guests on an idle host and is
+ * not contention. Once is chance (the budget halves); found again within TF_SHM_CALM_NS, the
+ * waiter sleeps at once for TF_SHM_CALM_NS, a window that doubles (up to TF_SHM_CALM_MAX_NS)
+ * while contention is found again as soon as it ends. */
 #define TF_SHM_DEFAULT_SPIN 20000
 #define TF_SHM_PREEMPT_NS 50000ll
 #define TF_SHM_YIELD_SLOW_NS 20000ll

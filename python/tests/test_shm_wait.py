@@ -133,3 +133,63 @@ def test_contention_switches_spinning_off(server):
         t._adapt(10**12)  # far beyond any budget: halve
         assert t.budget == grown // 2
         assert t.fast == [min(t.budget, _shm._INLINE)]
+
+
+class _Clock:
+    """time for _shm: each read 100 ns after the last, and 100 us more at read number ``jump``."""
+
+    def __init__(self, jump: int):
+        self.n, self.t, self.jump = 0, 10**9, jump
+
+    def monotonic_ns(self) -> int:
+        self.t += 100_000 if self.n == self.jump else 100
+        self.n += 1
+        return self.t
+
+    def monotonic(self) -> float:
+        return self.t / 1e9
+
+
+class _Rusage:
+    """resource for _shm: this thread's involuntary switches are ``nivcsw``."""
+
+    RUSAGE_THREAD = 1
+
+    def __init__(self, nivcsw: int):
+        self.nivcsw = nivcsw
+
+    def getrusage(self, who):
+        assert who == self.RUSAGE_THREAD
+        return type("ru", (), {"ru_nivcsw": self.nivcsw})()
+
+
+@pytest.mark.parametrize("where", ["spin", "yield"])
+@pytest.mark.parametrize("switched", [False, True])
+def test_stall_is_not_contention(monkeypatch, where, switched):
+    """A gap in the spin (or a slow yield) during which this thread was not switched out
+    involuntarily is the hypervisor holding the vCPU: counted as a stall, and spinning goes on;
+    with an involuntary switch it is contention (shm_ring.c's switched_away(), same rules)."""
+    import mmap
+
+    ring = 4096
+    t = _shm.ShmTransport.__new__(_shm.ShmTransport)
+    t._state("shm:stall", ring, 20_000, None)
+    t._attach(mmap.mmap(-1, _shm.wire.SHM_CTRL_BYTES + 2 * ring))
+    t.sleep = lambda tail: tail + 8  # the reply comes once the spin and the yield gave up
+    if where == "spin":
+        t.budget, t.fast = 4 * _shm._INLINE, [0]
+        clock = _Clock(jump=1)  # the clock read after the first 256 polls
+    else:
+        t.budget, t.fast = 0, [0]
+        clock = _Clock(jump=2)  # t0, before the yield, after it: the yield took 100 us
+    t.nivcsw = 7
+    monkeypatch.setattr(_shm, "time", clock)
+    monkeypatch.setattr(_shm, "resource", _Rusage(8 if switched else 7))
+    assert t.wait_more(0) == 8
+    assert t.sleeps == 1
+    if switched:
+        assert (t.stalls, t.contentions) == (0, 1)
+    else:
+        assert (t.stalls, t.contentions) == (1, 0)
+        if where == "spin":
+            assert clock.n >= 6  # the spin went on after the gap: every chunk polled

@@ -270,9 +270,11 @@ static void *shm_main(void *arg)
         srv_log(s, 0, "conn %llu (shm): error %d: %s", (unsigned long long)m->ctx.conn_id, rc, why);
     char line[256];
     snprintf(line, sizeof line,
-             "ring closed: %s; %llu-byte rings, client pid %d; waits: %llu slept, %llu contended",
+             "ring closed: %s; %llu-byte rings, client pid %d; waits: %llu slept, %llu contended, "
+             "%llu vCPU stalls",
              why, (unsigned long long)m->ring_bytes, (int)m->pid,
-             (unsigned long long)m->wait.sleeps, (unsigned long long)m->wait.contentions);
+             (unsigned long long)m->wait.sleeps, (unsigned long long)m->wait.contentions,
+             (unsigned long long)m->wait.stalls);
     srv_log_close(&m->ctx, line);
     srv_log_bind(NULL);
     srv_ctx_fini(&m->ctx);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,24 @@ void tf_shm_waiter_init(tf_shm_waiter *w, int max_spin)
     w->spin = w->max_spin;
     w->iter_ps = 37000; /* PAUSE on the reference machine, until measured here */
     w->calm_ns = TF_SHM_CALM_NS;
+    w->nivcsw = -1;
+}
+
+/* Whether another task of this machine took our CPU since the last call: this thread's count of
+ * involuntary context switches (preemptions, and yields that ran someone) moved. A gap without
+ * one is the hypervisor holding the vCPU (or a stop signal): a KVM guest that spins on PAUSE is
+ * descheduled for ~50-100 us now and then even on an idle host (measured: 5-7 such gaps per
+ * thousand 1.2 MB echoes), and taking those for load switched spinning off on a quiet machine.
+ * Read only when a gap or a slow yield is seen (one syscall); the first read has no baseline
+ * and counts as a switch (contention, as before). */
+static int switched_away(tf_shm_waiter *w)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return 1;
+    int moved = ru.ru_nivcsw != w->nivcsw;
+    w->nivcsw = ru.ru_nivcsw;
+    return moved;
 }
 
 /* A sched_yield that returns sooner than this ran nobody else (a switch away and back is more). */
@@ -76,6 +95,11 @@ static int spin_while(tf_shm_waiter *w, const uint64_t *word, uint64_t value, in
                  * only lost our CPU to someone else for a while; spinning still pays. */
                 if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value)
                     return 1;
+                if (!switched_away(w)) {
+                    w->stalls++; /* nobody else ran here: keep spinning */
+                    last = tf_now_ns();
+                    continue;
+                }
                 contended(w, now);
                 w->preempted++;
                 return 0;
@@ -251,7 +275,10 @@ int tf_ring_wait_room(tf_ring_prod *p, uint64_t span, tf_shm_waiter *w, tf_shm_a
             tf_cpu_relax();
             if ((i & 63) == 63) {
                 int64_t now = tf_now_ns();
-                if (now - last > TF_SHM_PREEMPT_NS) {
+                if (now - last > TF_SHM_PREEMPT_NS && !switched_away(w)) {
+                    w->stalls++;
+                    now = tf_now_ns();
+                } else if (now - last > TF_SHM_PREEMPT_NS) {
                     contended(w, now);
                     w->preempted++;
                     budget = 0;
@@ -317,7 +344,8 @@ static int readable(const tf_ring_cons *c)
 }
 
 /* The futex protocol of docs/protocol.md: liveness check, seq, sleeping = 1, re-check, wait. */
-static int sleep_until_data(tf_ring_cons *c, tf_shm_alive_fn alive, void *ctx, int64_t deadline_ns)
+static int sleep_until_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, void *ctx,
+                            int64_t deadline_ns)
 {
     for (;;) {
         /* Before every sleep: a peer that said goodbye while we spun must not cost a timeout. */
@@ -345,7 +373,10 @@ static int sleep_until_data(tf_ring_cons *c, tf_shm_alive_fn alive, void *ctx, i
         if (readable(c))
             return 0;
         /* A timeout or a wake with no data (spurious, or a peer saying goodbye): the liveness
-         * check at the top of the loop decides. */
+         * check at the top of the loop decides. A spurious wake is harmless (a wake meant for
+         * an earlier frame that arrives late); a timeout is what a lost wake-up would cost. */
+        if (rc == -ETIMEDOUT)
+            w->timeouts++;
         if (rc != 0 && rc != -ETIMEDOUT && rc != -EINTR)
             return rc;
     }
@@ -374,7 +405,11 @@ int tf_ring_wait_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, 
         sched_yield();
         int64_t ny = tf_now_ns(), dy = ny - ty;
         int got = readable(c);
-        if (dy > TF_SHM_YIELD_SLOW_NS) {
+        if (dy > TF_SHM_YIELD_SLOW_NS && !switched_away(w)) {
+            w->stalls++; /* the yield ran nobody: the vCPU itself was held */
+            if (got)
+                adapt_after_sleep(w, ny - t0);
+        } else if (dy > TF_SHM_YIELD_SLOW_NS) {
             /* Another task held our CPU that long: had it been the peer, it would have answered
              * sooner. Data or not, yielding (and spinning) costs us whole time slices here. */
             contended(w, ny);
@@ -391,7 +426,7 @@ int tf_ring_wait_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, 
         if (got)
             return 0;
     }
-    int rc = sleep_until_data(c, alive, ctx, deadline_ns);
+    int rc = sleep_until_data(c, w, alive, ctx, deadline_ns);
     if (rc)
         return rc;
     w->sleeps++;

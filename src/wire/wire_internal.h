@@ -45,6 +45,9 @@ typedef struct tf_shm_waiter {
     uint64_t yields_lost;    /*   a yield that held the CPU from us for TF_SHM_YIELD_SLOW_NS */
     uint64_t yields_won;     /* waits that a yield ended (a peer on our CPU ran) */
     uint64_t sleeps;         /* waits that ended in (or after) a futex sleep */
+    uint64_t stalls;         /* gaps with no other task on our CPU (not contention) */
+    uint64_t timeouts;       /* futex sleeps that ran out with no data (lost wake-ups would) */
+    long nivcsw;             /* this thread's involuntary switches when last read; -1: never */
 } tf_shm_waiter;
 
 /* Starts at the full budget (max_spin < 0: TF_SHM_DEFAULT_SPIN). */

@@ -32,7 +32,8 @@ store followed by a load of another word, matters only for the sleep/wake handsh
 
 Waiting is the C side's (include/tollfree/shm.h, "Waiting"; :meth:`ShmTransport.wait_more`): a
 spin budget that adapts to what spinning recently bought, one ``sched_yield``, then the futex;
-contention (a spin preempted, a yield that ran another task) switches spinning off for a while.
+contention (a spin preempted, a yield that ran another task) switches spinning off for a while;
+a gap in which no other task took our CPU (the hypervisor held the vCPU) is not contention.
 The inline fast paths (``ShmSession.on_bar``, ``ShmClient.echo``) spin at most 256 polls
 themselves (``fast[0]``) before they hand over to it.
 
@@ -50,6 +51,7 @@ import errno
 import fcntl
 import mmap
 import os
+import resource
 import select
 import socket
 import time
@@ -65,7 +67,8 @@ _M32 = 0xFFFFFFFF
 # Waiting, as the C side does it (include/tollfree/shm.h, "Waiting"): spin for a budget that
 # adapts to what spinning recently bought (at most ``spin``), yield once, then sleep on the futex;
 # contention (a spin preempted, a yield that ran another task) switches spinning and yielding off
-# for a calm window that doubles while contention keeps coming back.
+# for a calm window that doubles while contention keeps coming back. A gap or slow yield with no
+# involuntary switch of this thread (getrusage) was the hypervisor: a stall, not contention.
 PREEMPT_NS = 50_000           # TF_SHM_PREEMPT_NS: a gap this long inside a spin: preempted
 YIELD_SLOW_NS = 20_000        # TF_SHM_YIELD_SLOW_NS: a yield this long: another task ran
 CALM_NS = 20_000_000          # TF_SHM_CALM_NS: no spinning or yielding this long after contention
@@ -226,6 +229,8 @@ class ShmTransport:
         self.calm_until = self.last_contention = 0
         self.calm_ns = CALM_NS
         self.contentions = self.yields_won = self.sleeps = self.empty_wakes = 0
+        self.stalls = 0               # gaps with no other task on our CPU (not contention)
+        self.nivcsw = -1              # this thread's involuntary switches when last read
         self.ring = ring
         self.mask = ring - 1
         self.closed = True
@@ -396,6 +401,15 @@ class ShmTransport:
         self.fast[0] = 0
         return True
 
+    def _switched_away(self) -> bool:
+        """Whether another task took our CPU since the last call (as shm_ring.c's
+        switched_away()): this thread's involuntary switch count moved. A gap without one is the
+        hypervisor holding the vCPU, not load. The first call has no baseline: True."""
+        n = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+        moved = n != self.nivcsw
+        self.nivcsw = n
+        return moved
+
     def _adapt(self, t_ns: int) -> None:
         """After a wait that spinning did not catch, t_ns after it began: a spin of about twice
         as long would have, within ``spin``? Then that is the budget; else it halves."""
@@ -435,6 +449,10 @@ class ShmTransport:
                     h = cq[Q_RESP_HEAD]
                     if h != tail:
                         return h  # preempted, but the server answered meanwhile: spinning pays
+                    if not self._switched_away():
+                        self.stalls += 1  # nobody else ran here: keep spinning
+                        last = time.monotonic_ns()
+                        continue
                     self._contended(now)
                     calm = True
                     break
@@ -447,7 +465,11 @@ class ShmTransport:
             os.sched_yield()
             ny = time.monotonic_ns()
             h = cq[Q_RESP_HEAD]
-            if ny - ty > YIELD_SLOW_NS:
+            if ny - ty > YIELD_SLOW_NS and not self._switched_away():
+                self.stalls += 1  # the yield ran nobody: the vCPU itself was held
+                if h != tail:
+                    self._adapt(ny - t0)
+            elif ny - ty > YIELD_SLOW_NS:
                 # Another task held our CPU that long: had it been the server, it would have
                 # answered sooner. Data or not, yielding and spinning cost whole time slices.
                 self._contended(ny)
