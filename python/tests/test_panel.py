@@ -201,6 +201,21 @@ def test_series_blocks_equal_sweep_and_cache_once():
         binding.Series(close, cache_bytes=-1)
 
 
+def test_write_csv_quotes_odd_instrument_names(tmp_path):
+    """Names from file names or DataFrame columns may hold commas, quotes or line breaks: each
+    is one RFC 4180 field, so a CSV reader gets the name back and the columns stay aligned."""
+    names = ["a,b", 'say "hi"', "two\nlines", "plain"]
+    df = P.sweep_panel({n: generate_close(400, i + 1) for i, n in enumerate(names)}, grid(2, 30, 9))
+    out = tmp_path / "o.csv"
+    with open(out, "w", newline="") as f:
+        n = P.write_csv(df, f, top=1)
+    assert n == 4
+    back = pd.read_csv(out, float_precision="round_trip")
+    assert list(back.instrument) == names
+    assert list(back.columns) == list(P.COLUMNS)
+    assert out.read_text().splitlines()[1].startswith('"a,b",')
+
+
 def test_write_csv_top_per_instrument(tmp_path):
     df = P.sweep_panel({"a": generate_close(800, 1), "b": generate_close(500, 2)}, grid(2, 40, 9))
     out = tmp_path / "o.csv"

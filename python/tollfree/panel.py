@@ -344,11 +344,20 @@ def _format(col: np.ndarray, is_int: bool) -> list:
     return [_g17(x) for x in col.astype(np.float64).tolist()]
 
 
+def _csv_field(name: str) -> str:
+    """An instrument name as one CSV field (RFC 4180): quoted, with quotes doubled, when it
+    holds a comma, a quote or a line break; else as it is."""
+    if any(ch in name for ch in ',"\r\n'):
+        return '"' + name.replace('"', '""') + '"'
+    return name
+
+
 def write_csv(df, f, top: int | None = None, columns=None, sort: str | None = None) -> int:
     """Writes ``instrument`` then ``columns`` (default: every table column the frame has, in the
     plain sweep's order: :data:`TABLE_COLUMNS` for a ``stats=True`` frame, else the windows,
     pnl, trades), one row per printed combo, formatted as ``tollfree sweep`` prints them:
-    integers in decimal, reals with ``%.17g`` (exact; ``nan``/``-nan``, ``inf``/``-inf``).
+    integers in decimal, reals with ``%.17g`` (exact; ``nan``/``-nan``, ``inf``/``-inf``);
+    an instrument name with a comma, quote or line break is quoted as RFC 4180 says.
     Rows: :func:`rank` (``sort``; ``top`` per instrument, by pnl without ``sort``). Returns the
     number of rows written."""
     if columns is None:
@@ -365,7 +374,7 @@ def write_csv(df, f, top: int | None = None, columns=None, sort: str | None = No
     step = 1 << 16
     for lo in range(0, len(idx), step):
         sel = idx[lo:lo + step]
-        cells = [[str(x) for x in inst[sel]]]
+        cells = [[_csv_field(str(x)) for x in inst[sel]]]
         cells += [_format(d[sel], c in INT_COLUMNS) for c, d in zip(columns, data)]
         f.write("".join(",".join(r) + "\n" for r in zip(*cells)))
     return len(idx)
