@@ -50,8 +50,9 @@ static const char usage[] =
 static const char usage_limits[] =
     "connections (the limits are those of tollfree serve too):\n"
     "  --max-conns N        connections at once (default 4096; more are refused)\n"
-    "  --max-conns-per-peer N  connections of one peer (a UID on Unix sockets, an address on\n"
-    "                       TCP) at once (default: max-conns minus the reserve)\n"
+    "  --max-conns-per-peer N  connections of one peer (a UID on Unix sockets; on TCP an IPv4\n"
+    "                       address or an IPv6 /64) at once (default: max-conns minus the\n"
+    "                       reserve)\n"
     "  --conn-reserve N     the last N slots only go to peers holding fewer than 4\n"
     "                       connections, so a new client gets in when others fill the service\n"
     "                       (default max-conns/16, 0 = none)\n"

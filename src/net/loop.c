@@ -67,12 +67,12 @@ struct tfn_conn {
     const char *why;
     int parked, dead, want_out, in_ready;
     int64_t last_io_ns;
-    int last_outq;         /* bytes the peer had not read at the last tick (SIOCOUTQ) */
-    int64_t outq_since_ns; /* since when that backlog has not shrunk */
-    int64_t frame_t0_ns;   /* when the frame in progress began (0: none) */
-    uint64_t frame_bytes;  /* bytes read since then */
-    uint8_t peer[17];      /* family (1 uid, 4, 6) and key; peer[0] == 0: not counted */
-    int log_tokens;        /* tfn_conn_log */
+    int last_outq;                    /* bytes the peer had not read at the last tick (SIOCOUTQ) */
+    int64_t outq_since_ns;            /* since when that backlog has not shrunk */
+    int64_t frame_t0_ns;              /* when the frame in progress began (0: none) */
+    uint64_t frame_bytes;             /* bytes read since then */
+    uint8_t peer[TFN_PEER_KEY_BYTES]; /* family (1 uid, 4, 6) and key; peer[0] == 0: not counted */
+    int log_tokens;                   /* tfn_conn_log */
     int64_t log_sec;
     uint64_t log_dropped, log_dropped_total;
     struct tfn_conn *prev, *next; /* every live socket connection */
@@ -81,7 +81,7 @@ struct tfn_conn {
 
 /* Open connections per peer: open addressing, linear probing, backward-shift deletion. */
 typedef struct peer_ent {
-    uint8_t key[17];
+    uint8_t key[TFN_PEER_KEY_BYTES];
     int count; /* 0: empty */
 } peer_ent;
 
@@ -644,7 +644,7 @@ static void park(tfn_loop *lp, tfn_conn *c)
 static size_t peer_hash(const uint8_t *key)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < 17; i++)
+    for (int i = 0; i < TFN_PEER_KEY_BYTES; i++)
         h = (h ^ key[i]) * 0x100000001b3ull;
     return (size_t)(h ^ h >> 29);
 }
@@ -653,7 +653,7 @@ static size_t peer_hash(const uint8_t *key)
 static size_t peer_find(const tfn_loop *lp, const uint8_t *key)
 {
     size_t i = peer_hash(key) & lp->peer_mask;
-    while (lp->peers[i].count && memcmp(lp->peers[i].key, key, 17))
+    while (lp->peers[i].count && memcmp(lp->peers[i].key, key, TFN_PEER_KEY_BYTES))
         i = (i + 1) & lp->peer_mask;
     return i;
 }
@@ -668,7 +668,7 @@ static void peer_inc(tfn_loop *lp, const uint8_t *key)
 {
     peer_ent *e = &lp->peers[peer_find(lp, key)];
     if (!e->count)
-        memcpy(e->key, key, 17);
+        memcpy(e->key, key, TFN_PEER_KEY_BYTES);
     e->count++;
 }
 
@@ -692,9 +692,9 @@ static void peer_dec(tfn_loop *lp, const uint8_t *key)
 }
 
 /* The peer of an accepted socket: the UID of a Unix peer, the address of a TCP peer. */
-static void peer_key(int fd, int is_unix, uint8_t key[17])
+static void peer_key(int fd, int is_unix, uint8_t key[TFN_PEER_KEY_BYTES])
 {
-    memset(key, 0, 17);
+    memset(key, 0, TFN_PEER_KEY_BYTES);
     if (is_unix) {
         struct ucred cr;
         socklen_t cl = sizeof cr;
@@ -706,32 +706,47 @@ static void peer_key(int fd, int is_unix, uint8_t key[17])
     }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
-        return;
-    if (ss.ss_family == AF_INET) {
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        tfn_peer_key_of((const struct sockaddr *)&ss, key);
+}
+
+void tfn_peer_key_of(const struct sockaddr *sa, uint8_t key[TFN_PEER_KEY_BYTES])
+{
+    memset(key, 0, TFN_PEER_KEY_BYTES);
+    if (sa->sa_family == AF_INET) {
         key[0] = 4;
-        memcpy(key + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-    } else if (ss.ss_family == AF_INET6) {
-        key[0] = 6;
-        memcpy(key + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+        memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            key[0] = 4;
+            memcpy(key + 1, a->s6_addr + 12, 4);
+        } else {
+            key[0] = 6;
+            memcpy(key + 1, a->s6_addr, 8); /* the /64 */
+        }
     }
 }
 
-static void peer_name(const uint8_t key[17], char *buf, size_t cap)
+static void peer_name(const uint8_t key[TFN_PEER_KEY_BYTES], char *buf, size_t cap)
 {
     if (key[0] == 1) {
         uid_t uid;
         memcpy(&uid, key + 1, sizeof uid);
         snprintf(buf, cap, "uid %u", (unsigned)uid);
-    } else if (key[0] == 4 || key[0] == 6) {
-        inet_ntop(key[0] == 4 ? AF_INET : AF_INET6, key + 1, buf, (socklen_t)cap);
+    } else if (key[0] == 4) {
+        inet_ntop(AF_INET, key + 1, buf, (socklen_t)cap);
+    } else if (key[0] == 6) {
+        char a[INET6_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET6, key + 1, a, sizeof a);
+        snprintf(buf, cap, "%s/64", a);
     } else {
         snprintf(buf, cap, "unknown peer");
     }
 }
 
 /* Whether a new connection of this peer may be taken; why is set when not. */
-static int admit(tfn_loop *lp, const uint8_t key[17], const char **why)
+static int admit(tfn_loop *lp, const uint8_t key[TFN_PEER_KEY_BYTES], const char **why)
 {
     int n = lp->nconns, max = lp->cfg.max_conns;
     if (n >= max) {
@@ -1034,7 +1049,7 @@ static void accept_all(tfn_loop *lp, listener *l)
                 tfn_log_limited(lp, "accept on %s failed: %s", l->label, strerror(errno));
             return;
         }
-        uint8_t key[17];
+        uint8_t key[TFN_PEER_KEY_BYTES];
         peer_key(fd, l->path[0] != 0, key);
         const char *why = NULL;
         if (!admit(lp, key, &why)) {
@@ -1073,7 +1088,7 @@ static void accept_all(tfn_loop *lp, listener *l)
         }
         stat_add(lp->cfg.stat_conns_total, 1);
         stat_add(lp->cfg.stat_conns_open, 1);
-        memcpy(c->peer, key, 17);
+        memcpy(c->peer, key, TFN_PEER_KEY_BYTES);
         if (key[0])
             peer_inc(lp, key);
         c->next = lp->conns;

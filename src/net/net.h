@@ -31,9 +31,11 @@
  * a frame that would pass it, before allocating.
  *
  * Peers: a socket connection has a peer (the UID of a Unix peer, by SO_PEERCRED; the address of
- * a TCP peer). One peer holds at most max_conns_per_peer connections, and the last conn_reserve
- * slots of max_conns go only to peers that hold fewer than TFN_RESERVE_PEER_CONNS: whoever fills
- * the server, a new peer still gets in.
+ * a TCP peer: an IPv4 address, or the /64 prefix of an IPv6 one, since one host is routinely
+ * given a whole /64 and could otherwise open its connections from as many addresses; an
+ * IPv4-mapped IPv6 address is its IPv4 address). One peer holds at most max_conns_per_peer
+ * connections, and the last conn_reserve slots of max_conns go only to peers that hold fewer than
+ * TFN_RESERVE_PEER_CONNS: whoever fills the server, a new peer still gets in.
  *
  * Timeouts (checked once a second): stall_timeout_s for a frame or output that does not move,
  * idle_timeout_s between frames, and min_rate: a frame in progress for more than
@@ -186,6 +188,12 @@ void tfn_log(tfn_loop *lp, int always, const char *fmt, ...) __attribute__((form
 /* The same, but at most 20 lines a second for the whole loop; the lines left out are counted and
  * the count is printed with the next line that goes out. For errors a peer can provoke. */
 void tfn_log_limited(tfn_loop *lp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The peer key of a TCP address (see "Peers" above): key[0] = 4 (IPv4, key[1..4]) or 6 (IPv6,
+ * the /64 prefix in key[1..8], the rest zero); all zero for another family. Pure. */
+#define TFN_PEER_KEY_BYTES 17
+struct sockaddr;
+void tfn_peer_key_of(const struct sockaddr *sa, uint8_t key[TFN_PEER_KEY_BYTES]);
 
 /* ---- connections ---- */
 

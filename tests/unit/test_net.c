@@ -8,6 +8,7 @@
 #include <dirent.h>
 
 #include "harness.h"
+#include "net/net.h"
 #include "test_server_util.h"
 
 /* Waits until the server holds at most `want` fds; returns the last count. */
@@ -222,6 +223,42 @@ static void test_caps(void)
     t_cleanup(&ts);
 }
 
+/* Peer keys (net.h, "Peers"): an IPv6 peer is its /64, an IPv4-mapped address is its IPv4
+ * address, distinct IPv4 addresses and distinct /64s are distinct peers. */
+static void key_of6(const char *text, uint8_t key[TFN_PEER_KEY_BYTES])
+{
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(9000)};
+    CHECK_EQ(inet_pton(AF_INET6, text, &a.sin6_addr), 1);
+    tfn_peer_key_of((const struct sockaddr *)&a, key);
+}
+
+static void key_of4(const char *text, uint8_t key[TFN_PEER_KEY_BYTES])
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9000)};
+    CHECK_EQ(inet_pton(AF_INET, text, &a.sin_addr), 1);
+    tfn_peer_key_of((const struct sockaddr *)&a, key);
+}
+
+static void test_peer_keys(void)
+{
+    uint8_t a[TFN_PEER_KEY_BYTES], b[TFN_PEER_KEY_BYTES];
+    key_of6("2001:db8:1:2::1", a);
+    key_of6("2001:db8:1:2:ffff:ffff:ffff:fffe", b);
+    CHECK_EQ(a[0], 6);
+    CHECK(memcmp(a, b, sizeof a) == 0); /* one /64: one peer */
+    key_of6("2001:db8:1:3::1", b);
+    CHECK(memcmp(a, b, sizeof a) != 0); /* the next /64: another */
+    key_of6("::ffff:192.0.2.7", a);
+    key_of4("192.0.2.7", b);
+    CHECK_EQ(a[0], 4);
+    CHECK(memcmp(a, b, sizeof a) == 0); /* v4-mapped: the IPv4 peer */
+    key_of4("192.0.2.8", a);
+    CHECK(memcmp(a, b, sizeof a) != 0);
+    struct sockaddr_un u = {.sun_family = AF_UNIX};
+    tfn_peer_key_of((const struct sockaddr *)&u, a);
+    CHECK_EQ(a[0], 0); /* not an address: not counted here */
+}
+
 /* Issue 13 item 3: an idle connection is closed after --idle-timeout; a frame trickling in below
  * --min-rate is closed after the grace (10 s) even though it never stops (the stall timeout is
  * off here). The waits are bounded by the hang deadline only. */
@@ -354,6 +391,7 @@ int main(void)
     t_cleanup(&ts);
     test_bad_port();
     test_memory_bound();
+    test_peer_keys();
     test_caps();
     test_idle_and_slow();
     test_log_throttle();
