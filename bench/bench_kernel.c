@@ -200,7 +200,7 @@ int main(int argc, char **argv)
     rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
     bench_machine_print(stdout, "");
     printf("time block: %lld bars per thread, up to 4 threads (from the L2 cache size)\n",
-           (long long)tf_sweep_block_bars());
+           (long long)tfk_sweep_block_bars());
     int64_t n = 0;
     double *close = load_close(path, &n);
     if (!close || n == 0)

@@ -45,3 +45,24 @@ def test_exports_are_the_public_api():
     assert not missing, f"declared TF_API but not exported: {missing}"
     assert all(n.startswith("tf_") for n in exported), sorted(
         n for n in exported if not n.startswith("tf_"))
+
+
+INTERNAL = ("tfk_", "tfw_", "tfo_", "eng_", "tfes_", "tfn_", "srv_", "tfc_", "tfu_")
+
+
+@pytest.mark.skipif(shutil.which("nm") is None, reason="needs nm (binutils)")
+def test_internal_symbols_have_their_own_prefix():
+    """Every global symbol of the library's objects (the static archive built beside the shared
+    library) is public (declared TF_API) or carries a part's own prefix (README, "Names"): no
+    internal function takes the public tf_ name, hidden or not."""
+    archive = Path(lib_path()).resolve().parent / "libtollfree_static.a"
+    if not archive.exists():
+        pytest.skip(f"no {archive.name} beside {lib_path()} (an installed library)")
+    out = subprocess.run(["nm", "--defined-only", str(archive)], check=True,
+                         capture_output=True, text=True).stdout
+    names = {p[2] for p in (line.split() for line in out.splitlines())
+             if len(p) == 3 and p[1] in "TDBR"}
+    assert len(names) > 200  # the parse found the library
+    declared = _declared()
+    stray = sorted(n for n in names - declared if not n.startswith(INTERNAL))
+    assert not stray, f"global symbols neither public nor internally prefixed: {stray}"

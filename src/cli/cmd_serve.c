@@ -95,8 +95,8 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 
 int tf_cmd_serve(int argc, char **argv)
 {
-    tf_server_config cfg;
-    tf_server_config_init(&cfg);
+    srv_config cfg;
+    srv_config_init(&cfg);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -182,5 +182,5 @@ int tf_cmd_serve(int argc, char **argv)
               stderr);
         return 2;
     }
-    return tf_server_run(&cfg) == 0 ? 0 : 1;
+    return srv_run(&cfg) == 0 ? 0 : 1;
 }

@@ -49,10 +49,10 @@ struct tf_client {
     uint8_t *map;
     size_t map_len;
     uint64_t ring_bytes;
-    tf_shm_waiter wait; /* how this client waits for replies and for room (shm_ring.c) */
+    tfw_shm_waiter wait; /* how this client waits for replies and for room (shm_ring.c) */
     pid_t server_pid;
-    tf_ring_prod req;
-    tf_ring_cons resp;
+    tfw_ring_prod req;
+    tfw_ring_cons resp;
 };
 
 /* A reply's layout as the caller expects it: a fixed payload, then up to two arrays. */
@@ -65,7 +65,7 @@ typedef struct reply_spec {
 
 static int64_t deadline_of(const tf_client *c)
 {
-    return c->timeout_ms < 0 ? 0 : tf_now_ns() + (int64_t)c->timeout_ms * 1000000ll;
+    return c->timeout_ms < 0 ? 0 : tfw_now_ns() + (int64_t)c->timeout_ms * 1000000ll;
 }
 
 static int wait_fd(int fd, short ev, int64_t deadline)
@@ -73,7 +73,7 @@ static int wait_fd(int fd, short ev, int64_t deadline)
     for (;;) {
         int ms = -1;
         if (deadline) {
-            int64_t left = deadline - tf_now_ns();
+            int64_t left = deadline - tfw_now_ns();
             if (left <= 0)
                 return -ETIMEDOUT;
             ms = (int)((left + 999999) / 1000000);
@@ -287,12 +287,12 @@ static int shm_alive(void *arg)
 static int shm_await_reply(tf_client *c, int64_t deadline, const uint8_t **f, uint32_t *rlen)
 {
     for (;;) {
-        int rc = tf_ring_peek(&c->resp, UINT32_MAX, f, rlen);
+        int rc = tfw_ring_peek(&c->resp, UINT32_MAX, f, rlen);
         if (rc == 1)
             return 0;
         if (rc < 0)
             return rc;
-        rc = tf_ring_wait_data(&c->resp, &c->wait, shm_alive, c, deadline);
+        rc = tfw_ring_wait_data(&c->resp, &c->wait, shm_alive, c, deadline);
         if (rc)
             return rc;
     }
@@ -311,7 +311,7 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
     uint64_t id = ++c->next_id;
     tf_wire_put_header(hdr, (uint32_t)body, op, id);
     uint8_t *dst;
-    int rc = tf_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, deadline, &dst);
+    int rc = tfw_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, deadline, &dst);
     if (rc)
         return fail(c, rc);
     memcpy(dst, hdr, hdr_len);
@@ -321,7 +321,7 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
             memcpy(dst + off, arr[i].iov_base, arr[i].iov_len);
         off += arr[i].iov_len;
     }
-    tf_ring_publish(&c->req, span);
+    tfw_ring_publish(&c->req, span);
 
     const uint8_t *f;
     uint32_t rlen;
@@ -338,7 +338,7 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
         return fail(c, TF_E_PROTOCOL);
     if (r.opcode == TF_OP_ERROR) {
         set_msg(c, f + TF_WIRE_PREFIX + ERR_FIXED, r.msg_len);
-        tf_ring_consume(&c->resp, rlen);
+        tfw_ring_consume(&c->resp, rlen);
         return r.code;
     }
     if (rlen != TF_WIRE_V2_HEADER + spec_len(sp))
@@ -352,7 +352,7 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
             memmove(sp->arr[i].iov_base, p, sp->arr[i].iov_len);
         p += sp->arr[i].iov_len;
     }
-    tf_ring_consume(&c->resp, rlen);
+    tfw_ring_consume(&c->resp, rlen);
     return 0;
 }
 
@@ -398,7 +398,7 @@ static int shm_handshake(tf_client *c, uint64_t ring)
     tf_put32(pg + TF_SHM_OFF_VERSION, TF_SHM_VERSION);
     tf_put64(pg + TF_SHM_OFF_RING_BYTES, ring);
     tf_put32(pg + TF_SHM_OFF_CLIENT_PID, (uint32_t)getpid());
-    tf_ring_setup(pg, ring, 0, &c->req, &c->resp);
+    tfw_ring_setup(pg, ring, 0, &c->req, &c->resp);
 
     uint8_t hello[TF_SHM_HELLO_BYTES];
     tf_put32(hello, TF_SHM_MAGIC);
@@ -437,7 +437,7 @@ int tf_client_open_opts(tf_client **out, const char *url, const tf_client_opts *
         return TF_E_NOMEM;
     c->fd = -1;
     c->timeout_ms = o.timeout_ms ? o.timeout_ms : DEFAULT_TIMEOUT_MS;
-    tf_shm_waiter_init(&c->wait, o.spin >= 0 ? o.spin : TF_SHM_DEFAULT_SPIN);
+    tfw_shm_waiter_init(&c->wait, o.spin >= 0 ? o.spin : TF_SHM_DEFAULT_SPIN);
     uint64_t ring = o.ring_bytes ? o.ring_bytes : DEFAULT_RING;
     tfc_url u;
     int rc = tfc_parse_url(url, &u);
@@ -828,7 +828,7 @@ static int v1_shm_call(tf_client *c, const uint8_t *hdr, const double *close, ui
     if (span > c->ring_bytes - 8)
         return TF_E_SHM_TOO_BIG;
     uint8_t *dst;
-    int rc = tf_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, deadline, &dst);
+    int rc = tfw_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, deadline, &dst);
     if (rc)
         return fail(c, rc);
     memcpy(dst, hdr, V1_REQ);
@@ -836,7 +836,7 @@ static int v1_shm_call(tf_client *c, const uint8_t *hdr, const double *close, ui
         memcpy(dst + V1_REQ, close, 8 * (size_t)n_bars);
     if (n_combos)
         memcpy(dst + V1_REQ + 8 * (size_t)n_bars, params, TF_WIRE_PARAMS_BYTES * (size_t)n_combos);
-    tf_ring_publish(&c->req, span);
+    tfw_ring_publish(&c->req, span);
     const uint8_t *f;
     uint32_t rlen;
     rc = shm_await_reply(c, deadline, &f, &rlen);
@@ -847,14 +847,14 @@ static int v1_shm_call(tf_client *c, const uint8_t *hdr, const double *close, ui
         memcpy(e, f + 4, rlen);
         if (looks_like_error(e, rlen)) {
             set_msg(c, e + ERR_FIXED, rlen - ERR_FIXED);
-            tf_ring_consume(&c->resp, rlen);
+            tfw_ring_consume(&c->resp, rlen);
             return (int32_t)tf_le32(e + TF_WIRE_V2_HEADER);
         }
     }
     if (rlen != want)
         return fail(c, TF_E_PROTOCOL);
     scatter(&out, &nout, f + 4, rlen);
-    tf_ring_consume(&c->resp, rlen);
+    tfw_ring_consume(&c->resp, rlen);
     return 0;
 }
 

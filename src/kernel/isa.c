@@ -83,7 +83,7 @@ int tf_isa_parse(const char *name, tf_isa *out)
     return TF_E_INVALID_ARG;
 }
 
-int tf_isa_ops_for(tf_isa isa, tf_isa_ops *ops)
+int tfk_isa_ops_for(tf_isa isa, tfk_isa_ops *ops)
 {
     if (isa == TF_ISA_AUTO)
         isa = tf_isa_best();
@@ -91,20 +91,20 @@ int tf_isa_ops_for(tf_isa isa, tf_isa_ops *ops)
         return TF_E_ISA_UNAVAILABLE;
     switch (isa) {
     case TF_ISA_SCALAR:
-        *ops = (tf_isa_ops){tf_wma_scalar, tf_raw_scalar, tf_inner_scalar, tf_wma_multi_scalar,
-                            tf_cmp_scalar};
+        *ops = (tfk_isa_ops){tfk_wma_scalar, tfk_raw_scalar, tfk_inner_scalar, tfk_wma_multi_scalar,
+                             tfk_cmp_scalar};
         return 0;
     case TF_ISA_SSE2:
-        *ops =
-            (tf_isa_ops){tf_wma_sse2, tf_raw_sse2, tf_inner_sse2, tf_wma_multi_sse2, tf_cmp_sse2};
+        *ops = (tfk_isa_ops){tfk_wma_sse2, tfk_raw_sse2, tfk_inner_sse2, tfk_wma_multi_sse2,
+                             tfk_cmp_sse2};
         return 0;
     case TF_ISA_AVX2:
-        *ops =
-            (tf_isa_ops){tf_wma_avx2, tf_raw_avx2, tf_inner_avx2, tf_wma_multi_avx2, tf_cmp_avx2};
+        *ops = (tfk_isa_ops){tfk_wma_avx2, tfk_raw_avx2, tfk_inner_avx2, tfk_wma_multi_avx2,
+                             tfk_cmp_avx2};
         return 0;
     case TF_ISA_AVX512:
-        *ops = (tf_isa_ops){tf_wma_avx512, tf_raw_avx512, tf_inner_avx512, tf_wma_multi_avx512,
-                            tf_cmp_avx512};
+        *ops = (tfk_isa_ops){tfk_wma_avx512, tfk_raw_avx512, tfk_inner_avx512, tfk_wma_multi_avx512,
+                             tfk_cmp_avx512};
         return 0;
     default:
         return TF_E_ISA_UNAVAILABLE;

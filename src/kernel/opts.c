@@ -10,9 +10,9 @@
  * stats, progress) read NULL, their default, when the caller's layout lacks them. */
 #define OPTS_MIN_SIZE TFU_FIELD_END(tf_sweep_opts, max_bytes)
 
-int tf_opts_resolve(const tf_sweep_opts *in, tf_opts *out)
+int tfk_opts_resolve(const tf_sweep_opts *in, tfk_opts *out)
 {
-    *out = (tf_opts){0, TF_ISA_AUTO, 0, TF_FEE_DEFAULT, NULL, NULL};
+    *out = (tfk_opts){0, TF_ISA_AUTO, 0, TF_FEE_DEFAULT, NULL, NULL};
     if (!in)
         return 0;
     tf_sweep_opts o;

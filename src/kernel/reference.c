@@ -6,7 +6,7 @@
 
 static void wma_full(const double *x, int64_t n, int64_t L, double *out)
 {
-    double denom = tf_wma_denom(L);
+    double denom = tfk_wma_denom(L);
     for (int64_t i = 0; i < n; i++) {
         if (i < L - 1) {
             out[i] = NAN;
@@ -20,7 +20,7 @@ static void wma_full(const double *x, int64_t n, int64_t L, double *out)
 }
 
 static void run_combo(const double *close, int64_t n, const int64_t *p, double *buf,
-                      const tf_opts *o, double *pnl, int64_t *trades, tf_stats *stats)
+                      const tfk_opts *o, double *pnl, int64_t *trades, tf_stats *stats)
 {
     double *a = buf, *b = buf + n, *c = buf + 2 * n, *raw = buf + 3 * n, *inner = buf + 4 * n;
     double *hma = buf + 5 * n, *hma3 = buf + 6 * n;
@@ -38,14 +38,14 @@ static void run_combo(const double *close, int64_t n, const int64_t *p, double *
         inner[i] = 3.0 * a[i] - b[i] - c[i];
     wma_full(inner, n, p[TF_P_P], hma3);
 
-    tf_sar st = tf_sar_start(o->fee);
-    tf_sar_extra x = tf_sar_extra_start();
+    tfk_sar st = tfk_sar_start(o->fee);
+    tfk_sar_extra x = tfk_sar_extra_start();
     for (int64_t i = 0; i < n; i++)
-        tf_sar_step(&st, stats ? &x : NULL, hma3[i], hma[i], close[i], i);
+        tfk_sar_step(&st, stats ? &x : NULL, hma3[i], hma[i], close[i], i);
     *pnl = st.pnl;
     *trades = st.trades;
     if (stats)
-        tf_sar_output(&st, &x, n, stats);
+        tfk_sar_output(&st, &x, n, stats);
 }
 
 int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
@@ -56,8 +56,8 @@ int tf_sweep_reference(const double *close, int64_t n_bars, const int64_t *param
     int rc = tf_params_check(params, n_combos);
     if (rc)
         return rc;
-    tf_opts o;
-    if ((rc = tf_opts_resolve(opts, &o)))
+    tfk_opts o;
+    if ((rc = tfk_opts_resolve(opts, &o)))
         return rc;
     if (n_combos == 0)
         return 0;

@@ -103,7 +103,7 @@ int tf_series_sweep(tf_series *s, const int64_t *params, int64_t n_combos, doubl
 {
     if (!s)
         return TF_E_NULL_ARG;
-    return tf_sweep_impl(s->close, s->n_bars, params, n_combos, pnl, trades, opts, s);
+    return tfk_sweep_impl(s->close, s->n_bars, params, n_combos, pnl, trades, opts, s);
 }
 
 static entry *find(tf_series *s, int64_t len)
@@ -114,8 +114,8 @@ static entry *find(tf_series *s, int64_t len)
     return NULL;
 }
 
-int tf_series_reserve(tf_series *s, const int64_t *len, int64_t n_len, const double **full,
-                      int64_t *fill_idx, double **fill_buf, int64_t *n_fill)
+int tfk_series_reserve(tf_series *s, const int64_t *len, int64_t n_len, const double **full,
+                       int64_t *fill_idx, double **fill_buf, int64_t *n_fill)
 {
     size_t row_bytes = (size_t)s->n_bars * sizeof(double);
     *n_fill = 0;
@@ -138,8 +138,8 @@ int tf_series_reserve(tf_series *s, const int64_t *len, int64_t n_len, const dou
     return 0;
 }
 
-void tf_series_publish(tf_series *s, const int64_t *len, const int64_t *fill_idx, double **fill_buf,
-                       int64_t n_fill, int ok)
+void tfk_series_publish(tf_series *s, const int64_t *len, const int64_t *fill_idx,
+                        double **fill_buf, int64_t n_fill, int ok)
 {
     size_t row_bytes = (size_t)s->n_bars * sizeof(double);
     pthread_mutex_lock(&s->mu);

@@ -20,8 +20,8 @@ struct tf_strategy {
     double denom[TF_PARAMS_PER_COMBO];
     ring close, raw, inner;
     int64_t n; /* bars seen */
-    tf_sar sar;
-    tf_sar_extra extra;
+    tfk_sar sar;
+    tfk_sar_extra extra;
     double *mem;
 };
 
@@ -68,7 +68,7 @@ int tf_strategy_open(tf_strategy **out, const int64_t params[TF_PARAMS_PER_COMBO
         return TF_E_NOMEM;
     memcpy(s->p, params, sizeof s->p);
     for (int k = 0; k < TF_PARAMS_PER_COMBO; k++)
-        s->denom[k] = tf_wma_denom(params[k]);
+        s->denom[k] = tfk_wma_denom(params[k]);
     s->close.cap = close_cap(params);
     s->raw.cap = params[TF_P_SQ];
     s->inner.cap = params[TF_P_P];
@@ -91,8 +91,8 @@ void tf_strategy_reset(tf_strategy *s)
     if (!s)
         return;
     s->n = 0;
-    s->sar = tf_sar_start(s->sar.fee);
-    s->extra = tf_sar_extra_start();
+    s->sar = tfk_sar_start(s->sar.fee);
+    s->extra = tfk_sar_extra_start();
 }
 
 int tf_strategy_set_fee(tf_strategy *s, double fee)
@@ -154,7 +154,7 @@ int tf_strategy_step(tf_strategy *s, double close)
     const double *in = push(&s->inner, n, 3.0 * w3 - w2 - wp);
     double hma3 = wma(in, n, p[TF_P_P], d[TF_P_P]);
 
-    tf_sar_step(&s->sar, &s->extra, hma3, hma, close, n);
+    tfk_sar_step(&s->sar, &s->extra, hma3, hma, close, n);
     s->n = n + 1;
     return (int)s->sar.pos;
 }
@@ -178,6 +178,6 @@ int tf_strategy_stats(const tf_strategy *s, tf_stats *out)
 {
     if (!s || !out)
         return TF_E_NULL_ARG;
-    tf_sar_output(&s->sar, &s->extra, s->n, out);
+    tfk_sar_output(&s->sar, &s->extra, s->n, out);
     return 0;
 }

@@ -5,7 +5,7 @@
  * - First-stage WMAs of the close (lengths L, half, p, p3, p2) depend only on the length, and the
  *   spec's oldest-first sum for a start bar s passes through the numerator of every length on its
  *   way to the longest one. So one running sum per start bar, up to the longest length wanted,
- *   yields every distinct first-stage length at once (tf_wma_multi_fn): nothing is subtracted or
+ *   yields every distinct first-stage length at once (tfk_wma_multi_fn): nothing is subtracted or
  *   reassociated, each value is the spec's sequence of operations.
  * - Time is cut into blocks sized from the L2 cache so the working set stays in cache. For block
  *   [t0, t1) the first stage is computed over exactly [t0, t1). Each combo carries the last
@@ -38,7 +38,7 @@ typedef struct plan {
     int64_t *params; /* [n_combos][6]: the distinct combos of the caller's grid */
     int64_t n_combos;
     int64_t *combo_of; /* [caller's n_combos]: index into params */
-    tf_isa_ops ops;
+    tfk_isa_ops ops;
     int64_t block; /* bars per time block */
 
     int64_t n_len;       /* distinct first-stage lengths, ascending */
@@ -62,8 +62,8 @@ typedef struct plan {
     double *hist;      /* all histories */
     int64_t hist_total; /* doubles in hist */
     int64_t hraw_max, hinner_max;
-    tf_sar *sar;         /* [n_combos] */
-    tf_sar_extra *extra; /* [n_combos] when statistics are asked for, else NULL */
+    tfk_sar *sar;         /* [n_combos] */
+    tfk_sar_extra *extra; /* [n_combos] when statistics are asked for, else NULL */
     double fee;
     tf_progress *progress; /* NULL, or the caller's progress and cancel flag */
     int extra_wanted;
@@ -170,13 +170,13 @@ static void first_item(const plan *pl, const block *b, int64_t k, int64_t n_slic
  * division per trade; buffering the returns to run two combos' chains side by side was slower
  * than keeping it here, where the flip loop's other work overlaps it.) */
 static inline __attribute__((always_inline)) void
-sar_block_with(tf_sar *st_mem, tf_sar_extra *x_mem, const double *hma3, const double *hma,
+sar_block_with(tfk_sar *st_mem, tfk_sar_extra *x_mem, const double *hma3, const double *hma,
                const double *c, int64_t n, int64_t t0, const uint64_t *gt, const uint64_t *lt)
 {
     /* The state in locals for the block (registers: stores and reloads through the combo's
      * slots would put store-to-load latency on every trade's dependency chains). */
-    tf_sar st_local = *st_mem, *st = &st_local;
-    tf_sar_extra x_local, *x = NULL;
+    tfk_sar st_local = *st_mem, *st = &st_local;
+    tfk_sar_extra x_local, *x = NULL;
     if (x_mem) {
         x_local = *x_mem;
         x = &x_local;
@@ -187,14 +187,14 @@ sar_block_with(tf_sar *st_mem, tf_sar_extra *x_mem, const double *hma3, const do
         uint64_t g = gt[w];
         if (st->pos == 0 || (g | lt[w]) != all) {
             for (int64_t i = base; i < base + nb; i++)
-                tf_sar_step(st, x, hma3[i], hma[i], c[i], t0 + i);
+                tfk_sar_step(st, x, hma3[i], hma[i], c[i], t0 + i);
             continue;
         }
         uint64_t flips = (g ^ ((g << 1) | (uint64_t)(st->pos > 0))) & all;
         while (flips) {
             int bit = __builtin_ctzll(flips);
             flips &= flips - 1;
-            tf_sar_flip(st, x, (g >> bit) & 1 ? 1 : -1, c[base + bit]);
+            tfk_sar_flip(st, x, (g >> bit) & 1 ? 1 : -1, c[base + bit]);
         }
     }
     *st_mem = st_local;
@@ -202,13 +202,13 @@ sar_block_with(tf_sar *st_mem, tf_sar_extra *x_mem, const double *hma3, const do
         *x_mem = x_local;
 }
 
-static void sar_block(tf_sar *st, const double *hma3, const double *hma, const double *c, int64_t n,
-                      const uint64_t *gt, const uint64_t *lt)
+static void sar_block(tfk_sar *st, const double *hma3, const double *hma, const double *c,
+                      int64_t n, const uint64_t *gt, const uint64_t *lt)
 {
     sar_block_with(st, NULL, hma3, hma, c, n, 0, gt, lt);
 }
 
-static void sar_block_stats(tf_sar *st, tf_sar_extra *x, const double *hma3, const double *hma,
+static void sar_block_stats(tfk_sar *st, tfk_sar_extra *x, const double *hma3, const double *hma,
                             const double *c, int64_t n, int64_t t0, const uint64_t *gt,
                             const uint64_t *lt)
 {
@@ -390,7 +390,7 @@ static void read_block_bars(void)
     block_bars = b;
 }
 
-int64_t tf_sweep_block_bars(void)
+int64_t tfk_sweep_block_bars(void)
 {
     pthread_once(&block_once, read_block_bars);
     return block_bars;
@@ -403,7 +403,7 @@ int64_t tf_sweep_block_bars(void)
  * within 1.5% from 1,024 to 8,192 bars. Results never depend on the block. */
 static int64_t block_for(int nt)
 {
-    int64_t b = tf_sweep_block_bars() * (nt < 4 ? nt : 4);
+    int64_t b = tfk_sweep_block_bars() * (nt < 4 ? nt : 4);
     return b < 16384 ? b : 16384;
 }
 
@@ -593,7 +593,7 @@ static int plan_need(plan *pl, int nt)
             continue;
         pl->need[pl->n_need] = u;
         pl->need_len[pl->n_need] = pl->len[u];
-        pl->need_denom[pl->n_need] = tf_wma_denom(pl->len[u]);
+        pl->need_denom[pl->n_need] = tfk_wma_denom(pl->len[u]);
         pl->n_need++;
     }
     pl->n_multi = multi_prefix(pl->need_len, pl->n_need, (double)pl->block / (double)nt);
@@ -614,11 +614,11 @@ static double footprint(const plan *pl, int nt, int64_t n_blocks)
     return 8.0 * ((double)pl->n_len * (double)pl->block + (double)pl->hist_total +
                   2.0 * (double)n_blocks + 3.0 * (double)pl->n_len) +
            (double)nt * per_thread +
-           (double)pl->n_combos * (double)(sizeof(tf_sar) + N_FIRST * 12 + 8 + 48 +
-                                           (pl->extra_wanted ? sizeof(tf_sar_extra) : 0));
+           (double)pl->n_combos * (double)(sizeof(tfk_sar) + N_FIRST * 12 + 8 + 48 +
+                                           (pl->extra_wanted ? sizeof(tfk_sar_extra) : 0));
 }
 
-static int resolve_threads(const tf_opts *opts, const plan *pl)
+static int resolve_threads(const tfk_opts *opts, const plan *pl)
 {
     long t = opts->threads;
     if (t == 0) {
@@ -659,22 +659,22 @@ static void free_plan(plan *pl)
 
 /* Arguments, as tf_sweep documents them; 0 or the error, with ops filled. */
 static int check_args(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
-                      double *pnl, int64_t *trades, const tf_sweep_opts *in, tf_opts *opts,
-                      tf_isa_ops *ops)
+                      double *pnl, int64_t *trades, const tf_sweep_opts *in, tfk_opts *opts,
+                      tfk_isa_ops *ops)
 {
     if (n_bars < 0 || n_bars > TF_MAX_BARS)
         return TF_E_TOO_MANY_BARS;
     int rc = tf_params_check(params, n_combos);
     if (rc)
         return rc;
-    if ((rc = tf_opts_resolve(in, opts)))
+    if ((rc = tfk_opts_resolve(in, opts)))
         return rc;
     if (opts->threads < 0 || opts->threads > TF_MAX_THREADS)
         return TF_E_THREADS;
     tf_isa isa = opts->isa;
     if ((unsigned)isa > TF_ISA_AVX512)
         return TF_E_INVALID_ARG;
-    if (tf_isa_ops_for(isa, ops))
+    if (tfk_isa_ops_for(isa, ops))
         return TF_E_ISA_UNAVAILABLE;
     if (n_combos > 0 && ((n_bars > 0 && !close) || !pnl || !trades))
         return TF_E_NULL_ARG;
@@ -691,8 +691,8 @@ static int alloc_run(plan *pl, int nt, int64_t n_blocks, tf_series *series)
     if (!pl->full || !pl->ready || !pl->fill_idx || !pl->fill_buf)
         return TF_E_NOMEM;
     if (series) {
-        int rc = tf_series_reserve(series, pl->len, pl->n_len, pl->full, pl->fill_idx, pl->fill_buf,
-                                   &pl->n_fill);
+        int rc = tfk_series_reserve(series, pl->len, pl->n_len, pl->full, pl->fill_idx,
+                                    pl->fill_buf, &pl->n_fill);
         if (rc)
             return rc;
         for (int64_t u = 0; u < pl->n_len; u++)
@@ -702,16 +702,16 @@ static int alloc_run(plan *pl, int nt, int64_t n_blocks, tf_series *series)
     }
     pl->first = malloc(sizeof(double) * (size_t)(pl->n_len * pl->block));
     pl->hist = malloc(sizeof(double) * (size_t)(pl->hist_total + 1));
-    pl->sar = malloc(sizeof(tf_sar) * (size_t)pl->n_combos);
+    pl->sar = malloc(sizeof(tfk_sar) * (size_t)pl->n_combos);
     pl->next = calloc((size_t)(2 * n_blocks), sizeof(atomic_llong));
     if (!pl->first || !pl->hist || !pl->sar || !pl->next)
         return TF_E_NOMEM;
-    if (pl->extra_wanted && !(pl->extra = malloc(sizeof(tf_sar_extra) * (size_t)pl->n_combos)))
+    if (pl->extra_wanted && !(pl->extra = malloc(sizeof(tfk_sar_extra) * (size_t)pl->n_combos)))
         return TF_E_NOMEM;
     for (int64_t j = 0; j < pl->n_combos; j++) {
-        pl->sar[j] = tf_sar_start(pl->fee);
+        pl->sar[j] = tfk_sar_start(pl->fee);
         if (pl->extra)
-            pl->extra[j] = tf_sar_extra_start();
+            pl->extra[j] = tfk_sar_extra_start();
     }
     fill_nan(pl->hist, pl->hist_total); /* bars before 0: never read, but defined */
     for (int64_t i = 0; i < 2 * n_blocks; i++)
@@ -733,20 +733,20 @@ static int alloc_workers(plan *pl, worker *ws, int nt)
 }
 
 /* Zero combos or zero bars: nothing to compute, every output at its start value. */
-static void empty_outputs(int64_t n_combos, double *pnl, int64_t *trades, const tf_opts *o)
+static void empty_outputs(int64_t n_combos, double *pnl, int64_t *trades, const tfk_opts *o)
 {
-    tf_sar st = tf_sar_start(o->fee);
-    tf_sar_extra x = tf_sar_extra_start();
+    tfk_sar st = tfk_sar_start(o->fee);
+    tfk_sar_extra x = tfk_sar_extra_start();
     for (int64_t j = 0; j < n_combos; j++) {
         pnl[j] = 0.0;
         trades[j] = 0;
         if (o->stats)
-            tf_sar_output(&st, &x, 0, &o->stats[j]);
+            tfk_sar_output(&st, &x, 0, &o->stats[j]);
     }
 }
 
 /* The plan for a run of nt threads over n_blocks blocks: 0, TF_E_LIMIT or TF_E_NOMEM. */
-static int prepare(plan *pl, const int64_t *params, int64_t n_combos, const tf_opts *o, int *nt,
+static int prepare(plan *pl, const int64_t *params, int64_t n_combos, const tfk_opts *o, int *nt,
                    int64_t *n_blocks)
 {
     int rc = dedup_combos(pl, params, n_combos);
@@ -770,15 +770,15 @@ static void scatter(const plan *pl, int64_t n_combos, double *pnl, int64_t *trad
         pnl[j] = pl->sar[u].pnl;
         trades[j] = pl->sar[u].trades;
         if (stats)
-            tf_sar_output(&pl->sar[u], &pl->extra[u], pl->n_bars, &stats[j]);
+            tfk_sar_output(&pl->sar[u], &pl->extra[u], pl->n_bars, &stats[j]);
     }
 }
 
-int tf_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
-                  double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series)
+int tfk_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                   double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series)
 {
-    tf_isa_ops ops;
-    tf_opts o;
+    tfk_isa_ops ops;
+    tfk_opts o;
     int rc = check_args(close, n_bars, params, n_combos, pnl, trades, opts, &o, &ops);
     if (rc || n_combos == 0)
         return rc;
@@ -811,7 +811,7 @@ int tf_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, in
             rc = TF_E_CANCELLED;
     }
     if (series && pl.fill_idx)
-        tf_series_publish(series, pl.len, pl.fill_idx, pl.fill_buf, pl.n_fill, rc == 0);
+        tfk_series_publish(series, pl.len, pl.fill_idx, pl.fill_buf, pl.n_fill, rc == 0);
     if (!rc)
         scatter(&pl, n_combos, pnl, trades, o.stats);
     for (int t = 0; ws && t < nt; t++) {
@@ -827,5 +827,5 @@ int tf_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, in
 int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
              double *pnl, int64_t *trades, const tf_sweep_opts *opts)
 {
-    return tf_sweep_impl(close, n_bars, params, n_combos, pnl, trades, opts, NULL);
+    return tfk_sweep_impl(close, n_bars, params, n_combos, pnl, trades, opts, NULL);
 }

@@ -1,9 +1,9 @@
 /* WMA, avx2 instance of wma_simd.h. */
-#define VFN tf_wma_avx2
-#define VRAW tf_raw_avx2
-#define VINNER tf_inner_avx2
-#define VMULTI tf_wma_multi_avx2
-#define VCMP tf_cmp_avx2
+#define VFN tfk_wma_avx2
+#define VRAW tfk_raw_avx2
+#define VINNER tfk_inner_avx2
+#define VMULTI tfk_wma_multi_avx2
+#define VCMP tfk_cmp_avx2
 #define VLANES 4
 #define VUNROLL 8
 #define vec __m256d

@@ -1,9 +1,9 @@
 /* WMA, avx512 instance of wma_simd.h. */
-#define VFN tf_wma_avx512
-#define VRAW tf_raw_avx512
-#define VINNER tf_inner_avx512
-#define VMULTI tf_wma_multi_avx512
-#define VCMP tf_cmp_avx512
+#define VFN tfk_wma_avx512
+#define VRAW tfk_raw_avx512
+#define VINNER tfk_inner_avx512
+#define VMULTI tfk_wma_multi_avx512
+#define VCMP tfk_cmp_avx512
 #define VLANES 8
 #define VUNROLL 4
 #define vec __m512d

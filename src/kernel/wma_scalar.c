@@ -1,8 +1,8 @@
 #include "kernel_internal.h"
 
-void tf_wma_scalar(const double *x, int64_t L, int64_t lo, int64_t hi, double *out)
+void tfk_wma_scalar(const double *x, int64_t L, int64_t lo, int64_t hi, double *out)
 {
-    double denom = tf_wma_denom(L);
+    double denom = tfk_wma_denom(L);
     for (int64_t i = lo; i < hi; i++) {
         const double *w = x + i - L + 1;
         double s = 0.0;
@@ -12,20 +12,21 @@ void tf_wma_scalar(const double *x, int64_t L, int64_t lo, int64_t hi, double *o
     }
 }
 
-void tf_raw_scalar(const double *half, const double *full, int64_t n, double *raw)
+void tfk_raw_scalar(const double *half, const double *full, int64_t n, double *raw)
 {
     for (int64_t i = 0; i < n; i++)
         raw[i] = 2.0 * half[i] - full[i];
 }
 
-void tf_inner_scalar(const double *w3, const double *w2, const double *wp, int64_t n, double *inner)
+void tfk_inner_scalar(const double *w3, const double *w2, const double *wp, int64_t n,
+                      double *inner)
 {
     for (int64_t i = 0; i < n; i++)
         inner[i] = 3.0 * w3[i] - w2[i] - wp[i];
 }
 
-void tf_wma_multi_starts(const double *x, const int64_t *len, const double *denom, int64_t n_len,
-                         int64_t lo, int64_t hi, double *const *out, int64_t s_lo, int64_t s_hi)
+void tfk_wma_multi_starts(const double *x, const int64_t *len, const double *denom, int64_t n_len,
+                          int64_t lo, int64_t hi, double *const *out, int64_t s_lo, int64_t s_hi)
 {
     for (int64_t st = s_lo; st < s_hi; st++) {
         double s = 0.0;
@@ -40,17 +41,17 @@ void tf_wma_multi_starts(const double *x, const int64_t *len, const double *deno
     }
 }
 
-void tf_wma_multi_scalar(const double *x, int64_t n_x, const int64_t *len, const double *denom,
-                         int64_t n_len, int64_t lo, int64_t hi, double *const *out)
+void tfk_wma_multi_scalar(const double *x, int64_t n_x, const int64_t *len, const double *denom,
+                          int64_t n_len, int64_t lo, int64_t hi, double *const *out)
 {
     (void)n_x;
     if (n_len == 0 || lo >= hi)
         return;
     int64_t first = lo - len[n_len - 1] + 1;
-    tf_wma_multi_starts(x, len, denom, n_len, lo, hi, out, first > 0 ? first : 0, hi);
+    tfk_wma_multi_starts(x, len, denom, n_len, lo, hi, out, first > 0 ? first : 0, hi);
 }
 
-void tf_cmp_scalar(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *lt)
+void tfk_cmp_scalar(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *lt)
 {
     for (int64_t w = 0; w * 64 < n; w++) {
         uint64_t g = 0, l = 0;

@@ -19,7 +19,7 @@
 
 void VFN(const double *x, int64_t L, int64_t lo, int64_t hi, double *out)
 {
-    const vec denom = vset1(tf_wma_denom(L));
+    const vec denom = vset1(tfk_wma_denom(L));
     int64_t i = lo;
     for (; i + VLANES * VUNROLL <= hi; i += VLANES * VUNROLL) {
         vec acc[VUNROLL];
@@ -45,7 +45,7 @@ void VFN(const double *x, int64_t L, int64_t lo, int64_t hi, double *out)
         vstore(out + (i - lo), vdiv(acc, denom));
     }
     if (i < hi)
-        tf_wma_scalar(x, L, i, hi, out + (i - lo));
+        tfk_wma_scalar(x, L, i, hi, out + (i - lo));
 }
 
 /* raw[i] = 2.0 * half[i] - full[i], element-wise (the same two IEEE operations per element). */
@@ -70,7 +70,7 @@ void VINNER(const double *w3, const double *w2, const double *wp, int64_t n, dou
         inner[i] = 3.0 * w3[i] - w2[i] - wp[i];
 }
 
-/* Every first-stage length from one running sum (kernel_internal.h, tf_wma_multi_fn). Lanes are
+/* Every first-stage length from one running sum (kernel_internal.h, tfk_wma_multi_fn). Lanes are
  * VLANES * VUNROLL consecutive start bars s; at step m each lane adds x[s+m-1] * m, so at each
  * wanted length it holds the spec's numerator for bar s+len-1, which is divided and stored. */
 #define GROUP (VLANES * VUNROLL)
@@ -106,8 +106,8 @@ void VMULTI(const double *x, int64_t n_x, const int64_t *len, const double *deno
         /* The first lane needs steps up to mmax; later lanes may read GROUP-1 bars further. */
         int64_t mmax = hi - s < longest ? hi - s : longest;
         if (s + GROUP - 1 + mmax - 1 >= n_x) {
-            tf_wma_multi_starts(x, len, denom, n_len, lo, hi, out, s,
-                                s + GROUP < hi ? s + GROUP : hi);
+            tfk_wma_multi_starts(x, len, denom, n_len, lo, hi, out, s,
+                                 s + GROUP < hi ? s + GROUP : hi);
             continue;
         }
         vec acc[VUNROLL];
@@ -145,5 +145,5 @@ void VCMP(const double *f, const double *s, int64_t n, uint64_t *gt, uint64_t *l
         lt[w] = l;
     }
     if (w * 64 < n)
-        tf_cmp_scalar(f + w * 64, s + w * 64, n - w * 64, gt + w, lt + w);
+        tfk_cmp_scalar(f + w * 64, s + w * 64, n - w * 64, gt + w, lt + w);
 }

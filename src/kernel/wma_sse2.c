@@ -1,9 +1,9 @@
 /* WMA, sse2 instance of wma_simd.h. */
-#define VFN tf_wma_sse2
-#define VRAW tf_raw_sse2
-#define VINNER tf_inner_sse2
-#define VMULTI tf_wma_multi_sse2
-#define VCMP tf_cmp_sse2
+#define VFN tfk_wma_sse2
+#define VRAW tfk_raw_sse2
+#define VINNER tfk_inner_sse2
+#define VMULTI tfk_wma_multi_sse2
+#define VCMP tfk_cmp_sse2
 #define VLANES 2
 #define VUNROLL 8
 #define vec __m128d

@@ -7,7 +7,7 @@
 
 #include "server/server.h"
 
-void tf_server_config_init(tf_server_config *cfg)
+void srv_config_init(srv_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->max_frame = TF_WIRE_DEFAULT_MAX_FRAME;
@@ -36,7 +36,7 @@ void srv_log_bind(srv_ctx *c)
 /* A token bucket per connection: TF_SERVER_LOG_BURST lines, then one a second. */
 static int log_take(srv_ctx *c)
 {
-    int64_t sec = tf_now_ns() / 1000000000ll;
+    int64_t sec = tfw_now_ns() / 1000000000ll;
     if (c->log_sec == 0) {
         c->log_tokens = TF_SERVER_LOG_BURST;
     } else if (sec > c->log_sec) {
@@ -189,7 +189,7 @@ void srv_ctx_init(srv_ctx *c, srv *s, const char *transport, uint32_t caps)
     c->sweep_threads = 1;
     c->payload.s = c->result.s = c->scratch.s = s;
     c->conn_id = __atomic_add_fetch(&s->next_conn_id, 1, __ATOMIC_RELAXED);
-    c->opened_ns = tf_now_ns();
+    c->opened_ns = tfw_now_ns();
 }
 
 void srv_log_close(srv_ctx *c, const char *why)
@@ -200,7 +200,7 @@ void srv_log_close(srv_ctx *c, const char *why)
                  (unsigned long long)c->log_dropped_total);
     log_unthrottled(c->s, "conn %llu (%s): closed (%s) after %.3f s, %llu requests, %llu errors%s",
                     (unsigned long long)c->conn_id, c->transport, why,
-                    (double)(tf_now_ns() - c->opened_ns) / 1e9, (unsigned long long)c->requests,
+                    (double)(tfw_now_ns() - c->opened_ns) / 1e9, (unsigned long long)c->requests,
                     (unsigned long long)c->errors, left);
 }
 

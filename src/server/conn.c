@@ -1,6 +1,6 @@
 /* The sweep service on the connection layer (src/net/): its operations for the u32-framed
  * protocol (unix, tcp, stdio, and the shm control sockets after their handshake) and for the
- * shared-memory handshake, and tf_server_run (docs/protocol.md, "Scheduling").
+ * shared-memory handshake, and srv_run (docs/protocol.md, "Scheduling").
  *
  * A frame is a u32 body length and the body. head() decodes the fixed part of the body in place
  * and points the layer at the connection's payload buffer for the variable part (64-byte
@@ -305,7 +305,7 @@ static void on_stop(tfn_loop *lp, void *ud)
     (void)w;
 }
 
-int tf_server_run(const tf_server_config *cfg)
+int srv_run(const srv_config *cfg)
 {
     srv *s = calloc(1, sizeof *s);
     if (!s)
@@ -329,7 +329,7 @@ int tf_server_run(const tf_server_config *cfg)
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     s->kernel_threads = cfg->threads > 0 ? cfg->threads : (int)(ncpu < 1 ? 1 : ncpu);
-    s->start_ns = tf_now_ns();
+    s->start_ns = tfw_now_ns();
     s->stop_efd = eventfd(0, EFD_CLOEXEC);
 
     tfn_config nc = {

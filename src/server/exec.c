@@ -465,7 +465,7 @@ void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_
         uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_STATS_REPLY, TF_WIRE_STATS_REPLY);
         for (int i = 0; i < TF_STAT_COUNT; i++)
             tf_put64(p + 8 * i, __atomic_load_n(&s->st[i], __ATOMIC_RELAXED));
-        tf_put64(p + 8 * TF_STAT_UPTIME_NS, (uint64_t)(tf_now_ns() - s->start_ns));
+        tf_put64(p + 8 * TF_STAT_UPTIME_NS, (uint64_t)(tfw_now_ns() - s->start_ns));
         break;
     }
     case TF_OP_LOAD_FD:

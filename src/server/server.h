@@ -30,7 +30,7 @@
 #define TF_SERVER_INLINE_WORK 65536
 #define TF_SERVER_INLINE_LOAD (64 << 10)
 
-typedef struct tf_server_config {
+typedef struct srv_config {
     const char *unix_paths[TF_SERVER_MAX_LISTEN];
     int n_unix;
     const char *tcp_addrs[TF_SERVER_MAX_LISTEN];
@@ -52,17 +52,17 @@ typedef struct tf_server_config {
     int max_conns;          /* socket connections at once */
     int max_conns_per_peer; /* per UID (unix) or address (tcp); 0 = max_conns - conn_reserve */
     int conn_reserve; /* slots for peers with few connections; 0 = max_conns / 16, -1 = none */
-} tf_server_config;
+} srv_config;
 
 /* The least --max-memory: it bounds datasets, sessions, caches and request/reply buffers, and
  * 0 is not "unlimited" (there is no unlimited setting). */
 #define TF_SERVER_MIN_MEMORY ((uint64_t)1 << 20)
 
 /* Fills the defaults of docs/protocol.md. */
-void tf_server_config_init(tf_server_config *cfg);
+void srv_config_init(srv_config *cfg);
 /* Runs the server until SIGINT/SIGTERM (or EOF on stdio when it is the only transport).
  * Returns 0 after a clean shutdown, or a negative code if it could not start (printed). */
-int tf_server_run(const tf_server_config *cfg);
+int srv_run(const srv_config *cfg);
 
 /* ---- shared server state ---- */
 
@@ -86,7 +86,7 @@ typedef struct srv_datasets {
 } srv_datasets;
 
 typedef struct srv {
-    tf_server_config cfg;
+    srv_config cfg;
     int kernel_threads; /* resolved --threads */
     int64_t start_ns;
     srv_datasets ds;

@@ -34,10 +34,10 @@ struct srv_shm {
     int peer_gone; /* atomic: the control socket closed */
     int refs;      /* atomic: the thread + the control socket's connection */
     srv_ctx ctx;
-    tf_ring_cons req;
-    tf_ring_prod resp;
-    tf_shm_waiter wait; /* how this thread waits for requests and for room (shm_ring.c) */
-    uint32_t body_len;  /* of the request being answered (ring_emit releases it) */
+    tfw_ring_cons req;
+    tfw_ring_prod resp;
+    tfw_shm_waiter wait; /* how this thread waits for requests and for room (shm_ring.c) */
+    uint32_t body_len;   /* of the request being answered (ring_emit releases it) */
     srv_reply rep;
     char ring_what[48]; /* "N-byte ring", for SHM_TOO_BIG messages */
 };
@@ -122,7 +122,7 @@ static int peer_ring(const srv *s, pid_t pid, int delta)
 /* A CLOCK_MONOTONIC deadline seconds from now, or 0 (none) for seconds <= 0. */
 static int64_t deadline_after(int seconds)
 {
-    return seconds > 0 ? tf_now_ns() + (int64_t)seconds * 1000000000ll : 0;
+    return seconds > 0 ? tfw_now_ns() + (int64_t)seconds * 1000000000ll : 0;
 }
 
 /* The pipeline's sink for a ring: waits for room, copies the reply in, releases the request
@@ -136,10 +136,10 @@ static int ring_emit(void *ud, srv_reply *rep)
     /* A client that stops reading its replies holds its ring: after --stall-timeout it is
      * closed, as a socket connection stalled in the middle of a reply is. The deadline (a clock
      * read) is only computed when the ring has no room at once. */
-    int rc = tf_ring_reserve(&m->resp, span, &dst);
+    int rc = tfw_ring_reserve(&m->resp, span, &dst);
     if (rc == 0)
-        rc = tf_ring_wait_room(&m->resp, span, &m->wait, alive, m,
-                               deadline_after(m->s->cfg.stall_timeout_s), &dst);
+        rc = tfw_ring_wait_room(&m->resp, span, &m->wait, alive, m,
+                                deadline_after(m->s->cfg.stall_timeout_s), &dst);
     else if (rc == 1)
         rc = 0;
     if (rc == -ETIMEDOUT)
@@ -152,8 +152,8 @@ static int ring_emit(void *ud, srv_reply *rep)
         memcpy(dst + off, rep->seg[i].iov_base, rep->seg[i].iov_len);
         off += rep->seg[i].iov_len;
     }
-    tf_ring_consume(&m->req, m->body_len);
-    tf_ring_publish(&m->resp, span);
+    tfw_ring_consume(&m->req, m->body_len);
+    tfw_ring_publish(&m->resp, span);
     srv_stat_add(m->s, TF_STAT_BYTES_OUT, len);
     return rep->close_after ? TF_E_FRAME_TOO_LARGE : 0;
 }
@@ -232,7 +232,7 @@ static void *shm_main(void *arg)
     for (;;) {
         const uint8_t *frame;
         uint32_t body_len;
-        rc = tf_ring_peek(&m->req, s->cfg.max_frame, &frame, &body_len);
+        rc = tfw_ring_peek(&m->req, s->cfg.max_frame, &frame, &body_len);
         if (rc == 1) {
             rc = serve_frame(m, frame, body_len);
             if (rc)
@@ -242,7 +242,7 @@ static void *shm_main(void *arg)
         if (rc < 0)
             break;
         /* Between frames: a client idle for --idle-timeout is closed, as a socket one is. */
-        rc = tf_ring_wait_data(&m->req, &m->wait, alive, m, deadline_after(s->cfg.idle_timeout_s));
+        rc = tfw_ring_wait_data(&m->req, &m->wait, alive, m, deadline_after(s->cfg.idle_timeout_s));
         if (rc == -ETIMEDOUT)
             rc = IDLE;
         if (rc)
@@ -346,8 +346,8 @@ int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pi
     pthread_mutex_init(&m->lock, NULL);
     srv_ctx_init(&m->ctx, s, "shm ring", TF_CAP_LOAD_FD);
     m->ctx.conn_id = conn_id;
-    tf_ring_setup(map, ring, 1, &m->resp, &m->req);
-    tf_shm_waiter_init(&m->wait, s->cfg.spin);
+    tfw_ring_setup(map, ring, 1, &m->resp, &m->req);
+    tfw_shm_waiter_init(&m->wait, s->cfg.spin);
     snprintf(m->ring_what, sizeof m->ring_what, "%llu-byte ring", (unsigned long long)ring);
     __atomic_store_n(word(m, TF_SHM_OFF_SERVER_PID), (uint32_t)getpid(), __ATOMIC_RELEASE);
 

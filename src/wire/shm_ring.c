@@ -17,9 +17,9 @@
  * a yield that ran someone else), and then sleeps at once for a while: a futex sleeper that is
  * woken is scheduled promptly, a spinner that used its share is not. */
 
-void tf_shm_waiter_init(tf_shm_waiter *w, int max_spin)
+void tfw_shm_waiter_init(tfw_shm_waiter *w, int max_spin)
 {
-    *w = (tf_shm_waiter){0};
+    *w = (tfw_shm_waiter){0};
     w->max_spin = max_spin < 0 ? TF_SHM_DEFAULT_SPIN : max_spin;
     w->spin = w->max_spin;
     w->iter_ps = 37000; /* PAUSE on the reference machine, until measured here */
@@ -34,7 +34,7 @@ void tf_shm_waiter_init(tf_shm_waiter *w, int max_spin)
  * thousand 1.2 MB echoes), and taking those for load switched spinning off on a quiet machine.
  * Read only when a gap or a slow yield is seen (one syscall); the first read has no baseline
  * and counts as a switch (contention, as before). */
-static int switched_away(tf_shm_waiter *w)
+static int switched_away(tfw_shm_waiter *w)
 {
     struct rusage ru;
     if (getrusage(RUSAGE_THREAD, &ru) != 0)
@@ -50,7 +50,7 @@ static int switched_away(tf_shm_waiter *w)
 /* Contention found at `now`. Once is chance (a task that woke on our CPU for a moment): this
  * wait sleeps and the budget halves. Twice within TF_SHM_CALM_NS is load: no spinning or
  * yielding for a calm window, longer while the load persists. Returns 1 when calm began. */
-static int contended(tf_shm_waiter *w, int64_t now)
+static int contended(tfw_shm_waiter *w, int64_t now)
 {
     int again = w->last_contention && now - w->last_contention < TF_SHM_CALM_NS;
     w->last_contention = now;
@@ -68,7 +68,7 @@ static int contended(tf_shm_waiter *w, int64_t now)
     return 1;
 }
 
-static int spin_cap(const tf_shm_waiter *w, int64_t n)
+static int spin_cap(const tfw_shm_waiter *w, int64_t n)
 {
     return n >= w->max_spin ? w->max_spin : (int)n;
 }
@@ -76,7 +76,7 @@ static int spin_cap(const tf_shm_waiter *w, int64_t n)
 /* Spins (PAUSE) up to w's budget while *word == value, reading the clock every 64 iterations.
  * 1: the word changed after *iters iterations; 0: the budget ran out, or the spinner was
  * preempted (contention recorded). */
-static int spin_while(tf_shm_waiter *w, const uint64_t *word, uint64_t value, int64_t t0,
+static int spin_while(tfw_shm_waiter *w, const uint64_t *word, uint64_t value, int64_t t0,
                       int *iters)
 {
     int64_t last = t0;
@@ -86,9 +86,9 @@ static int spin_while(tf_shm_waiter *w, const uint64_t *word, uint64_t value, in
             *iters = i;
             return 1;
         }
-        tf_cpu_relax();
+        tfw_cpu_relax();
         if ((i & 63) == 63) {
-            int64_t now = tf_now_ns();
+            int64_t now = tfw_now_ns();
             if (now - last > TF_SHM_PREEMPT_NS) {
                 *iters = i;
                 /* Preempted, and the peer answered meanwhile: it runs and is quick, and we
@@ -97,7 +97,7 @@ static int spin_while(tf_shm_waiter *w, const uint64_t *word, uint64_t value, in
                     return 1;
                 if (!switched_away(w)) {
                     w->stalls++; /* nobody else ran here: keep spinning */
-                    last = tf_now_ns();
+                    last = tfw_now_ns();
                     continue;
                 }
                 contended(w, now);
@@ -118,7 +118,7 @@ static int spin_while(tf_shm_waiter *w, const uint64_t *word, uint64_t value, in
 /* After a wait that ended in a sleep, T ns after it began: a spin of about twice the iterations
  * T took would have caught it, if that is within the configured budget; else spinning did not
  * pay, and the budget halves. */
-static void adapt_after_sleep(tf_shm_waiter *w, int64_t t_ns)
+static void adapt_after_sleep(tfw_shm_waiter *w, int64_t t_ns)
 {
     int64_t need = t_ns * 1000 / w->iter_ps;
     if (need <= w->max_spin)
@@ -127,7 +127,7 @@ static void adapt_after_sleep(tf_shm_waiter *w, int64_t t_ns)
         w->spin /= 2;
 }
 
-int64_t tf_now_ns(void)
+int64_t tfw_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -162,8 +162,8 @@ int tf_futex_wake(uint32_t *word)
     return r < 0 ? -errno : (int)r;
 }
 
-void tf_ring_setup(uint8_t *map, uint64_t ring_bytes, int server, tf_ring_prod *prod,
-                   tf_ring_cons *cons)
+void tfw_ring_setup(uint8_t *map, uint64_t ring_bytes, int server, tfw_ring_prod *prod,
+                    tfw_ring_cons *cons)
 {
     uint8_t *req = map + TF_SHM_OFF_REQ_RING, *resp = req + ring_bytes;
     uint64_t *req_head = (uint64_t *)(map + TF_SHM_OFF_REQ_HEAD);
@@ -174,8 +174,8 @@ void tf_ring_setup(uint8_t *map, uint64_t ring_bytes, int server, tf_ring_prod *
     uint32_t *resp_seq = (uint32_t *)(map + TF_SHM_OFF_RESP_SEQ);
     uint32_t *srv_sleep = (uint32_t *)(map + TF_SHM_OFF_SERVER_SLEEPING);
     uint32_t *cli_sleep = (uint32_t *)(map + TF_SHM_OFF_CLIENT_SLEEPING);
-    *prod = (tf_ring_prod){0};
-    *cons = (tf_ring_cons){0};
+    *prod = (tfw_ring_prod){0};
+    *cons = (tfw_ring_cons){0};
     prod->size = cons->size = ring_bytes;
     if (server) {
         prod->data = resp;
@@ -203,7 +203,7 @@ void tf_ring_setup(uint8_t *map, uint64_t ring_bytes, int server, tf_ring_prod *
 }
 
 /* The peer's tail, validated: it never moves backwards, never passes our head, stays aligned. */
-static int load_tail(tf_ring_prod *p, uint64_t *out)
+static int load_tail(tfw_ring_prod *p, uint64_t *out)
 {
     uint64_t t = __atomic_load_n(p->tail, __ATOMIC_ACQUIRE);
     if (t < p->last_tail || t > p->local_head || (t & 7))
@@ -213,7 +213,7 @@ static int load_tail(tf_ring_prod *p, uint64_t *out)
     return 0;
 }
 
-int tf_ring_reserve(tf_ring_prod *p, uint64_t span, uint8_t **where)
+int tfw_ring_reserve(tfw_ring_prod *p, uint64_t span, uint8_t **where)
 {
     if (span > p->size - 8)
         return TF_E_SHM_TOO_BIG;
@@ -247,7 +247,7 @@ int tf_ring_reserve(tf_ring_prod *p, uint64_t span, uint8_t **where)
     return 1;
 }
 
-void tf_ring_publish(tf_ring_prod *p, uint64_t span)
+void tfw_ring_publish(tfw_ring_prod *p, uint64_t span)
 {
     p->local_head += span;
     __atomic_store_n(p->head, p->local_head, __ATOMIC_RELEASE);
@@ -258,26 +258,26 @@ void tf_ring_publish(tf_ring_prod *p, uint64_t span)
         tf_futex_wake(p->seq);
 }
 
-int tf_ring_wait_room(tf_ring_prod *p, uint64_t span, tf_shm_waiter *w, tf_shm_alive_fn alive,
-                      void *ctx, int64_t deadline_ns, uint8_t **where)
+int tfw_ring_wait_room(tfw_ring_prod *p, uint64_t span, tfw_shm_waiter *w, tfw_shm_alive_fn alive,
+                       void *ctx, int64_t deadline_ns, uint8_t **where)
 {
     int64_t next_check = 0, sleep_ns = 1000, last = 0;
     int budget = -1;
     for (int i = 0;; i++) {
-        int rc = tf_ring_reserve(p, span, where);
+        int rc = tfw_ring_reserve(p, span, where);
         if (rc)
             return rc < 0 ? rc : 0;
         if (budget < 0) {
-            last = tf_now_ns();
+            last = tfw_now_ns();
             budget = last < w->calm_until ? 0 : w->spin;
         }
         if (i < budget) {
-            tf_cpu_relax();
+            tfw_cpu_relax();
             if ((i & 63) == 63) {
-                int64_t now = tf_now_ns();
+                int64_t now = tfw_now_ns();
                 if (now - last > TF_SHM_PREEMPT_NS && !switched_away(w)) {
                     w->stalls++;
-                    now = tf_now_ns();
+                    now = tfw_now_ns();
                 } else if (now - last > TF_SHM_PREEMPT_NS) {
                     contended(w, now);
                     w->preempted++;
@@ -287,7 +287,7 @@ int tf_ring_wait_room(tf_ring_prod *p, uint64_t span, tf_shm_waiter *w, tf_shm_a
             }
             continue;
         }
-        int64_t now = tf_now_ns();
+        int64_t now = tfw_now_ns();
         if (deadline_ns && now >= deadline_ns)
             return -ETIMEDOUT;
         if (now >= next_check) {
@@ -302,7 +302,7 @@ int tf_ring_wait_room(tf_ring_prod *p, uint64_t span, tf_shm_waiter *w, tf_shm_a
     }
 }
 
-int tf_ring_peek(tf_ring_cons *c, uint64_t max_body, const uint8_t **frame, uint32_t *body_len)
+int tfw_ring_peek(tfw_ring_cons *c, uint64_t max_body, const uint8_t **frame, uint32_t *body_len)
 {
     for (;;) {
         uint64_t head = __atomic_load_n(c->head, __ATOMIC_ACQUIRE);
@@ -332,19 +332,19 @@ int tf_ring_peek(tf_ring_cons *c, uint64_t max_body, const uint8_t **frame, uint
     }
 }
 
-void tf_ring_consume(tf_ring_cons *c, uint32_t body_len)
+void tfw_ring_consume(tfw_ring_cons *c, uint32_t body_len)
 {
     c->local_tail += TF_SHM_FRAME_SPAN(body_len);
     __atomic_store_n(c->tail, c->local_tail, __ATOMIC_RELEASE);
 }
 
-static int readable(const tf_ring_cons *c)
+static int readable(const tfw_ring_cons *c)
 {
     return __atomic_load_n(c->head, __ATOMIC_ACQUIRE) != c->local_tail;
 }
 
 /* The futex protocol of docs/protocol.md: liveness check, seq, sleeping = 1, re-check, wait. */
-static int sleep_until_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, void *ctx,
+static int sleep_until_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_fn alive, void *ctx,
                             int64_t deadline_ns)
 {
     for (;;) {
@@ -360,7 +360,7 @@ static int sleep_until_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn a
         }
         int64_t wait = TF_SHM_WAIT_NS;
         if (deadline_ns) {
-            int64_t left = deadline_ns - tf_now_ns();
+            int64_t left = deadline_ns - tfw_now_ns();
             if (left <= 0) {
                 __atomic_store_n(c->sleeping, 0, __ATOMIC_RELAXED);
                 return -ETIMEDOUT;
@@ -382,12 +382,12 @@ static int sleep_until_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn a
     }
 }
 
-int tf_ring_wait_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, void *ctx,
-                      int64_t deadline_ns)
+int tfw_ring_wait_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_fn alive, void *ctx,
+                       int64_t deadline_ns)
 {
     if (readable(c))
         return 0;
-    int64_t t0 = tf_now_ns();
+    int64_t t0 = tfw_now_ns();
     int calm = t0 < w->calm_until;
     if (!calm && w->spin > 0) {
         int it;
@@ -401,9 +401,9 @@ int tf_ring_wait_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, 
         calm = w->contentions != seen; /* preempted: this wait sleeps, without a yield */
     }
     if (!calm && w->max_spin > 0) {
-        int64_t ty = tf_now_ns();
+        int64_t ty = tfw_now_ns();
         sched_yield();
-        int64_t ny = tf_now_ns(), dy = ny - ty;
+        int64_t ny = tfw_now_ns(), dy = ny - ty;
         int got = readable(c);
         if (dy > TF_SHM_YIELD_SLOW_NS && !switched_away(w)) {
             w->stalls++; /* the yield ran nobody: the vCPU itself was held */
@@ -431,6 +431,6 @@ int tf_ring_wait_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, 
         return rc;
     w->sleeps++;
     if (!calm && w->max_spin > 0)
-        adapt_after_sleep(w, tf_now_ns() - t0);
+        adapt_after_sleep(w, tfw_now_ns() - t0);
     return 0;
 }

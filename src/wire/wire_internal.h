@@ -15,25 +15,25 @@
 #include "tollfree/shm.h"
 #include "tollfree/wire.h"
 
-static inline void tf_cpu_relax(void)
+static inline void tfw_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
 }
 
-static inline uint64_t tf_align8(uint64_t n)
+static inline uint64_t tfw_align8(uint64_t n)
 {
     return (n + 7) & ~(uint64_t)7;
 }
 
 /* Peer liveness check: 0 while the peer is alive, else a negative code (TF_E_SHM_PEER_GONE,
  * TF_E_SHUTTING_DOWN, ...). Called at most every TF_SHM_WAIT_NS while waiting. */
-typedef int (*tf_shm_alive_fn)(void *ctx);
+typedef int (*tfw_shm_alive_fn)(void *ctx);
 
 /* How one side waits for its peer (include/tollfree/shm.h, "Waiting"): its spin budget, adapted
  * after every wait, and its contention state. One per waiting thread; no locking. */
-typedef struct tf_shm_waiter {
+typedef struct tfw_shm_waiter {
     int max_spin;            /* the configured budget (PAUSE iterations); 0: sleep at once */
     int spin;                /* the budget now, 0 .. max_spin */
     int64_t iter_ps;         /* measured cost of one spin iteration, picoseconds */
@@ -48,13 +48,13 @@ typedef struct tf_shm_waiter {
     uint64_t stalls;         /* gaps with no other task on our CPU (not contention) */
     uint64_t timeouts;       /* futex sleeps that ran out with no data (lost wake-ups would) */
     long nivcsw;             /* this thread's involuntary switches when last read; -1: never */
-} tf_shm_waiter;
+} tfw_shm_waiter;
 
 /* Starts at the full budget (max_spin < 0: TF_SHM_DEFAULT_SPIN). */
-void tf_shm_waiter_init(tf_shm_waiter *w, int max_spin);
+void tfw_shm_waiter_init(tfw_shm_waiter *w, int max_spin);
 
 /* The side of a ring that this process produces into. */
-typedef struct tf_ring_prod {
+typedef struct tfw_ring_prod {
     uint8_t *data;        /* ring_bytes of frame space */
     uint64_t size;        /* ring_bytes (a power of two) */
     uint64_t *head;       /* shared, written by us */
@@ -63,10 +63,10 @@ typedef struct tf_ring_prod {
     const uint32_t *peer_sleeping;
     uint64_t local_head; /* our head, the truth */
     uint64_t last_tail;  /* the peer's tail as last validated (tails only grow) */
-} tf_ring_prod;
+} tfw_ring_prod;
 
 /* The side of a ring that this process consumes from. */
-typedef struct tf_ring_cons {
+typedef struct tfw_ring_cons {
     const uint8_t *data;
     uint64_t size;
     const uint64_t *head; /* shared, written by the peer: hostile */
@@ -75,43 +75,43 @@ typedef struct tf_ring_cons {
     uint32_t *sleeping;   /* our sleeping word */
     uint64_t local_tail;
     uint64_t last_head;
-} tf_ring_cons;
+} tfw_ring_cons;
 
 /* Sets up both rings of one side over a mapped memfd (control page at map). server != 0: this
  * process consumes requests and produces responses; else the reverse. Counters start at 0. */
-void tf_ring_setup(uint8_t *map, uint64_t ring_bytes, int server, tf_ring_prod *prod,
-                   tf_ring_cons *cons);
+void tfw_ring_setup(uint8_t *map, uint64_t ring_bytes, int server, tfw_ring_prod *prod,
+                    tfw_ring_cons *cons);
 
 /* Claims room for a frame of `span` bytes (TF_SHM_FRAME_SPAN of its body_len) and points *where
- * at it. 1: claimed (write the frame, then tf_ring_publish); 0: ring full for now (wait for the
+ * at it. 1: claimed (write the frame, then tfw_ring_publish); 0: ring full for now (wait for the
  * consumer and retry; a wrap marker may have been published already); TF_E_SHM_TOO_BIG: the
  * frame can never fit; TF_E_SHM_CORRUPT: the peer's tail is invalid. Never allocates. */
-int tf_ring_reserve(tf_ring_prod *p, uint64_t span, uint8_t **where);
+int tfw_ring_reserve(tfw_ring_prod *p, uint64_t span, uint8_t **where);
 /* Publishes the claimed frame: head (release), seq++ (seq_cst), wake if the peer sleeps. */
-void tf_ring_publish(tf_ring_prod *p, uint64_t span);
-/* Claims `span` bytes like tf_ring_reserve, waiting while the ring is full: spins, then sleeps up
+void tfw_ring_publish(tfw_ring_prod *p, uint64_t span);
+/* Claims `span` bytes like tfw_ring_reserve, waiting while the ring is full: spins, then sleeps up
  * to 1 ms at a time, calling alive() about every TF_SHM_WAIT_NS. 0 with *where set, or a
  * negative code.
  * deadline_ns: CLOCK_MONOTONIC deadline, or 0 for none (-ETIMEDOUT after it). */
-int tf_ring_wait_room(tf_ring_prod *p, uint64_t span, tf_shm_waiter *w, tf_shm_alive_fn alive,
-                      void *ctx, int64_t deadline_ns, uint8_t **where);
+int tfw_ring_wait_room(tfw_ring_prod *p, uint64_t span, tfw_shm_waiter *w, tfw_shm_alive_fn alive,
+                       void *ctx, int64_t deadline_ns, uint8_t **where);
 
 /* Looks at the next frame. 1: *frame points at its prefix, *body_len is set (the whole frame is
  * published and lies before the ring end); 0: nothing to read; TF_E_SHM_CORRUPT: the peer wrote
  * an invalid head, length or wrap marker (max_body bounds body_len, beyond -> TF_E_SHM_CORRUPT).
  * Wrap markers are consumed here. */
-int tf_ring_peek(tf_ring_cons *c, uint64_t max_body, const uint8_t **frame, uint32_t *body_len);
+int tfw_ring_peek(tfw_ring_cons *c, uint64_t max_body, const uint8_t **frame, uint32_t *body_len);
 /* Releases the frame returned by the last peek. */
-void tf_ring_consume(tf_ring_cons *c, uint32_t body_len);
+void tfw_ring_consume(tfw_ring_cons *c, uint32_t body_len);
 /* Waits until the ring is non-empty: spin (w's budget), yield once, then the futex protocol with
  * sleeps of at most TF_SHM_WAIT_NS, calling alive() before each sleep; w adapts to the wait.
  * 0 when something is readable (or the head changed), a negative code otherwise. deadline_ns as
  * above. */
-int tf_ring_wait_data(tf_ring_cons *c, tf_shm_waiter *w, tf_shm_alive_fn alive, void *ctx,
-                      int64_t deadline_ns);
+int tfw_ring_wait_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_fn alive, void *ctx,
+                       int64_t deadline_ns);
 
 /* CLOCK_MONOTONIC in ns. */
-int64_t tf_now_ns(void);
+int64_t tfw_now_ns(void);
 
 /* ---- the v2 request table ----------------------------------------------------------------------
  *

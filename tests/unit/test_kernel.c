@@ -608,12 +608,12 @@ static void test_stats_by_hand(void)
     const double f[] = {NAN, 1.0, 1.0, 0.0, 2.0, 0.0, 5.0};
     const double s[] = {0.0, NAN, 0.0, 1.0, 1.0, 1.0, 5.0};
     const double c[] = {99.0, 98.0, 100.0, 110.0, 121.0, 133.1, 140.0};
-    tf_sar st = tf_sar_start(0.0);
-    tf_sar_extra x = tf_sar_extra_start();
+    tfk_sar st = tfk_sar_start(0.0);
+    tfk_sar_extra x = tfk_sar_extra_start();
     for (int64_t i = 0; i < 7; i++)
-        tf_sar_step(&st, &x, f[i], s[i], c[i], i);
+        tfk_sar_step(&st, &x, f[i], s[i], c[i], i);
     tf_stats o;
-    tf_sar_output(&st, &x, 7, &o);
+    tfk_sar_output(&st, &x, 7, &o);
     double r1 = 10.0, r2 = -10.0, r3 = 1.0 * (133.1 - 121.0) / 121.0 * 100.0;
     CHECK(o.trades == 3 && o.wins == 2 && o.exposure_bars == 5);
     CHECK(fabs(o.pnl - (r1 + r2 + r3)) < 1e-12);
@@ -625,10 +625,10 @@ static void test_stats_by_hand(void)
     CHECK(fabs(o.mean - mean) < 1e-12 && fabs(o.m2 - m2) < 1e-9);
     CHECK(fabs(o.max_dd - 10.0) < 1e-12); /* the peak 10 after trade 1, pnl 0 after trade 2 */
     /* No trade: every statistic 0, exposure counts from the open. */
-    tf_sar st0 = tf_sar_start(TF_FEE_DEFAULT);
-    tf_sar_extra x0 = tf_sar_extra_start();
-    tf_sar_step(&st0, &x0, 1.0, 0.0, 50.0, 3);
-    tf_sar_output(&st0, &x0, 10, &o);
+    tfk_sar st0 = tfk_sar_start(TF_FEE_DEFAULT);
+    tfk_sar_extra x0 = tfk_sar_extra_start();
+    tfk_sar_step(&st0, &x0, 1.0, 0.0, 50.0, 3);
+    tfk_sar_output(&st0, &x0, 10, &o);
     CHECK(o.trades == 0 && o.wins == 0 && o.best == 0.0 && o.worst == 0.0 && o.max_dd == 0.0);
     CHECK(o.exposure_bars == 7);
     /* Options: a bad size, unknown non-zero tail bytes, a non-finite fee. */

@@ -1,4 +1,4 @@
-/* The C rings (tf_ring_reserve / tf_ring_peek, used by the server and the C client) against the
+/* The C rings (tfw_ring_reserve / tfw_ring_peek, used by the server and the C client) against the
  * shared-memory ring vectors the Python client also passes (tests/vectors/shm_ring.txt; its
  * header says what each line means). Each vector starts from a zeroed mapping set up as a
  * client's: the producer side is the request ring, the consumer side the response ring. */
@@ -49,10 +49,10 @@ static void consume(char **tok, int nt, int line)
 {
     int failed = tf_test_failed;
     uint64_t ring = num(tok[1]), tail = num(tok[2]), head = num(tok[3]);
-    tf_ring_prod p;
-    tf_ring_cons c;
+    tfw_ring_prod p;
+    tfw_ring_cons c;
     memset(g_map, 0, sizeof g_map);
-    tf_ring_setup(g_map, ring, 0, &p, &c);
+    tfw_ring_setup(g_map, ring, 0, &p, &c);
     uint8_t *data = (uint8_t *)c.data;
     if (strcmp(tok[4], "-")) {
         char words[256];
@@ -69,14 +69,14 @@ static void consume(char **tok, int nt, int line)
     c.local_tail = tail;
     const uint8_t *frame = NULL;
     uint32_t len = 0;
-    int rc = tf_ring_peek(&c, UINT64_MAX, &frame, &len);
+    int rc = tfw_ring_peek(&c, UINT64_MAX, &frame, &len);
     const char *want = tok[5];
     if (!strcmp(want, "frame") && nt == 9) {
         CHECK_EQ(rc, 1);
         if (rc == 1) {
             CHECK_EQ((uint64_t)(frame - c.data), num(tok[6]));
             CHECK_EQ(len, num(tok[7]));
-            tf_ring_consume(&c, len);
+            tfw_ring_consume(&c, len);
             CHECK_EQ(*u64at(TF_SHM_OFF_RESP_TAIL), num(tok[8]));
         }
     } else if (!strcmp(want, "empty") && nt == 7) {
@@ -97,15 +97,15 @@ static void produce(char **tok, int nt, int line)
 {
     int failed = tf_test_failed;
     uint64_t ring = num(tok[1]), head = num(tok[2]), tail = num(tok[3]), span = num(tok[4]);
-    tf_ring_prod p;
-    tf_ring_cons c;
+    tfw_ring_prod p;
+    tfw_ring_cons c;
     memset(g_map, 0, sizeof g_map);
-    tf_ring_setup(g_map, ring, 0, &p, &c);
+    tfw_ring_setup(g_map, ring, 0, &p, &c);
     *u64at(TF_SHM_OFF_REQ_HEAD) = head;
     *u64at(TF_SHM_OFF_REQ_TAIL) = tail;
     p.local_head = head;
     uint8_t *where = NULL;
-    int rc = tf_ring_reserve(&p, span, &where);
+    int rc = tfw_ring_reserve(&p, span, &where);
     const char *want = tok[5];
     uint64_t *hw = u64at(TF_SHM_OFF_REQ_HEAD);
     if (!strcmp(want, "at") && nt == 8) {
@@ -113,7 +113,7 @@ static void produce(char **tok, int nt, int line)
         if (rc == 1) {
             CHECK_EQ((uint64_t)(where - p.data), num(tok[6]));
             CHECK_EQ(stray_words(p.data, ring, UINT64_MAX), 0);
-            tf_ring_publish(&p, span);
+            tfw_ring_publish(&p, span);
             CHECK_EQ(*hw, num(tok[7]));
         }
     } else if (!strcmp(want, "wrap") && nt == 9) {
@@ -123,7 +123,7 @@ static void produce(char **tok, int nt, int line)
             CHECK_EQ(stray_words(p.data, ring, num(tok[6])), 0);
             CHECK_EQ((uint64_t)(where - p.data), num(tok[7]));
             CHECK_EQ(*hw, head); /* the wrap goes out with the frame */
-            tf_ring_publish(&p, span);
+            tfw_ring_publish(&p, span);
             CHECK_EQ(*hw, num(tok[8]));
         }
     } else if (!strcmp(want, "full") && nt == 7) {

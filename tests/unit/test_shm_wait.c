@@ -66,11 +66,11 @@ static void test_wake_all(void)
     for (int i = 0; i < 2; i++)
         pthread_create(&th[i], NULL, fx_wait, &w[i]);
     /* Both blocked in the kernel (a deadline guards against a hang only). */
-    int64_t end = tf_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
+    int64_t end = tfw_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
     for (int i = 0; i < 2; i++) {
         pid_t tid;
         while (!(tid = __atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE)) || !in_futex(tid)) {
-            if (tf_now_ns() > end)
+            if (tfw_now_ns() > end)
                 break;
             sleep_us(200);
         }
@@ -87,9 +87,9 @@ static void test_wake_all(void)
 /* ---- ping-pong over the rings ---- */
 
 typedef struct side {
-    tf_ring_prod prod;
-    tf_ring_cons cons;
-    tf_shm_waiter wait;
+    tfw_ring_prod prod;
+    tfw_ring_cons cons;
+    tfw_shm_waiter wait;
     uint64_t alive_calls;
     int cpu; /* pin to this CPU, or -1 */
 } side;
@@ -127,18 +127,18 @@ static int recv_u64(side *s, uint64_t *v)
     for (;;) {
         const uint8_t *f;
         uint32_t len;
-        int rc = tf_ring_peek(&s->cons, 64, &f, &len);
+        int rc = tfw_ring_peek(&s->cons, 64, &f, &len);
         if (rc == 1) {
             if (len != 8)
                 return TF_E_PROTOCOL;
             memcpy(v, f + 4, 8);
-            tf_ring_consume(&s->cons, len);
+            tfw_ring_consume(&s->cons, len);
             return 0;
         }
         if (rc < 0)
             return rc;
-        int64_t deadline = tf_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
-        rc = tf_ring_wait_data(&s->cons, &s->wait, alive_fn, s, deadline);
+        int64_t deadline = tfw_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
+        rc = tfw_ring_wait_data(&s->cons, &s->wait, alive_fn, s, deadline);
         if (rc)
             return rc;
     }
@@ -147,15 +147,15 @@ static int recv_u64(side *s, uint64_t *v)
 static int send_u64(side *s, uint64_t v)
 {
     uint8_t *dst;
-    int64_t deadline = tf_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
+    int64_t deadline = tfw_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
     int rc =
-        tf_ring_wait_room(&s->prod, TF_SHM_FRAME_SPAN(8), &s->wait, alive_fn, s, deadline, &dst);
+        tfw_ring_wait_room(&s->prod, TF_SHM_FRAME_SPAN(8), &s->wait, alive_fn, s, deadline, &dst);
     if (rc)
         return rc;
     uint32_t len = 8;
     memcpy(dst, &len, 4);
     memcpy(dst + 4, &v, 8);
-    tf_ring_publish(&s->prod, TF_SHM_FRAME_SPAN(8));
+    tfw_ring_publish(&s->prod, TF_SHM_FRAME_SPAN(8));
     return 0;
 }
 
@@ -181,10 +181,10 @@ static void game_init(game *g, int rounds, int cli_spin, int srv_spin, int cpu)
     memset(g, 0, sizeof *g);
     g->map = aligned_alloc(4096, TF_SHM_TOTAL_BYTES(RING));
     memset(g->map, 0, TF_SHM_TOTAL_BYTES(RING));
-    tf_ring_setup(g->map, RING, 0, &g->cli.prod, &g->cli.cons);
-    tf_ring_setup(g->map, RING, 1, &g->srv.prod, &g->srv.cons);
-    tf_shm_waiter_init(&g->cli.wait, cli_spin);
-    tf_shm_waiter_init(&g->srv.wait, srv_spin);
+    tfw_ring_setup(g->map, RING, 0, &g->cli.prod, &g->cli.cons);
+    tfw_ring_setup(g->map, RING, 1, &g->srv.prod, &g->srv.cons);
+    tfw_shm_waiter_init(&g->cli.wait, cli_spin);
+    tfw_shm_waiter_init(&g->srv.wait, srv_spin);
     g->cli.cpu = g->srv.cpu = cpu;
     g->rounds = rounds;
 }
@@ -249,7 +249,7 @@ static void *hog_main(void *arg)
 {
     pin(*(int *)arg);
     while (!__atomic_load_n(&hog_stop, __ATOMIC_RELAXED))
-        tf_cpu_relax();
+        tfw_cpu_relax();
     return NULL;
 }
 
@@ -265,8 +265,8 @@ static void *publish_when_asleep(void *arg)
     game *g = lp->g;
     pin(g->srv.cpu);
     const uint32_t *sleeping = (const uint32_t *)(g->map + TF_SHM_OFF_CLIENT_SLEEPING);
-    int64_t end = tf_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
-    while (!__atomic_load_n(sleeping, __ATOMIC_SEQ_CST) && tf_now_ns() < end)
+    int64_t end = tfw_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
+    while (!__atomic_load_n(sleeping, __ATOMIC_SEQ_CST) && tfw_now_ns() < end)
         sleep_us(100);
     lp->rc = send_u64(&g->srv, 42);
     return NULL;
@@ -329,7 +329,7 @@ static void test_preempted_spin_noticed(void)
  * ran (getrusage before and after): then the waiter must have counted the stall and found no
  * contention. On a loaded machine trials may be preempted (the hog test above covers those);
  * up to 20 are run until one is conclusive. */
-static tf_shm_waiter *stall_waiter;
+static tfw_shm_waiter *stall_waiter;
 static pthread_t stall_target;
 
 static void stall_handler(int sig)
@@ -338,9 +338,9 @@ static void stall_handler(int sig)
     struct rusage ru;
     getrusage(RUSAGE_THREAD, &ru);
     stall_waiter->nivcsw = ru.ru_nivcsw;
-    int64_t end = tf_now_ns() + 200000;
-    while (tf_now_ns() < end)
-        tf_cpu_relax();
+    int64_t end = tfw_now_ns() + 200000;
+    while (tfw_now_ns() < end)
+        tfw_cpu_relax();
 }
 
 /* Stalls the spinning client once (SIGUSR1), then answers it once it sleeps (as late_round's
@@ -417,16 +417,16 @@ static void test_stall_not_contention(void)
 
 static void test_waiter_init(void)
 {
-    tf_shm_waiter w;
-    tf_shm_waiter_init(&w, -1);
+    tfw_shm_waiter w;
+    tfw_shm_waiter_init(&w, -1);
     CHECK_EQ(w.max_spin, TF_SHM_DEFAULT_SPIN);
     CHECK_EQ(w.spin, TF_SHM_DEFAULT_SPIN);
     CHECK_EQ(w.calm_until, 0);
     CHECK_EQ(w.nivcsw, -1); /* no baseline yet: the first gap counts as contention */
-    tf_shm_waiter_init(&w, 0);
+    tfw_shm_waiter_init(&w, 0);
     CHECK_EQ(w.max_spin, 0);
     CHECK_EQ(w.spin, 0);
-    tf_shm_waiter_init(&w, 123);
+    tfw_shm_waiter_init(&w, 123);
     CHECK_EQ(w.spin, 123);
 }
 

@@ -294,7 +294,7 @@ class ShmTransport:
 
     def reserve(self, size: int) -> int:
         """Claims ``size`` (8-aligned) bytes in the request ring, writing a wrap marker when
-        needed (as tf_ring_reserve does; tests/vectors/shm_ring.txt); returns the ring offset to
+        needed (as tfw_ring_reserve does; tests/vectors/shm_ring.txt); returns the ring offset to
         write the frame at."""
         if self.closed:
             raise EngineError(-errno.EBADF, "the client is closed")
