@@ -136,26 +136,28 @@ def test_csv_and_raw_input_and_grid_file(tmp_path):
         assert np.array_equal(trades, want_t)
 
 
-@pytest.mark.parametrize("content,args,needle", [
-    (None, ["--input", "/nonexistent/x.csv"], "No such file"),
-    ("date,close\n1,100\n2,abc\n", [], "not a number"),
-    ("date,close\n", [], "empty input"),
-    ("", [], "empty input"),
-    ("date,price\n1,100\n", [], "no column 'close'"),
-    ("close\n1\n", ["--grid", "5:3:2"], "LO <= HI"),
-    ("close\n1\n", ["--grid", "a:b:c"], "three integers"),
-    ("close\n1\n", ["--grid", "/nonexistent/grid.csv"], "No such file"),
-    ("close\n1\n", ["--threads", "-3"], "--threads"),
-    ("close\n1\n", ["--bogus"], "unknown option"),
-    ("close\n1\n", ["--isa", "mmx"], "--isa"),
+# Exit status (tollfree --help): 1 the input failed, 2 the command line itself.
+@pytest.mark.parametrize("content,args,needle,code", [
+    (None, ["--input", "/nonexistent/x.csv"], "No such file", 1),
+    ("date,close\n1,100\n2,abc\n", [], "not a number", 1),
+    ("date,close\n", [], "empty input", 1),
+    ("", [], "empty input", 1),
+    ("date,price\n1,100\n", [], "no column 'close'", 1),
+    ("close\n1\n", ["--grid", "5:3:2"], "LO <= HI", 2),
+    ("close\n1\n", ["--grid", "a:b:c"], "three integers", 2),
+    ("close\n1\n", ["--grid", "7:9"], "expected LO:HI:N", 2),
+    ("close\n1\n", ["--grid", "/nonexistent/grid.csv"], "No such file", 1),
+    ("close\n1\n", ["--threads", "-3"], "--threads", 2),
+    ("close\n1\n", ["--bogus"], "unknown option", 2),
+    ("close\n1\n", ["--isa", "mmx"], "--isa", 2),
 ])
-def test_bad_use_gives_one_line_error(tmp_path, content, args, needle):
+def test_bad_use_gives_one_line_error(tmp_path, content, args, needle, code):
     if content is not None:
         f = tmp_path / "in.csv"
         f.write_text(content)
         args = ["--input", str(f), *args]
     r = run("sweep", *args)
-    assert r.returncode != 0
+    assert r.returncode == code, r.stderr
     assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert r.stdout == ""
 

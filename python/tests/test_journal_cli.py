@@ -42,7 +42,7 @@ def test_interrupted_gen_leaves_no_journal(tmp_path):
     # (before the fix: OUT itself was being written, and what the signal left of it verified ok)
     assert not out.exists(), run("journal", "verify", out).stdout
     assert not tmp.exists()
-    assert p.returncode != 0 and "interrupted" in err, err
+    assert p.returncode == 130 and "interrupted" in err, (p.returncode, err)
 
 
 def test_interrupted_gen_force_keeps_the_old_journal(tmp_path):
@@ -61,7 +61,7 @@ def test_interrupted_gen_force_keeps_the_old_journal(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode != 0
+    assert p.returncode == 130
     assert out.read_bytes() == before and not tmp.exists()
     v = run("journal", "verify", out)
     assert v.returncode == 0 and "ok, 100 records" in v.stdout
@@ -96,14 +96,14 @@ def test_verify_reads_a_journal_written_before_the_header_crc(tmp_path):
 
 def test_sweep_input_directory_says_so(tmp_path):
     r = run("sweep", "--input", tmp_path)
-    assert r.returncode != 0
+    assert r.returncode == 1
     assert "is a directory" in r.stderr.lower() and "Input/output error" not in r.stderr
     r = run("sweep", "--grid", tmp_path)
-    assert r.returncode != 0
+    assert r.returncode == 1
     assert "is a directory" in r.stderr.lower() and "Input/output error" not in r.stderr
 
 
 def test_serve_refuses_a_port_out_of_range(tmp_path):
     r = run("serve", "--tcp", "127.0.0.1:99999")
-    assert r.returncode != 0 and "99999" in r.stderr
+    assert r.returncode == 1 and "99999" in r.stderr
     assert "listening" not in r.stdout + r.stderr

@@ -86,7 +86,7 @@ def test_refuses_a_live_socket_and_replaces_a_stale_one(server_factory, tf_bin, 
     srv = server_factory(tcp=False, shm=False)
     r = subprocess.run([tf_bin, "serve", "--unix", srv.unix_path], capture_output=True,
                        timeout=DEADLINE, stdin=subprocess.DEVNULL)
-    assert r.returncode != 0
+    assert r.returncode == 1
     with tollfree.connect(srv.url("unix")) as c:  # the first server is untouched
         assert c.hello()["version"] == 2
     srv.stop_and_check()
@@ -115,7 +115,7 @@ def test_refuses_a_live_socket_and_replaces_a_stale_one(server_factory, tf_bin, 
     plain.write_text("keep me")
     r = subprocess.run([tf_bin, "serve", "--unix", str(plain)], capture_output=True, timeout=DEADLINE,
                        stdin=subprocess.DEVNULL)
-    assert r.returncode != 0 and plain.read_text() == "keep me"
+    assert r.returncode == 1 and plain.read_text() == "keep me"
 
 
 def test_stdio_exits_zero_at_eof(tf_bin):

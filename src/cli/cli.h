@@ -43,7 +43,8 @@ int tf_cli_read_series(const char *path, const char *column, int raw, double **o
 
 /* Parses --grid: "default", "LO:HI:N" (N Hull lengths LO + j*(HI-LO)/(N-1)), or a CSV FILE of
  * six integer columns (L,half,sq,p,p3,p2; an optional header line). On success *out is a malloc'd
- * int64 [n][6]. On failure prints one line and returns -1. */
+ * int64 [n][6]. On failure prints one line and returns -2 for a malformed LO:HI:N (a usage error,
+ * exit 2), -1 for a grid file that cannot be read or parsed (exit 1). */
 int tf_cli_read_grid(const char *spec, int64_t **out, int64_t *n);
 
 /* Parses --fee (percent points per closed trade, any finite number). On failure prints one line

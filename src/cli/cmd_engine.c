@@ -622,7 +622,9 @@ static int cmd_gen(int argc, char **argv)
     }
     rc = gen_write(&o, f, of.tmp);
     tf_engine_flow_close(f);
-    return tf_cli_out_commit(&of, !rc) ? 1 : 0;
+    if (tf_cli_out_commit(&of, !rc))
+        return tf_cli_interrupted ? 130 : 1;
+    return 0;
 }
 
 int tf_cmd_engine(int argc, char **argv)

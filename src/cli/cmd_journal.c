@@ -160,7 +160,7 @@ static int cmd_gen(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "tollfree journal gen: %s: %s\n", of.tmp, tf_strerror(rc));
         tf_cli_out_commit(&of, 0);
-        return 2;
+        return 1;
     }
     tf_ofl_msg m;
     for (uint64_t i = 0; i < count && !rc && !tf_cli_interrupted; i++) {
@@ -173,7 +173,7 @@ static int cmd_gen(int argc, char **argv)
     if (rc || rc2)
         fprintf(stderr, "tollfree journal gen: %s: %s\n", of.tmp, tf_strerror(rc ? rc : rc2));
     if (tf_cli_out_commit(&of, !rc && !rc2))
-        return 2;
+        return tf_cli_interrupted ? 130 : 1;
     printf("%s: %" PRIu64 " records, %" PRIu64 " bytes, session %" PRIu64 "\n", out, count,
            st2.bytes, opts.session_id);
     return 0;

@@ -351,9 +351,10 @@ int tf_cmd_sweep(int argc, char **argv)
         n = (int64_t)(tf_default_close_bytes / sizeof(double));
     }
     const double *series = close ? close : tf_default_close;
-    if (tf_cli_read_grid(gridspec, &grid, &m)) {
+    int grc = tf_cli_read_grid(gridspec, &grid, &m);
+    if (grc) {
         free(close);
-        return 1;
+        return grc == -2 ? 2 : 1;
     }
     int rc = tf_params_check(grid, m);
     if (rc) {

@@ -777,7 +777,7 @@ static int grid_range(const char *spec, int64_t **out, int64_t *n)
     int64_t *g = malloc(sizeof(int64_t) * 6 * (size_t)cnt);
     if (!g) {
         fprintf(stderr, "tollfree: --grid %s: out of memory\n", spec);
-        return -2;
+        return -3;
     }
     for (int64_t j = 0; j < cnt; j++) {
         /* linspace(LO, HI, N).astype(int) for integers; j*(HI-LO) < 2^55 here. */
@@ -873,9 +873,9 @@ int tf_cli_read_grid(const char *spec, int64_t **out, int64_t *n)
     int rc = grid_range(spec, out, n);
     if (rc == -1 && strchr(spec, ':') && !strchr(spec, '/') && !strchr(spec, '.')) {
         fprintf(stderr, "tollfree: --grid %s: expected LO:HI:N (e.g. 6:200:80)\n", spec);
-        return -1;
+        return -2;
     }
     if (rc == -1)
         return grid_file(spec, out, n);
-    return rc == 0 ? 0 : -1;
+    return rc == -3 ? -1 : rc; /* 0; -2: the spec's numbers; -3: no memory for the grid */
 }

@@ -18,6 +18,10 @@ static const char usage[] =
     "  paper     paper-trade a combo through the order engine, with backtest parity\n"
     "\n"
     "Run 'tollfree <command> --help' for a command's options.\n"
+    "Exit status: 0 done; 1 the work failed (its input, a file, a server); 2 the command line\n"
+    "itself (an unknown option, a bad value, a missing argument); 130 sweep or gen interrupted\n"
+    "(Ctrl-C, SIGTERM; no output file is left half-written). journal verify and dump: 1 the\n"
+    "journal is invalid, 2 bad usage or a file that cannot be read.\n"
     "Examples:\n"
     "  tollfree sweep --top 5\n"
     "  tollfree sweep --input prices.csv --column close --grid 10:300:50 --out results.csv\n";
@@ -34,7 +38,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        puts("tollfree 0.1.0");
+        puts("tollfree " TF_CLI_VERSION); /* the project's version (CMakeLists.txt) */
         return 0;
     }
     if (!strcmp(cmd, "sweep"))
