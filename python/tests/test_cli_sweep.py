@@ -176,3 +176,17 @@ def test_help():
     assert r.returncode == 0 and "--grid" in r.stdout and "--top" in r.stdout
     r = run("frobnicate")
     assert r.returncode == 2 and "unknown command" in r.stderr
+
+
+def test_version_is_the_projects():
+    """`tollfree --version` says the version CMakeLists.txt and pyproject.toml give (it said
+    0.1.0 after the project had moved to 0.2.0)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    py = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), re.M).group(1)
+    cm = re.search(r"project\(tollfree VERSION (\S+)", (root / "CMakeLists.txt").read_text()).group(1)
+    assert py == cm
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout == f"tollfree {cm}\n"
