@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,195 +142,174 @@ static int exec_panel(int argc, char **argv)
                               argv + 1);
 }
 
-int tf_cmd_sweep(int argc, char **argv)
-{
-    if (wants_panel(argc, argv))
-        return exec_panel(argc, argv);
-    static const struct option opts[] = {{"input", required_argument, 0, 'i'},
-                                         {"column", required_argument, 0, 'c'},
-                                         {"raw", no_argument, 0, 'r'},
-                                         {"grid", required_argument, 0, 'g'},
-                                         {"out", required_argument, 0, 'o'},
-                                         {"top", required_argument, 0, 'k'},
-                                         {"threads", required_argument, 0, 't'},
-                                         {"isa", required_argument, 0, 'a'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {"skip-bad-rows", no_argument, 0, 'S'},
-                                         {"date-column", required_argument, 0, 'D'},
-                                         {"split", required_argument, 0, 'F'},
-                                         {"walk-forward", required_argument, 0, 'W'},
-                                         {"metric", required_argument, 0, 'M'},
-                                         {"report", required_argument, 0, 'R'},
-                                         {"heatmap", required_argument, 0, 'H'},
-                                         {"columns", required_argument, 0, 'C'},
-                                         {"sort", required_argument, 0, 'O'},
-                                         {"fee", required_argument, 0, 'f'},
-                                         {0, 0, 0, 0}};
-    const char *input = NULL, *column = "close", *gridspec = "default", *out = NULL;
-    const char *isa_name = "auto";
-    long long top = -1, threads = 0;
-    int raw = 0, quiet = 0, c;
-    tf_cli_series_opts sopts = {0};
-    tf_cli_oos oos = {.metric = {tf_cli_column_find("pnl"), 1}};
-    const char *report = NULL, *heatmap = NULL, *metric_name = "pnl", *split_arg = NULL;
-    const char *folds_arg = NULL, *fee_arg = NULL;
+/* Everything the command line says, checked. */
+typedef struct sweep_args {
+    const char *input, *column, *gridspec, *out, *isa_name, *report, *heatmap, *metric_name;
+    const char *split_arg, *folds_arg, *fee_arg; /* as given: passed on to the report */
+    long long top, threads;
+    int raw, quiet, reference;
+    tf_isa isa;
+    double fee;
+    tf_cli_series_opts sopts;
+    tf_cli_oos oos;
     tf_cli_columns cols;
-    tf_cli_columns_parse("all", &cols);
-    tf_cli_order order = {-1, 1};
-    double fee = TF_FEE_DEFAULT;
+    tf_cli_order order;
+} sweep_args;
+
+static const struct option long_opts[] = {{"input", required_argument, 0, 'i'},
+                                          {"column", required_argument, 0, 'c'},
+                                          {"raw", no_argument, 0, 'r'},
+                                          {"grid", required_argument, 0, 'g'},
+                                          {"out", required_argument, 0, 'o'},
+                                          {"top", required_argument, 0, 'k'},
+                                          {"threads", required_argument, 0, 't'},
+                                          {"isa", required_argument, 0, 'a'},
+                                          {"quiet", no_argument, 0, 'q'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {"skip-bad-rows", no_argument, 0, 'S'},
+                                          {"date-column", required_argument, 0, 'D'},
+                                          {"split", required_argument, 0, 'F'},
+                                          {"walk-forward", required_argument, 0, 'W'},
+                                          {"metric", required_argument, 0, 'M'},
+                                          {"report", required_argument, 0, 'R'},
+                                          {"heatmap", required_argument, 0, 'H'},
+                                          {"columns", required_argument, 0, 'C'},
+                                          {"sort", required_argument, 0, 'O'},
+                                          {"fee", required_argument, 0, 'f'},
+                                          {0, 0, 0, 0}};
+
+/* An integer option in lo..hi; else one line naming what it wants, and -1. */
+static int int_arg(const char *name, const char *arg, long long lo, long long hi, const char *want,
+                   long long *v)
+{
     char *end;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'i':
-            input = optarg;
-            break;
-        case 'c':
-            column = optarg;
-            break;
-        case 'r':
-            raw = 1;
-            break;
-        case 'g':
-            gridspec = optarg;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'a':
-            isa_name = optarg;
-            break;
-        case 'k':
-            top = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || top < 1) {
-                fprintf(stderr, "tollfree sweep: --top wants a positive integer, got '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 't':
-            threads = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || threads < 0 || threads > TF_MAX_THREADS) {
-                fprintf(stderr, "tollfree sweep: --threads wants 0..%d, got '%s'\n", TF_MAX_THREADS,
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'S':
-            sopts.skip_bad_rows = 1;
-            break;
-        case 'D':
-            sopts.date_column = optarg;
-            break;
-        case 'F':
-            split_arg = optarg;
-            oos.split = strtod(optarg, &end);
-            if (*end || end == optarg || !(oos.split > 0 && oos.split < 1)) {
-                fprintf(stderr, "tollfree sweep: --split wants a fraction 0 < F < 1, got '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'W':
-            folds_arg = optarg;
-            oos.folds = (int)strtol(optarg, &end, 10);
-            if (*end || end == optarg || oos.folds < 1 || oos.folds > 1000) {
-                fprintf(stderr, "tollfree sweep: --walk-forward wants 1..1000 folds, got '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'M':
-            metric_name = optarg;
-            if (tf_cli_order_parse(optarg, &oos.metric))
-                return 2;
-            if (oos.metric.col < 6) { /* one of the six windows */
-                if (oos.metric.col >= 0)
-                    fprintf(stderr, "tollfree sweep: --metric %s: a window is not a metric\n",
-                            optarg);
-                return 2;
-            }
-            break;
-        case 'R':
-            report = optarg;
-            break;
-        case 'H':
-            heatmap = optarg;
-            break;
-        case 'C':
-            if (tf_cli_columns_parse(optarg, &cols))
-                return 2;
-            break;
-        case 'O':
-            if (tf_cli_order_parse(optarg, &order))
-                return 2;
-            break;
-        case 'f':
-            fee_arg = optarg;
-            if (tf_cli_parse_fee("tollfree sweep", optarg, &fee))
-                return 2;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            fputs(usage_out, stdout);
-            fputs(usage_panel, stdout);
+    errno = 0;
+    *v = strtoll(arg, &end, 10);
+    if (*end || end == arg || errno || *v < lo || *v > hi) {
+        fprintf(stderr, "tollfree sweep: --%s wants %s, got '%s'\n", name, want, arg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Options whose value is kept as given, and flags: where each goes in sweep_args. */
+static const struct {
+    int c;
+    size_t off;
+} string_opts[] = {{'i', offsetof(sweep_args, input)},
+                   {'c', offsetof(sweep_args, column)},
+                   {'g', offsetof(sweep_args, gridspec)},
+                   {'o', offsetof(sweep_args, out)},
+                   {'a', offsetof(sweep_args, isa_name)},
+                   {'D', offsetof(sweep_args, sopts.date_column)},
+                   {'R', offsetof(sweep_args, report)},
+                   {'H', offsetof(sweep_args, heatmap)}},
+  flag_opts[] = {{'r', offsetof(sweep_args, raw)},
+                 {'q', offsetof(sweep_args, quiet)},
+                 {'S', offsetof(sweep_args, sopts.skip_bad_rows)}};
+
+/* One option with its value (getopt's c and optarg): 0, or 2 after one line on stderr. */
+static int take_option(int c, const char *arg, sweep_args *a)
+{
+    for (size_t i = 0; i < sizeof string_opts / sizeof string_opts[0]; i++)
+        if (string_opts[i].c == c) {
+            memcpy((char *)a + string_opts[i].off, &arg, sizeof arg);
             return 0;
-        case ':':
-            fprintf(stderr, "tollfree sweep: %s needs a value (see --help)\n", argv[optind - 1]);
+        }
+    for (size_t i = 0; i < sizeof flag_opts / sizeof flag_opts[0]; i++)
+        if (flag_opts[i].c == c) {
+            *(int *)(void *)((char *)a + flag_opts[i].off) = 1;
+            return 0;
+        }
+    long long v;
+    char *end;
+    switch (c) {
+    case 'k':
+        return int_arg("top", arg, 1, LLONG_MAX, "a positive integer", &a->top) ? 2 : 0;
+    case 't': {
+        char want[32];
+        snprintf(want, sizeof want, "0..%d", TF_MAX_THREADS);
+        return int_arg("threads", arg, 0, TF_MAX_THREADS, want, &a->threads) ? 2 : 0;
+    }
+    case 'W':
+        a->folds_arg = arg;
+        if (int_arg("walk-forward", arg, 1, 1000, "1..1000 folds", &v))
             return 2;
-        default:
-            fprintf(stderr, "tollfree sweep: unknown option '%s' (see --help)\n", argv[optind - 1]);
+        a->oos.folds = (int)v;
+        return 0;
+    case 'F':
+        a->split_arg = arg;
+        a->oos.split = strtod(arg, &end);
+        if (*end || end == arg || !(a->oos.split > 0 && a->oos.split < 1)) {
+            fprintf(stderr, "tollfree sweep: --split wants a fraction 0 < F < 1, got '%s'\n", arg);
             return 2;
         }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "tollfree sweep: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 0;
+    case 'M':
+        a->metric_name = arg;
+        if (tf_cli_order_parse(arg, &a->oos.metric))
+            return 2;
+        if (a->oos.metric.col < 6) { /* one of the six windows */
+            if (a->oos.metric.col >= 0)
+                fprintf(stderr, "tollfree sweep: --metric %s: a window is not a metric\n", arg);
+            return 2;
+        }
+        return 0;
+    case 'C':
+        return tf_cli_columns_parse(arg, &a->cols) ? 2 : 0;
+    case 'O':
+        return tf_cli_order_parse(arg, &a->order) ? 2 : 0;
+    case 'f':
+        a->fee_arg = arg;
+        return tf_cli_parse_fee("tollfree sweep", arg, &a->fee) ? 2 : 0;
+    default:
         return 2;
     }
-    if (split_arg && folds_arg) {
+}
+
+/* The options that go together or name files must agree. 0, or 2 after one line on stderr. */
+static int check_args(sweep_args *a)
+{
+    if (a->split_arg && a->folds_arg) {
         fputs("tollfree sweep: --split and --walk-forward exclude each other\n", stderr);
         return 2;
     }
-    if (out && strcmp(out, "-")) {
-        const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+    if (a->out && strcmp(a->out, "-")) {
+        const char *dot = strrchr(a->out, '.'), *slash = strrchr(a->out, '/');
         if (dot && (!slash || dot > slash) && strcmp(dot, ".csv") && strcmp(dot, ".txt")) {
             fprintf(stderr,
                     "tollfree sweep: --out %s: unknown output format '%s' (tollfree writes CSV: "
                     "use a .csv name)\n",
-                    out, dot);
+                    a->out, dot);
             return 2;
         }
-    } else
-        out = NULL;
-    if (report) {
-        size_t rl = strlen(report);
-        if (rl < 5 ||
-            (strcmp(report + rl - 5, ".html") && (rl < 4 || strcmp(report + rl - 4, ".htm")))) {
+    } else {
+        a->out = NULL; /* stdout */
+    }
+    if (a->report) {
+        size_t rl = strlen(a->report);
+        if (rl < 5 || (strcmp(a->report + rl - 5, ".html") &&
+                       (rl < 4 || strcmp(a->report + rl - 4, ".htm")))) {
             fprintf(stderr, "tollfree sweep: --report %s: the report is HTML: use a .html name\n",
-                    report);
+                    a->report);
             return 2;
         }
     }
-    if (heatmap && !report) {
+    if (a->heatmap && !a->report) {
         fputs("tollfree sweep: --heatmap goes with --report FILE.html\n", stderr);
         return 2;
     }
-    int reference = !strcmp(isa_name, "reference");
-    tf_isa isa = TF_ISA_AUTO;
-    if (!reference && tf_isa_parse(isa_name, &isa)) {
+    a->reference = !strcmp(a->isa_name, "reference");
+    a->isa = TF_ISA_AUTO;
+    if (!a->reference && tf_isa_parse(a->isa_name, &a->isa)) {
         fprintf(stderr,
                 "tollfree sweep: --isa wants auto, scalar, sse2, avx2, avx512 or reference, got "
                 "'%s'\n",
-                isa_name);
+                a->isa_name);
         return 2;
     }
-    if (!tf_isa_supported(isa)) {
-        fprintf(stderr, "tollfree sweep: --isa %s: this CPU does not support it%s\n", isa_name,
+    if (!tf_isa_supported(a->isa)) {
+        fprintf(stderr, "tollfree sweep: --isa %s: this CPU does not support it%s\n", a->isa_name,
                 getenv("TF_ISA_MAX") ? " (or TF_ISA_MAX caps it)" : "");
         return 2;
     }
@@ -339,71 +319,154 @@ int tf_cmd_sweep(int argc, char **argv)
         fprintf(stderr,
                 "tollfree sweep: ignoring TF_ISA_MAX='%s' (wants scalar, sse2, avx2 or avx512)\n",
                 isa_max);
+    if (a->top > 0 && a->order.col < 0)
+        a->order.col = tf_cli_column_find("pnl");
+    return 0;
+}
 
-    double *close = NULL;
-    int64_t n, m, *grid = NULL;
-    if (input) {
-        sopts.column = column;
-        sopts.raw = raw;
-        if (tf_cli_read_series_ex(input, &sopts, &close, &n, NULL))
+/* Parses argv into a. -1: go on; else the exit status (0 after --help, 2 on a usage error). */
+static int parse_args(int argc, char **argv, sweep_args *a)
+{
+    *a = (sweep_args){.column = "close",
+                      .gridspec = "default",
+                      .isa_name = "auto",
+                      .metric_name = "pnl",
+                      .top = -1,
+                      .fee = TF_FEE_DEFAULT,
+                      .oos = {.metric = {tf_cli_column_find("pnl"), 1}},
+                      .order = {-1, 1}};
+    tf_cli_columns_parse("all", &a->cols);
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            fputs(usage_out, stdout);
+            fputs(usage_panel, stdout);
+            return 0;
+        }
+        if (c == ':') {
+            fprintf(stderr, "tollfree sweep: %s needs a value (see --help)\n", argv[optind - 1]);
+            return 2;
+        }
+        if (c == '?') {
+            fprintf(stderr, "tollfree sweep: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return 2;
+        }
+        if (take_option(c, optarg, a))
+            return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tollfree sweep: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 2;
+    }
+    return check_args(a) ? 2 : -1;
+}
+
+/* The inputs: the series (the file's, or the embedded data: *close stays NULL) and the grid.
+ * 0, or the exit status after one line on stderr (2: a malformed --grid spec). */
+static int load_inputs(sweep_args *a, double **close, int64_t *n, int64_t **grid, int64_t *m)
+{
+    *close = NULL;
+    *grid = NULL;
+    if (a->input) {
+        a->sopts.column = a->column;
+        a->sopts.raw = a->raw;
+        if (tf_cli_read_series_ex(a->input, &a->sopts, close, n, NULL))
             return 1;
     } else {
-        n = (int64_t)(tf_default_close_bytes / sizeof(double));
+        *n = (int64_t)(tf_default_close_bytes / sizeof(double));
     }
-    const double *series = close ? close : tf_default_close;
-    int grc = tf_cli_read_grid(gridspec, &grid, &m);
-    if (grc) {
-        free(close);
-        return grc == -2 ? 2 : 1;
+    int rc = tf_cli_read_grid(a->gridspec, grid, m);
+    if (rc) {
+        free(*close);
+        *close = NULL;
+        return rc == -2 ? 2 : 1;
     }
-    int rc = tf_params_check(grid, m);
+    rc = tf_params_check(*grid, *m);
     if (rc) {
         int64_t bad = 0;
-        while (bad < m && tf_params_check(grid + 6 * bad, 1) == 0)
+        while (bad < *m && tf_params_check(*grid + 6 * bad, 1) == 0)
             bad++;
         fprintf(stderr, "tollfree sweep: grid combo %lld: %s\n", (long long)bad + 1,
                 tf_strerror(rc));
-        free(close);
-        free(grid);
+        free(*close);
+        free(*grid);
+        *close = NULL;
+        *grid = NULL;
         return 1;
     }
-    if (top > 0 && order.col < 0)
-        order.col = tf_cli_column_find("pnl");
-    int want_stats = tf_cli_columns_need_stats(&cols, order.col);
-    double *pnl = malloc(sizeof(double) * (size_t)(m ? m : 1));
-    int64_t *trades = malloc(sizeof(int64_t) * (size_t)(m ? m : 1));
-    tf_stats *stats = want_stats ? malloc(sizeof(tf_stats) * (size_t)(m ? m : 1)) : NULL;
+    return 0;
+}
+
+/* Writes the text in buf[len] to a->out (or stdout): 0, or 1 after one line on stderr. */
+static int write_out(const sweep_args *a, const char *buf, size_t len)
+{
+    FILE *f = a->out ? fopen(a->out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "tollfree sweep: %s: %s\n", a->out, strerror(errno));
+        return 1;
+    }
+    int bad = fwrite(buf, 1, len, f) != len || fflush(f) != 0;
+    if (f != stdout && fclose(f) != 0)
+        bad = 1;
+    if (bad) {
+        fprintf(stderr, "tollfree sweep: %s: %s\n", a->out ? a->out : "stdout", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* --split / --walk-forward: one row per fold, written once every fold is done (an interrupted
+ * run leaves no partial file). The exit status. */
+static int run_oos(const sweep_args *a, const double *series, int64_t n, const int64_t *grid,
+                   int64_t m)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        fputs("tollfree sweep: out of memory\n", stderr);
+        return 1;
+    }
+    tf_progress stop = {0};
+    tf_sweep_opts o = {
+        .threads = (int)a->threads, .isa = a->isa, .fee = &a->fee, .progress = &stop};
+    tf_cli_interrupt_arm(&stop);
+    int rc = tf_cli_oos_run(mem, series, n, grid, m, &a->oos, &o, a->reference, a->quiet);
+    int interrupted = tf_cli_interrupt_disarm();
+    int status = 1;
+    if (fclose(mem) != 0)
+        fputs("tollfree sweep: out of memory\n", stderr);
+    else if (interrupted) {
+        fputs("tollfree sweep: interrupted\n", stderr);
+        status = 130;
+    } else if (!rc)
+        status = write_out(a, buf, len);
+    free(buf);
+    return status;
+}
+
+/* The plain sweep: one row per combo (--columns, --sort, --top). The exit status. */
+static int run_plain(const sweep_args *a, const double *series, int64_t n, const int64_t *grid,
+                     int64_t m)
+{
+    int want_stats = tf_cli_columns_need_stats(&a->cols, a->order.col);
+    size_t k = (size_t)(m ? m : 1);
+    double *pnl = malloc(sizeof(double) * k);
+    int64_t *trades = malloc(sizeof(int64_t) * k);
+    tf_stats *stats = want_stats ? malloc(sizeof(tf_stats) * k) : NULL;
     FILE *f = NULL;
     int status = 1;
     if (!pnl || !trades || (want_stats && !stats)) {
         fputs("tollfree sweep: out of memory\n", stderr);
         goto done;
     }
-    tf_sweep_opts o = {.threads = (int)threads, .isa = isa, .fee = &fee, .stats = stats};
-    if (split_arg || folds_arg) {
-        f = out ? fopen(out, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "tollfree sweep: %s: %s\n", out, strerror(errno));
-            goto done;
-        }
-        o.stats = NULL;
-        tf_progress stop = {0};
-        o.progress = &stop;
-        tf_cli_interrupt_arm(&stop);
-        rc = tf_cli_oos_run(f, series, n, grid, m, &oos, &o, reference, quiet);
-        if (tf_cli_interrupt_disarm()) {
-            fputs("tollfree sweep: interrupted\n", stderr);
-            status = 130;
-            goto done;
-        }
-        if (rc)
-            goto done;
-        status = 0;
-        goto report;
-    }
+    tf_sweep_opts o = {.threads = (int)a->threads, .isa = a->isa, .fee = &a->fee, .stats = stats};
     double t0 = now_s();
-    rc = tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, reference,
-                          !quiet && isatty(STDERR_FILENO));
+    int rc = tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, a->reference,
+                              !a->quiet && isatty(STDERR_FILENO));
     double dt = now_s() - t0;
     if (rc == TF_E_CANCELLED) {
         fputs("tollfree sweep: interrupted\n", stderr);
@@ -414,92 +477,108 @@ int tf_cmd_sweep(int argc, char **argv)
         fprintf(stderr, "tollfree sweep: %s\n", tf_strerror(rc));
         goto done;
     }
-    f = out ? fopen(out, "w") : stdout;
+    f = a->out ? fopen(a->out, "w") : stdout;
     if (!f) {
-        fprintf(stderr, "tollfree sweep: %s: %s\n", out, strerror(errno));
+        fprintf(stderr, "tollfree sweep: %s: %s\n", a->out, strerror(errno));
         goto done;
     }
     tf_cli_results res = {grid, pnl, trades, stats, m};
-    if (tf_cli_table_write(f, &res, &cols, &order, top))
+    if (tf_cli_table_write(f, &res, &a->cols, &a->order, a->top))
         goto done;
-    if (!quiet)
+    if (!a->quiet)
         fprintf(stderr, "sweep: %lld combos x %lld bars in %.3f s (%s, %lld threads%s)\n",
                 (long long)m, (long long)n, dt,
-                reference ? "reference" : tf_isa_name(isa == TF_ISA_AUTO ? tf_isa_best() : isa),
-                reference ? 1
-                : threads ? threads
-                          : (long long)sysconf(_SC_NPROCESSORS_ONLN),
+                a->reference ? "reference"
+                             : tf_isa_name(a->isa == TF_ISA_AUTO ? tf_isa_best() : a->isa),
+                a->reference ? 1
+                : a->threads ? a->threads
+                             : (long long)sysconf(_SC_NPROCESSORS_ONLN),
                 stats ? ", with statistics" : "");
     status = 0;
-report:
-    if (report && status == 0) {
-        char stdin_tmp[] = "/tmp/tollfree-stdin-XXXXXX";
-        const char *src = input;
-        if (input && !strcmp(input, "-")) { /* the report can't read stdin again: pass the bars */
-            if (tf_cli_write_tmp(series, n, stdin_tmp)) {
-                status = 1;
-                goto done;
-            }
-            src = stdin_tmp;
-        }
-        char tbuf[32];
-        snprintf(tbuf, sizeof tbuf, "%lld", threads);
-        char *args[32];
-        int k = 0;
-        args[k++] = "--out";
-        args[k++] = (char *)report;
-        args[k++] = "--grid";
-        args[k++] = (char *)gridspec;
-        args[k++] = "--metric";
-        args[k++] = (char *)metric_name;
-        args[k++] = "--threads";
-        args[k++] = tbuf;
-        if (src) {
-            args[k++] = "--input";
-            args[k++] = (char *)src;
-            args[k++] = "--column";
-            args[k++] = (char *)column;
-        }
-        if (raw || src == stdin_tmp)
-            args[k++] = "--raw";
-        if (sopts.skip_bad_rows)
-            args[k++] = "--skip-bad-rows";
-        if (sopts.date_column) {
-            args[k++] = "--date-column";
-            args[k++] = (char *)sopts.date_column;
-        }
-        if (split_arg) {
-            args[k++] = "--split";
-            args[k++] = (char *)split_arg;
-        }
-        if (folds_arg) {
-            args[k++] = "--walk-forward";
-            args[k++] = (char *)folds_arg;
-        }
-        if (heatmap) {
-            args[k++] = "--heatmap";
-            args[k++] = (char *)heatmap;
-        }
-        if (fee_arg) {
-            args[k++] = "--fee";
-            args[k++] = (char *)fee_arg;
-        }
-        if (quiet)
-            args[k++] = "--quiet";
-        args[k] = NULL;
-        status = tf_cli_report(args) ? 1 : 0;
-        if (src == stdin_tmp)
-            unlink(stdin_tmp);
-    }
 done:
     if (f && f != stdout && fclose(f) != 0 && status == 0) {
-        fprintf(stderr, "tollfree sweep: %s: %s\n", out, strerror(errno));
+        fprintf(stderr, "tollfree sweep: %s: %s\n", a->out, strerror(errno));
         status = 1;
     }
-    free(close);
-    free(grid);
     free(pnl);
     free(trades);
     free(stats);
+    return status;
+}
+
+/* --report: the HTML report by the Python side, with the options that shape it. The exit
+ * status. */
+static int run_report(const sweep_args *a, const double *series, int64_t n)
+{
+    char stdin_tmp[] = "/tmp/tollfree-stdin-XXXXXX";
+    const char *src = a->input;
+    if (src && !strcmp(src, "-")) { /* the report can't read stdin again: pass the bars */
+        if (tf_cli_write_tmp(series, n, stdin_tmp))
+            return 1;
+        src = stdin_tmp;
+    }
+    char tbuf[32];
+    snprintf(tbuf, sizeof tbuf, "%lld", a->threads);
+    const char *args[32];
+    int k = 0;
+#define ARG2(flag, value)                                                                          \
+    do {                                                                                           \
+        args[k++] = flag;                                                                          \
+        args[k++] = value;                                                                         \
+    } while (0)
+    ARG2("--out", a->report);
+    ARG2("--grid", a->gridspec);
+    ARG2("--metric", a->metric_name);
+    ARG2("--threads", tbuf);
+    if (src) {
+        ARG2("--input", src);
+        ARG2("--column", a->column);
+    }
+    if (a->raw || src == stdin_tmp)
+        args[k++] = "--raw";
+    if (a->sopts.skip_bad_rows)
+        args[k++] = "--skip-bad-rows";
+    if (a->sopts.date_column)
+        ARG2("--date-column", a->sopts.date_column);
+    if (a->split_arg)
+        ARG2("--split", a->split_arg);
+    if (a->folds_arg)
+        ARG2("--walk-forward", a->folds_arg);
+    if (a->heatmap)
+        ARG2("--heatmap", a->heatmap);
+    if (a->fee_arg)
+        ARG2("--fee", a->fee_arg);
+#undef ARG2
+    if (a->quiet)
+        args[k++] = "--quiet";
+    args[k] = NULL;
+    int status = tf_cli_report((char *const *)args) ? 1 : 0;
+    if (src == stdin_tmp)
+        unlink(stdin_tmp);
+    return status;
+}
+
+int tf_cmd_sweep(int argc, char **argv)
+{
+    if (wants_panel(argc, argv))
+        return exec_panel(argc, argv);
+    sweep_args a;
+    int status = parse_args(argc, argv, &a);
+    if (status >= 0)
+        return status;
+    double *close;
+    int64_t n, m, *grid;
+    status = load_inputs(&a, &close, &n, &grid, &m);
+    if (status)
+        return status;
+    const double *series = close ? close : tf_default_close;
+    if (a.split_arg || a.folds_arg)
+        status = run_oos(&a, series, n, grid, m);
+    else
+        status = run_plain(&a, series, n, grid, m);
+    if (status == 0 && a.report)
+        status = run_report(&a, series, n);
+    free(close);
+    free(grid);
     return status;
 }
