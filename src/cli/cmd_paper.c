@@ -548,97 +548,115 @@ static void print_json(const paper_cfg *cfg, const char *engine_url, const paper
            o->seconds > 0 ? (double)o->bars / o->seconds : 0.0);
 }
 
-int tf_cmd_paper(int argc, char **argv)
+/* What the command line says. */
+typedef struct paper_args {
+    paper_cfg cfg;
+    const char *input, *column, *engine_url, *journal, *plot;
+    int json, quiet;
+} paper_args;
+
+static const struct option long_opts[] = {{"combo", required_argument, 0, 'C'},
+                                          {"input", required_argument, 0, 'i'},
+                                          {"column", required_argument, 0, 'c'},
+                                          {"tick", required_argument, 0, 't'},
+                                          {"fee", required_argument, 0, 'f'},
+                                          {"engine", required_argument, 0, 'e'},
+                                          {"instrument", required_argument, 0, 'I'},
+                                          {"half-spread", required_argument, 0, 's'},
+                                          {"journal", required_argument, 0, 'j'},
+                                          {"json", no_argument, 0, 'J'},
+                                          {"plot", required_argument, 0, 'p'},
+                                          {"quiet", no_argument, 0, 'q'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+
+/* One option with its value: 0, or 2 after one line on stderr. */
+static int take_option(int c, const char *arg, paper_args *a, int *have_combo)
 {
-    static const struct option opts[] = {{"combo", required_argument, 0, 'C'},
-                                         {"input", required_argument, 0, 'i'},
-                                         {"column", required_argument, 0, 'c'},
-                                         {"tick", required_argument, 0, 't'},
-                                         {"fee", required_argument, 0, 'f'},
-                                         {"engine", required_argument, 0, 'e'},
-                                         {"instrument", required_argument, 0, 'I'},
-                                         {"half-spread", required_argument, 0, 's'},
-                                         {"journal", required_argument, 0, 'j'},
-                                         {"json", no_argument, 0, 'J'},
-                                         {"plot", required_argument, 0, 'p'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *input = NULL, *column = "close", *engine_url = NULL, *journal = NULL;
-    const char *plot = NULL;
-    int json = 0, quiet = 0, have_combo = 0, c;
-    paper_cfg cfg = {.tick = 1e-4, .fee = TF_FEE_DEFAULT, .instrument = 1};
     char *end;
+    switch (c) {
+    case 'C':
+        if (parse_combo(arg, a->cfg.combo)) {
+            fprintf(stderr,
+                    "tollfree paper: --combo %s: want six window lengths "
+                    "L,half,sq,p,p3,p2 (each >= 1) or one Hull length\n",
+                    arg);
+            return 2;
+        }
+        *have_combo = 1;
+        return 0;
+    case 't':
+        a->cfg.tick = strtod(arg, &end);
+        if (*end || !(a->cfg.tick > 0) || !isfinite(a->cfg.tick)) {
+            fprintf(stderr, "tollfree paper: --tick %s: want a positive number\n", arg);
+            return 2;
+        }
+        return 0;
+    case 'f':
+        return tf_cli_parse_fee("tollfree paper", arg, &a->cfg.fee) ? 2 : 0;
+    case 'I':
+        a->cfg.instrument = strtoull(arg, &end, 10);
+        if (*end || a->cfg.instrument == 0) {
+            fprintf(stderr, "tollfree paper: --instrument %s: want an id >= 1\n", arg);
+            return 2;
+        }
+        return 0;
+    case 's':
+        a->cfg.half_spread = strtoll(arg, &end, 10);
+        if (*end || a->cfg.half_spread < 1 || a->cfg.half_spread > (1LL << 40)) {
+            fprintf(stderr, "tollfree paper: --half-spread %s: want ticks >= 1\n", arg);
+            return 2;
+        }
+        return 0;
+    case 'i':
+        a->input = arg;
+        return 0;
+    case 'c':
+        a->column = arg;
+        return 0;
+    case 'e':
+        a->engine_url = arg;
+        return 0;
+    case 'j':
+        a->journal = arg;
+        return 0;
+    case 'p':
+        a->plot = arg;
+        return 0;
+    case 'J':
+        a->json = 1;
+        return 0;
+    case 'q':
+        a->quiet = 1;
+        return 0;
+    default:
+        return 2;
+    }
+}
+
+/* Parses argv into a. -1: go on; else the exit status (0 after --help, 2 on a usage error). */
+static int parse_args(int argc, char **argv, paper_args *a)
+{
+    *a = (paper_args){.cfg = {.tick = 1e-4, .fee = TF_FEE_DEFAULT, .instrument = 1},
+                      .column = "close"};
+    int have_combo = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'C':
-            if (parse_combo(optarg, cfg.combo)) {
-                fprintf(stderr,
-                        "tollfree paper: --combo %s: want six window lengths "
-                        "L,half,sq,p,p3,p2 (each >= 1) or one Hull length\n",
-                        optarg);
-                return 2;
-            }
-            have_combo = 1;
-            break;
-        case 'i':
-            input = optarg;
-            break;
-        case 'c':
-            column = optarg;
-            break;
-        case 't':
-            cfg.tick = strtod(optarg, &end);
-            if (*end || !(cfg.tick > 0) || !isfinite(cfg.tick)) {
-                fprintf(stderr, "tollfree paper: --tick %s: want a positive number\n", optarg);
-                return 2;
-            }
-            break;
-        case 'f':
-            if (tf_cli_parse_fee("tollfree paper", optarg, &cfg.fee))
-                return 2;
-            break;
-        case 'e':
-            engine_url = optarg;
-            break;
-        case 'I':
-            cfg.instrument = strtoull(optarg, &end, 10);
-            if (*end || cfg.instrument == 0) {
-                fprintf(stderr, "tollfree paper: --instrument %s: want an id >= 1\n", optarg);
-                return 2;
-            }
-            break;
-        case 's':
-            cfg.half_spread = strtoll(optarg, &end, 10);
-            if (*end || cfg.half_spread < 1 || cfg.half_spread > (1LL << 40)) {
-                fprintf(stderr, "tollfree paper: --half-spread %s: want ticks >= 1\n", optarg);
-                return 2;
-            }
-            break;
-        case 'j':
-            journal = optarg;
-            break;
-        case 'J':
-            json = 1;
-            break;
-        case 'p':
-            plot = optarg;
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'h':
+    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        if (c == 'h') {
             fputs(usage, stdout);
             return 0;
-        case ':':
+        }
+        if (c == ':') {
             fprintf(stderr, "tollfree paper: %s needs a value\n", argv[optind - 1]);
             return 2;
-        default:
+        }
+        if (c == '?') {
             fprintf(stderr, "tollfree paper: unknown option '%s' (try --help)\n", argv[optind - 1]);
             return 2;
         }
+        if (take_option(c, optarg, a, &have_combo))
+            return 2;
     }
     if (optind < argc) {
         fprintf(stderr, "tollfree paper: unexpected argument '%s'\n", argv[optind]);
@@ -648,125 +666,158 @@ int tf_cmd_paper(int argc, char **argv)
         fprintf(stderr, "tollfree paper: --combo is required (try --help)\n");
         return 2;
     }
-    if (journal && engine_url) {
+    if (a->journal && a->engine_url) {
         fprintf(stderr, "tollfree paper: --journal is for the in-process engine (the service "
                         "keeps its own journal)\n");
         return 2;
     }
-    if (plot)
-        return exec_python(argc, argv);
+    return -1;
+}
 
-    double *owned = NULL;
-    const double *close = tf_default_close;
-    int64_t n = (int64_t)(tf_default_close_bytes / sizeof(double));
-    if (input) {
-        if (tf_cli_read_series(input, column, 0, &owned, &n))
-            return 2;
-        close = owned;
-    }
-
-    venue v = {0};
-    int rc = 0, status = 2;
-    uint64_t hash = 0;
-    v.ev = calloc(REPLY_CAP, sizeof *v.ev);
-    if (!v.ev) {
+/* Opens the venue: two connections to the service, or an in-process engine (journaled with
+ * --journal). 0, or -1 after one line on stderr. */
+static int open_venue(const paper_args *a, venue *v)
+{
+    v->ev = calloc(REPLY_CAP, sizeof *v->ev);
+    if (!v->ev) {
         fprintf(stderr, "tollfree paper: out of memory\n");
-        goto out;
+        return -1;
     }
-    if (engine_url) {
+    int rc;
+    if (a->engine_url) {
         tf_orders_opts oo = {.size = sizeof oo};
         for (int k = 0; k < 2; k++) {
-            rc = tf_orders_connect(&v.conn[k], engine_url, &oo);
+            rc = tf_orders_connect(&v->conn[k], a->engine_url, &oo);
             if (rc) {
-                fprintf(stderr, "tollfree paper: --engine %s: %s\n", engine_url, tf_strerror(rc));
-                goto out;
+                fprintf(stderr, "tollfree paper: --engine %s: %s\n", a->engine_url,
+                        tf_strerror(rc));
+                return -1;
             }
         }
-    } else {
-        uint64_t inst = cfg.instrument;
-        tf_engine_config ec = {.size = sizeof ec,
-                               .instruments = &inst,
-                               .n_instruments = 1,
-                               .max_orders = MAX_LIVE_ORDERS};
-        rc = tf_engine_create(&ec, &v.engine);
-        if (rc) {
-            fprintf(stderr, "tollfree paper: engine: %s\n", tf_strerror(rc));
-            goto out;
-        }
-        if (journal && open_journals(&v, journal))
-            goto out;
+        return 0;
     }
-    cfg.progress = !quiet && isatty(2);
+    uint64_t inst = a->cfg.instrument;
+    tf_engine_config ec = {
+        .size = sizeof ec, .instruments = &inst, .n_instruments = 1, .max_orders = MAX_LIVE_ORDERS};
+    rc = tf_engine_create(&ec, &v->engine);
+    if (rc) {
+        fprintf(stderr, "tollfree paper: engine: %s\n", tf_strerror(rc));
+        return -1;
+    }
+    return a->journal && open_journals(v, a->journal) ? -1 : 0;
+}
 
-    paper_out o;
-    if (run_paper(&cfg, close, n, &v, &o))
-        goto out;
-    if (v.engine)
-        hash = tf_engine_state_hash(v.engine);
+/* Closes the venue's journals (they must end whole): 0, or -1 after one line on stderr. */
+static int close_journals(venue *v)
+{
     for (int k = 0; k < 2; k++) {
-        if (!(k ? v.jev : v.jcmd))
+        tf_journal **j = k ? &v->jev : &v->jcmd;
+        if (!*j)
             continue;
-        rc = tf_journal_close(k ? v.jev : v.jcmd);
-        *(k ? &v.jev : &v.jcmd) = NULL;
+        int rc = tf_journal_close(*j);
+        *j = NULL;
         if (rc) {
             fprintf(stderr, "tollfree paper: journal: %s\n", tf_strerror(rc));
-            goto out;
+            return -1;
         }
     }
+    return 0;
+}
 
-    /* The kernel's figure on the same rounded series. */
+static void venue_close(venue *v)
+{
+    tf_journal_close(v->jcmd);
+    tf_journal_close(v->jev);
+    tf_engine_destroy(v->engine);
+    tf_orders_close(v->conn[0]);
+    tf_orders_close(v->conn[1]);
+    free(v->ev);
+}
+
+/* The kernel's figure for the combo on the series rounded to the tick, as the venue saw it.
+ * 0, or -1 after one line on stderr. */
+static int kernel_figure(const paper_cfg *cfg, const double *close, int64_t n, double *kpnl,
+                         int64_t *ktrades)
+{
     double *px = malloc(sizeof(double) * (size_t)(n ? n : 1));
     if (!px) {
         fprintf(stderr, "tollfree paper: out of memory\n");
-        goto out;
+        return -1;
     }
     for (int64_t i = 0; i < n; i++)
-        px[i] = nearbyint(close[i] / cfg.tick) * cfg.tick;
-    double kpnl = 0;
-    int64_t ktrades = 0;
-    tf_sweep_opts so = {.threads = 1, .fee = &cfg.fee};
-    rc = tf_sweep(px, n, cfg.combo, 1, &kpnl, &ktrades, &so);
+        px[i] = nearbyint(close[i] / cfg->tick) * cfg->tick;
+    *kpnl = 0;
+    *ktrades = 0;
+    tf_sweep_opts so = {.threads = 1, .fee = &cfg->fee};
+    int rc = tf_sweep(px, n, cfg->combo, 1, kpnl, ktrades, &so);
     free(px);
     if (rc) {
         fprintf(stderr, "tollfree paper: sweep: %s\n", tf_strerror(rc));
-        goto out;
+        return -1;
     }
-    int parity = memcmp(&kpnl, &o.led.pnl, sizeof kpnl) == 0 && ktrades == o.led.trades;
-    if (json) {
-        print_json(&cfg, engine_url, &o, kpnl, ktrades, parity, &v, v.engine != NULL, hash);
-    } else {
-        printf("paper: combo %" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-               ", %" PRId64 " bars, %s, %s\n",
-               cfg.combo[0], cfg.combo[1], cfg.combo[2], cfg.combo[3], cfg.combo[4], cfg.combo[5],
-               o.bars, cfg.half_spread ? "quoted market" : "closing auction",
-               engine_url ? engine_url : "in-process engine");
-        printf("  orders %" PRId64 ", fills %" PRId64 ", commands %" PRId64 ", events %" PRId64
-               "\n",
-               o.orders, o.led.fills, o.commands, o.events);
-        printf("  pnl    %.17g  trades %" PRId64 "   (from the fills)\n", o.led.pnl, o.led.trades);
-        printf("  kernel %.17g  trades %" PRId64 "   (the sweep on the rounded series)\n", kpnl,
-               ktrades);
-        if (cfg.half_spread)
-            printf("  spread cost %.6f percent points (half spread %" PRId64 " ticks)\n",
-                   kpnl - o.led.pnl, cfg.half_spread);
+    return 0;
+}
+
+static void print_text(const paper_cfg *cfg, const char *engine_url, const paper_out *o,
+                       double kpnl, int64_t ktrades, int parity, int has_hash, uint64_t hash)
+{
+    printf("paper: combo %" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+           ", %" PRId64 " bars, %s, %s\n",
+           cfg->combo[0], cfg->combo[1], cfg->combo[2], cfg->combo[3], cfg->combo[4], cfg->combo[5],
+           o->bars, cfg->half_spread ? "quoted market" : "closing auction",
+           engine_url ? engine_url : "in-process engine");
+    printf("  orders %" PRId64 ", fills %" PRId64 ", commands %" PRId64 ", events %" PRId64 "\n",
+           o->orders, o->led.fills, o->commands, o->events);
+    printf("  pnl    %.17g  trades %" PRId64 "   (from the fills)\n", o->led.pnl, o->led.trades);
+    printf("  kernel %.17g  trades %" PRId64 "   (the sweep on the rounded series)\n", kpnl,
+           ktrades);
+    if (cfg->half_spread)
+        printf("  spread cost %.6f percent points (half spread %" PRId64 " ticks)\n",
+               kpnl - o->led.pnl, cfg->half_spread);
+    else
+        printf("  parity %s\n", parity ? "yes (bit for bit)" : "NO");
+    if (has_hash) {
+        char h[19];
+        tf_engine_format_hash(hash, h);
+        printf("  state_hash %.18s\n", h);
+    }
+    printf("  %.3f s, %.0f bars/s\n", o->seconds,
+           o->seconds > 0 ? (double)o->bars / o->seconds : 0.0);
+}
+
+int tf_cmd_paper(int argc, char **argv)
+{
+    paper_args a;
+    int status = parse_args(argc, argv, &a);
+    if (status >= 0)
+        return status;
+    if (a.plot)
+        return exec_python(argc, argv);
+    double *owned = NULL;
+    const double *close = tf_default_close;
+    int64_t n = (int64_t)(tf_default_close_bytes / sizeof(double));
+    if (a.input) {
+        if (tf_cli_read_series(a.input, a.column, 0, &owned, &n))
+            return 2;
+        close = owned;
+    }
+    venue v = {0};
+    paper_out o;
+    double kpnl;
+    int64_t ktrades;
+    status = 2;
+    a.cfg.progress = !a.quiet && isatty(2);
+    if (!open_venue(&a, &v) && !run_paper(&a.cfg, close, n, &v, &o) && !close_journals(&v) &&
+        !kernel_figure(&a.cfg, close, n, &kpnl, &ktrades)) {
+        uint64_t hash = v.engine ? tf_engine_state_hash(v.engine) : 0;
+        int parity = memcmp(&kpnl, &o.led.pnl, sizeof kpnl) == 0 && ktrades == o.led.trades;
+        if (a.json)
+            print_json(&a.cfg, a.engine_url, &o, kpnl, ktrades, parity, &v, v.engine != NULL, hash);
         else
-            printf("  parity %s\n", parity ? "yes (bit for bit)" : "NO");
-        if (v.engine) {
-            char h[19];
-            tf_engine_format_hash(hash, h);
-            printf("  state_hash %.18s\n", h);
-        }
-        printf("  %.3f s, %.0f bars/s\n", o.seconds,
-               o.seconds > 0 ? (double)o.bars / o.seconds : 0.0);
+            print_text(&a.cfg, a.engine_url, &o, kpnl, ktrades, parity, v.engine != NULL, hash);
+        status = (parity || a.cfg.half_spread) ? 0 : 1;
     }
-    status = (parity || cfg.half_spread) ? 0 : 1;
-out:
-    tf_journal_close(v.jcmd);
-    tf_journal_close(v.jev);
-    tf_engine_destroy(v.engine);
-    tf_orders_close(v.conn[0]);
-    tf_orders_close(v.conn[1]);
-    free(v.ev);
+    venue_close(&v);
     free(owned);
     return status;
 }

@@ -20,8 +20,9 @@ static const char usage[] =
     "Run 'tollfree <command> --help' for a command's options.\n"
     "Exit status: 0 done; 1 the work failed (its input, a file, a server); 2 the command line\n"
     "itself (an unknown option, a bad value, a missing argument); 130 sweep or gen interrupted\n"
-    "(Ctrl-C, SIGTERM; no output file is left half-written). journal verify and dump: 1 the\n"
-    "journal is invalid, 2 bad usage or a file that cannot be read.\n"
+    "(Ctrl-C, SIGTERM; no output file is left half-written). The checks say 1 when the check\n"
+    "fails and 2 for any trouble: journal verify/dump (1 an invalid journal, 2 bad usage or an\n"
+    "unreadable file) and paper (1 no parity, 2 bad usage, input or venue).\n"
     "Examples:\n"
     "  tollfree sweep --top 5\n"
     "  tollfree sweep --input prices.csv --column close --grid 10:300:50 --out results.csv\n";
