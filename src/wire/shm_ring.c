@@ -30,7 +30,7 @@ void tfw_shm_waiter_init(tfw_shm_waiter *w, int max_spin)
 /* Whether another task of this machine took our CPU since the last call: this thread's count of
  * involuntary context switches (preemptions, and yields that ran someone) moved. A gap without
  * one is the hypervisor holding the vCPU (or a stop signal): a KVM guest that spins on PAUSE is
- * descheduled for ~50-100 us now and then even on an idle host (measured: 5-7 such gaps per
+ * descheduled for ~50-100 us now and then even on an idle host (measured: 5-16 such gaps per
  * thousand 1.2 MB echoes), and taking those for load switched spinning off on a quiet machine.
  * Read only when a gap or a slow yield is seen (one syscall); the first read has no baseline
  * and counts as a switch (contention, as before). */
