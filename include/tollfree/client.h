@@ -29,7 +29,8 @@ typedef struct tf_client tf_client;
  * the end of spin, or unknown non-zero bytes, is TF_E_INVALID_ARG. */
 typedef struct tf_client_opts {
     size_t size;         /* 0, or sizeof(tf_client_opts) as the caller knows it */
-    int timeout_ms;      /* per call; 0 = default (60 s); < 0 = wait forever */
+    int timeout_ms;      /* per call (shm: from the call's first sleep, after the spin);
+                            0 = default (60 s); < 0 = wait forever */
     uint64_t ring_bytes; /* shm: ring size, a power of two (0 = 4 MiB) */
     int spin; /* shm: most PAUSE iterations before a yield and a futex sleep (the budget adapts
                * below it, include/tollfree/shm.h; 0 = sleep at once; < 0 = default) */

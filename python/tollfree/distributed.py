@@ -8,7 +8,7 @@ through :mod:`tollfree.binding` (the GIL released) with ``threads=1``, so Dask's
 give the parallelism. Results are gathered into the DataFrame of :func:`tollfree.panel.sweep_panel`
 (instrument order, then combo order as given), whatever order tasks finish in. ``fee`` and
 ``stats=True`` (every statistic and the derived figures) are those of ``sweep_panel``: a task then
-returns its block's ``binding.STATS_DTYPE`` rows.
+returns its block's :func:`binding.sweep_stats` dict.
 
 A worker that dies mid-sweep: Dask reruns its tasks elsewhere (up to the scheduler's
 ``allowed-failures``); a series that was only on that worker is scattered again from the client
@@ -152,28 +152,21 @@ class _SeriesCache:
 _CACHE = _SeriesCache()
 
 
-def _as_rows(st: dict) -> np.ndarray:
-    rows = np.empty(len(st["pnl"]), dtype=binding.STATS_DTYPE)
-    for n in binding.STAT_NAMES:
-        rows[n] = st[n]
-    return rows
-
-
 def _block(close: np.ndarray, params: np.ndarray, lo: int, hi: int, key: str, threads: int,
            isa: str, use_cache: bool, fee: float = binding.FEE_DEFAULT, stats: bool = False):
     """One task: rows lo:hi of params on close, in this worker process. -> (pnl, trades), or
-    with ``stats`` the block's ``binding.STATS_DTYPE`` rows."""
+    with ``stats`` the block's :func:`binding.sweep_stats` dict."""
     if not close.flags.aligned or not close.flags.c_contiguous:
         close = np.ascontiguousarray(close).copy()
     p = np.ascontiguousarray(params[lo:hi])
     if not use_cache:
         if stats:
-            return _as_rows(binding.sweep_stats(close, p, threads=threads, isa=isa, fee=fee))
+            return binding.sweep_stats(close, p, threads=threads, isa=isa, fee=fee)
         return binding.sweep(close, p, threads=threads, isa=isa, fee=fee)
     s = _CACHE.acquire(key, close)
     try:
         if stats:
-            return _as_rows(s.sweep_stats(p, threads=threads, isa=isa, fee=fee))
+            return s.sweep_stats(p, threads=threads, isa=isa, fee=fee)
         return s.sweep(p, threads=threads, isa=isa, fee=fee)
     finally:
         _CACHE.release(key)
@@ -377,7 +370,8 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
             if res is not None:
                 rows = order[lo:hi]
                 if stats:
-                    srows[i][rows] = res
+                    for name in binding.STAT_NAMES:
+                        srows[i][name][rows] = res[name]
                 else:
                     pnl[i][rows], trades[i][rows] = res
                 bar.step()

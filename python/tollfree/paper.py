@@ -130,8 +130,9 @@ class _Sink(ctypes.Structure):
 
 
 class _JournalOpts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("durability", ctypes.c_int), ("group_max_frames", ctypes.c_uint32),
-                ("group_max_us", ctypes.c_uint32), ("session_id", ctypes.c_uint64),
+    _fields_ = [("size", ctypes.c_size_t), ("durability", ctypes.c_int),
+                ("group_max_frames", ctypes.c_uint32), ("group_max_us", ctypes.c_uint32),
+                ("session_id", ctypes.c_uint64),
                 ("clock_kind", ctypes.c_uint8), ("flags", ctypes.c_uint32)]
 
 

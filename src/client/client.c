@@ -68,6 +68,13 @@ static int64_t deadline_of(const tf_client *c)
     return c->timeout_ms < 0 ? 0 : tfw_now_ns() + (int64_t)c->timeout_ms * 1000000ll;
 }
 
+/* The same timeout for the rings, started by the call's first wait that sleeps (no clock read
+ * for a call the spin answers). */
+static tfw_deadline ring_deadline(const tf_client *c)
+{
+    return tfw_deadline_in(c->timeout_ms < 0 ? 0 : (int64_t)c->timeout_ms * 1000000ll);
+}
+
 static int wait_fd(int fd, short ev, int64_t deadline)
 {
     for (;;) {
@@ -284,7 +291,7 @@ static int shm_alive(void *arg)
 
 /* Waits (spin, then futex) until the response ring holds a whole frame; 0 with the frame in
  * place, or a negative code (dead peer, corrupt ring, timeout). */
-static int shm_await_reply(tf_client *c, int64_t deadline, const uint8_t **f, uint32_t *rlen)
+static int shm_await_reply(tf_client *c, tfw_deadline *dl, const uint8_t **f, uint32_t *rlen)
 {
     for (;;) {
         int rc = tfw_ring_peek(&c->resp, UINT32_MAX, f, rlen);
@@ -292,7 +299,7 @@ static int shm_await_reply(tf_client *c, int64_t deadline, const uint8_t **f, ui
             return 0;
         if (rc < 0)
             return rc;
-        rc = tfw_ring_wait_data(&c->resp, &c->wait, shm_alive, c, deadline);
+        rc = tfw_ring_wait_data(&c->resp, &c->wait, shm_alive, c, dl);
         if (rc)
             return rc;
     }
@@ -301,7 +308,7 @@ static int shm_await_reply(tf_client *c, int64_t deadline, const uint8_t **f, ui
 static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, const struct iovec *arr,
                     int narr, reply_spec *sp)
 {
-    int64_t deadline = deadline_of(c);
+    tfw_deadline dl = ring_deadline(c);
     uint64_t body = hdr_len - TF_WIRE_PREFIX;
     for (int i = 0; i < narr; i++)
         body += arr[i].iov_len;
@@ -311,7 +318,7 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
     uint64_t id = ++c->next_id;
     tf_wire_put_header(hdr, (uint32_t)body, op, id);
     uint8_t *dst;
-    int rc = tfw_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, deadline, &dst);
+    int rc = tfw_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, &dl, &dst);
     if (rc)
         return fail(c, rc);
     memcpy(dst, hdr, hdr_len);
@@ -325,7 +332,7 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
 
     const uint8_t *f;
     uint32_t rlen;
-    rc = shm_await_reply(c, deadline, &f, &rlen);
+    rc = shm_await_reply(c, &dl, &f, &rlen);
     if (rc)
         return fail(c, rc);
     uint8_t rh[TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED];
@@ -823,12 +830,12 @@ static int v1_shm_call(tf_client *c, const uint8_t *hdr, const double *close, ui
                        const int64_t *params, uint32_t n_combos, struct iovec *out, int nout,
                        size_t want)
 {
-    int64_t deadline = deadline_of(c);
+    tfw_deadline dl = ring_deadline(c);
     uint64_t body = tf_le32(hdr), span = TF_SHM_FRAME_SPAN(body);
     if (span > c->ring_bytes - 8)
         return TF_E_SHM_TOO_BIG;
     uint8_t *dst;
-    int rc = tfw_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, deadline, &dst);
+    int rc = tfw_ring_wait_room(&c->req, span, &c->wait, shm_alive, c, &dl, &dst);
     if (rc)
         return fail(c, rc);
     memcpy(dst, hdr, V1_REQ);
@@ -839,7 +846,7 @@ static int v1_shm_call(tf_client *c, const uint8_t *hdr, const double *close, ui
     tfw_ring_publish(&c->req, span);
     const uint8_t *f;
     uint32_t rlen;
-    rc = shm_await_reply(c, deadline, &f, &rlen);
+    rc = shm_await_reply(c, &dl, &f, &rlen);
     if (rc)
         return fail(c, rc);
     uint8_t e[ERR_FIXED + TF_WIRE_MAX_ERROR_MSG];

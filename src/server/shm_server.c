@@ -119,10 +119,10 @@ static int peer_ring(const srv *s, pid_t pid, int delta)
 #define STALLED (-ETIMEDOUT)
 #define IDLE (-ETIME)
 
-/* A CLOCK_MONOTONIC deadline seconds from now, or 0 (none) for seconds <= 0. */
-static int64_t deadline_after(int seconds)
+/* A deadline seconds long (none for seconds <= 0), fixed when a wait first sleeps. */
+static tfw_deadline deadline_after(int seconds)
 {
-    return seconds > 0 ? tfw_now_ns() + (int64_t)seconds * 1000000000ll : 0;
+    return tfw_deadline_in(seconds > 0 ? (int64_t)seconds * 1000000000ll : 0);
 }
 
 /* The pipeline's sink for a ring: waits for room, copies the reply in, releases the request
@@ -134,14 +134,9 @@ static int ring_emit(void *ud, srv_reply *rep)
     uint64_t span = TF_SHM_FRAME_SPAN(len - 4);
     uint8_t *dst;
     /* A client that stops reading its replies holds its ring: after --stall-timeout it is
-     * closed, as a socket connection stalled in the middle of a reply is. The deadline (a clock
-     * read) is only computed when the ring has no room at once. */
-    int rc = tfw_ring_reserve(&m->resp, span, &dst);
-    if (rc == 0)
-        rc = tfw_ring_wait_room(&m->resp, span, &m->wait, alive, m,
-                                deadline_after(m->s->cfg.stall_timeout_s), &dst);
-    else if (rc == 1)
-        rc = 0;
+     * closed, as a socket connection stalled in the middle of a reply is. */
+    tfw_deadline dl = deadline_after(m->s->cfg.stall_timeout_s);
+    int rc = tfw_ring_wait_room(&m->resp, span, &m->wait, alive, m, &dl, &dst);
     if (rc == -ETIMEDOUT)
         return STALLED;
     if (rc)
@@ -242,7 +237,8 @@ static void *shm_main(void *arg)
         if (rc < 0)
             break;
         /* Between frames: a client idle for --idle-timeout is closed, as a socket one is. */
-        rc = tfw_ring_wait_data(&m->req, &m->wait, alive, m, deadline_after(s->cfg.idle_timeout_s));
+        tfw_deadline idle = deadline_after(s->cfg.idle_timeout_s);
+        rc = tfw_ring_wait_data(&m->req, &m->wait, alive, m, &idle);
         if (rc == -ETIMEDOUT)
             rc = IDLE;
         if (rc)

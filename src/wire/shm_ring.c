@@ -259,7 +259,7 @@ void tfw_ring_publish(tfw_ring_prod *p, uint64_t span)
 }
 
 int tfw_ring_wait_room(tfw_ring_prod *p, uint64_t span, tfw_shm_waiter *w, tfw_shm_alive_fn alive,
-                       void *ctx, int64_t deadline_ns, uint8_t **where)
+                       void *ctx, tfw_deadline *dl, uint8_t **where)
 {
     int64_t next_check = 0, sleep_ns = 1000, last = 0;
     int budget = -1;
@@ -287,8 +287,8 @@ int tfw_ring_wait_room(tfw_ring_prod *p, uint64_t span, tfw_shm_waiter *w, tfw_s
             }
             continue;
         }
-        int64_t now = tfw_now_ns();
-        if (deadline_ns && now >= deadline_ns)
+        int64_t now = tfw_now_ns(), at = tfw_deadline_at(dl, now);
+        if (at && now >= at)
             return -ETIMEDOUT;
         if (now >= next_check) {
             if (next_check && alive && (rc = alive(ctx)) != 0)
@@ -345,7 +345,7 @@ static int readable(const tfw_ring_cons *c)
 
 /* The futex protocol of docs/protocol.md: liveness check, seq, sleeping = 1, re-check, wait. */
 static int sleep_until_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_fn alive, void *ctx,
-                            int64_t deadline_ns)
+                            tfw_deadline *dl)
 {
     for (;;) {
         /* Before every sleep: a peer that said goodbye while we spun must not cost a timeout. */
@@ -359,8 +359,9 @@ static int sleep_until_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_f
             return 0;
         }
         int64_t wait = TF_SHM_WAIT_NS;
-        if (deadline_ns) {
-            int64_t left = deadline_ns - tfw_now_ns();
+        if (dl->after_ns > 0) {
+            int64_t now = tfw_now_ns();
+            int64_t left = tfw_deadline_at(dl, now) - now;
             if (left <= 0) {
                 __atomic_store_n(c->sleeping, 0, __ATOMIC_RELAXED);
                 return -ETIMEDOUT;
@@ -383,7 +384,7 @@ static int sleep_until_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_f
 }
 
 int tfw_ring_wait_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_fn alive, void *ctx,
-                       int64_t deadline_ns)
+                       tfw_deadline *dl)
 {
     if (readable(c))
         return 0;
@@ -426,7 +427,7 @@ int tfw_ring_wait_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_fn ali
         if (got)
             return 0;
     }
-    int rc = sleep_until_data(c, w, alive, ctx, deadline_ns);
+    int rc = sleep_until_data(c, w, alive, ctx, dl);
     if (rc)
         return rc;
     w->sleeps++;

@@ -82,6 +82,29 @@ typedef struct tfw_ring_cons {
 void tfw_ring_setup(uint8_t *map, uint64_t ring_bytes, int server, tfw_ring_prod *prod,
                     tfw_ring_cons *cons);
 
+/* How long a ring wait may take, fixed only when the wait is about to sleep: the clock is read
+ * then, not when the wait starts, so a wait the spin ends reads no clock for it. One per call:
+ * the waits of a call share it, and the first that sleeps starts it. */
+typedef struct tfw_deadline {
+    int64_t after_ns; /* <= 0: none */
+    int64_t at;       /* CLOCK_MONOTONIC ns once fixed; 0 before */
+} tfw_deadline;
+
+static inline tfw_deadline tfw_deadline_in(int64_t after_ns)
+{
+    return (tfw_deadline){after_ns, 0};
+}
+
+/* The deadline (0: none), fixed at now + after_ns by the first call. */
+static inline int64_t tfw_deadline_at(tfw_deadline *d, int64_t now)
+{
+    if (d->after_ns <= 0)
+        return 0;
+    if (!d->at)
+        d->at = now + d->after_ns;
+    return d->at;
+}
+
 /* Claims room for a frame of `span` bytes (TF_SHM_FRAME_SPAN of its body_len) and points *where
  * at it. 1: claimed (write the frame, then tfw_ring_publish); 0: ring full for now (wait for the
  * consumer and retry; a wrap marker may have been published already); TF_E_SHM_TOO_BIG: the
@@ -91,10 +114,9 @@ int tfw_ring_reserve(tfw_ring_prod *p, uint64_t span, uint8_t **where);
 void tfw_ring_publish(tfw_ring_prod *p, uint64_t span);
 /* Claims `span` bytes like tfw_ring_reserve, waiting while the ring is full: spins, then sleeps up
  * to 1 ms at a time, calling alive() about every TF_SHM_WAIT_NS. 0 with *where set, or a
- * negative code.
- * deadline_ns: CLOCK_MONOTONIC deadline, or 0 for none (-ETIMEDOUT after it). */
+ * negative code. -ETIMEDOUT once the deadline dl (fixed when it first sleeps) has passed. */
 int tfw_ring_wait_room(tfw_ring_prod *p, uint64_t span, tfw_shm_waiter *w, tfw_shm_alive_fn alive,
-                       void *ctx, int64_t deadline_ns, uint8_t **where);
+                       void *ctx, tfw_deadline *dl, uint8_t **where);
 
 /* Looks at the next frame. 1: *frame points at its prefix, *body_len is set (the whole frame is
  * published and lies before the ring end); 0: nothing to read; TF_E_SHM_CORRUPT: the peer wrote
@@ -105,10 +127,9 @@ int tfw_ring_peek(tfw_ring_cons *c, uint64_t max_body, const uint8_t **frame, ui
 void tfw_ring_consume(tfw_ring_cons *c, uint32_t body_len);
 /* Waits until the ring is non-empty: spin (w's budget), yield once, then the futex protocol with
  * sleeps of at most TF_SHM_WAIT_NS, calling alive() before each sleep; w adapts to the wait.
- * 0 when something is readable (or the head changed), a negative code otherwise. deadline_ns as
- * above. */
+ * 0 when something is readable (or the head changed), a negative code otherwise. dl as above. */
 int tfw_ring_wait_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_fn alive, void *ctx,
-                       int64_t deadline_ns);
+                       tfw_deadline *dl);
 
 /* CLOCK_MONOTONIC in ns. */
 int64_t tfw_now_ns(void);

@@ -137,8 +137,8 @@ static int recv_u64(side *s, uint64_t *v)
         }
         if (rc < 0)
             return rc;
-        int64_t deadline = tfw_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
-        rc = tfw_ring_wait_data(&s->cons, &s->wait, alive_fn, s, deadline);
+        tfw_deadline dl = tfw_deadline_in((int64_t)T_DEADLINE_MS * 1000000);
+        rc = tfw_ring_wait_data(&s->cons, &s->wait, alive_fn, s, &dl);
         if (rc)
             return rc;
     }
@@ -147,9 +147,8 @@ static int recv_u64(side *s, uint64_t *v)
 static int send_u64(side *s, uint64_t v)
 {
     uint8_t *dst;
-    int64_t deadline = tfw_now_ns() + (int64_t)T_DEADLINE_MS * 1000000;
-    int rc =
-        tfw_ring_wait_room(&s->prod, TF_SHM_FRAME_SPAN(8), &s->wait, alive_fn, s, deadline, &dst);
+    tfw_deadline dl = tfw_deadline_in((int64_t)T_DEADLINE_MS * 1000000);
+    int rc = tfw_ring_wait_room(&s->prod, TF_SHM_FRAME_SPAN(8), &s->wait, alive_fn, s, &dl, &dst);
     if (rc)
         return rc;
     uint32_t len = 8;
