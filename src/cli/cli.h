@@ -51,6 +51,14 @@ int tf_cli_read_grid(const char *spec, int64_t **out, int64_t *n);
  * naming cmd ("tollfree sweep", ...) and returns -1. */
 int tf_cli_parse_fee(const char *cmd, const char *arg, double *fee);
 
+/* Runs getopt_long over argv (options only) and hands each option to take(c, optarg, ctx), which
+ * returns 0 or, after one line on stderr, non-zero. Returns -1 when every option was taken, 0 at
+ * -h/--help (the caller prints its usage), 2 after one line on stderr naming cmd ("tollfree
+ * sweep"): an unknown option, a missing value, a positional argument, or take refused. */
+struct option;
+int tf_cli_options(const char *cmd, int argc, char **argv, const struct option *opts,
+                   int (*take)(int c, const char *arg, void *ctx), void *ctx);
+
 /* Whole file into a NUL-terminated malloc'd buffer; -errno on failure. */
 int tf_cli_slurp(const char *path, char **out, size_t *len);
 

@@ -552,7 +552,7 @@ static void print_json(const paper_cfg *cfg, const char *engine_url, const paper
 typedef struct paper_args {
     paper_cfg cfg;
     const char *input, *column, *engine_url, *journal, *plot;
-    int json, quiet;
+    int json, quiet, have_combo;
 } paper_args;
 
 static const struct option long_opts[] = {{"combo", required_argument, 0, 'C'},
@@ -571,8 +571,9 @@ static const struct option long_opts[] = {{"combo", required_argument, 0, 'C'},
                                           {0, 0, 0, 0}};
 
 /* One option with its value: 0, or 2 after one line on stderr. */
-static int take_option(int c, const char *arg, paper_args *a, int *have_combo)
+static int take_option(int c, const char *arg, void *ctx)
 {
+    paper_args *a = ctx;
     char *end;
     switch (c) {
     case 'C':
@@ -583,7 +584,7 @@ static int take_option(int c, const char *arg, paper_args *a, int *have_combo)
                     arg);
             return 2;
         }
-        *have_combo = 1;
+        a->have_combo = 1;
         return 0;
     case 't':
         a->cfg.tick = strtod(arg, &end);
@@ -639,30 +640,12 @@ static int parse_args(int argc, char **argv, paper_args *a)
 {
     *a = (paper_args){.cfg = {.tick = 1e-4, .fee = TF_FEE_DEFAULT, .instrument = 1},
                       .column = "close"};
-    int have_combo = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (c == ':') {
-            fprintf(stderr, "tollfree paper: %s needs a value\n", argv[optind - 1]);
-            return 2;
-        }
-        if (c == '?') {
-            fprintf(stderr, "tollfree paper: unknown option '%s' (try --help)\n", argv[optind - 1]);
-            return 2;
-        }
-        if (take_option(c, optarg, a, &have_combo))
-            return 2;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "tollfree paper: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
-    if (!have_combo) {
+    int rc = tf_cli_options("tollfree paper", argc, argv, long_opts, take_option, a);
+    if (rc == 0)
+        fputs(usage, stdout);
+    if (rc >= 0)
+        return rc;
+    if (!a->have_combo) {
         fprintf(stderr, "tollfree paper: --combo is required (try --help)\n");
         return 2;
     }

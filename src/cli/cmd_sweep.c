@@ -209,8 +209,9 @@ static const struct {
                  {'S', offsetof(sweep_args, sopts.skip_bad_rows)}};
 
 /* One option with its value (getopt's c and optarg): 0, or 2 after one line on stderr. */
-static int take_option(int c, const char *arg, sweep_args *a)
+static int take_option(int c, const char *arg, void *ctx)
 {
+    sweep_args *a = ctx;
     for (size_t i = 0; i < sizeof string_opts / sizeof string_opts[0]; i++)
         if (string_opts[i].c == c) {
             memcpy((char *)a + string_opts[i].off, &arg, sizeof arg);
@@ -336,31 +337,14 @@ static int parse_args(int argc, char **argv, sweep_args *a)
                       .oos = {.metric = {tf_cli_column_find("pnl"), 1}},
                       .order = {-1, 1}};
     tf_cli_columns_parse("all", &a->cols);
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage, stdout);
-            fputs(usage_out, stdout);
-            fputs(usage_panel, stdout);
-            return 0;
-        }
-        if (c == ':') {
-            fprintf(stderr, "tollfree sweep: %s needs a value (see --help)\n", argv[optind - 1]);
-            return 2;
-        }
-        if (c == '?') {
-            fprintf(stderr, "tollfree sweep: unknown option '%s' (see --help)\n", argv[optind - 1]);
-            return 2;
-        }
-        if (take_option(c, optarg, a))
-            return 2;
+    int rc = tf_cli_options("tollfree sweep", argc, argv, long_opts, take_option, a);
+    if (rc == 0) {
+        fputs(usage, stdout);
+        fputs(usage_out, stdout);
+        fputs(usage_panel, stdout);
     }
-    if (optind < argc) {
-        fprintf(stderr, "tollfree sweep: unexpected argument '%s' (see --help)\n", argv[optind]);
-        return 2;
-    }
+    if (rc >= 0)
+        return rc;
     return check_args(a) ? 2 : -1;
 }
 
