@@ -1,7 +1,9 @@
-"""Builds libtollfree.so with CMake and ships it inside the tollfree package (pyproject.toml).
+"""Builds libtollfree.so and the tollfree program with CMake and ships them inside the tollfree
+package (pyproject.toml).
 
 The CMake build lives in build-pip/ (kept between installs, so a second install is quick); the
-library is copied to tollfree/libtollfree.so and the default data to tollfree/data/, where
+library is copied to tollfree/libtollfree.so, the program to tollfree/bin/tollfree (the
+``tollfree`` console script execs it) and the default data to tollfree/data/, where
 tollfree._lib and tollfree.data look first."""
 import os
 import shutil
@@ -20,12 +22,16 @@ class BuildWithLibrary(build_py):
         cmake = os.path.join(BUILD, "cmake")
         subprocess.check_call(["cmake", "-S", ROOT, "-B", cmake, "-DCMAKE_BUILD_TYPE=Release"],
                               stdout=subprocess.DEVNULL)
-        subprocess.check_call(["cmake", "--build", cmake, "--target", "tollfree_shared", "-j",
-                               str(os.cpu_count() or 1)])
+        subprocess.check_call(["cmake", "--build", cmake, "--target", "tollfree_shared",
+                               "tollfree_cli", "-j", str(os.cpu_count() or 1)])
         pkg = os.path.join(self.build_lib, "tollfree")
         # The real file, not the SONAME symlink chain: ctypes loads it by path.
         shutil.copyfile(os.path.realpath(os.path.join(cmake, "libtollfree.so")),
                         os.path.join(pkg, "libtollfree.so"))
+        # The program links the library statically: it runs from anywhere. copy() keeps its mode
+        # (the wheel records it, so pip installs it executable).
+        os.makedirs(os.path.join(pkg, "bin"), exist_ok=True)
+        shutil.copy(os.path.join(cmake, "tollfree"), os.path.join(pkg, "bin", "tollfree"))
         os.makedirs(os.path.join(pkg, "data"), exist_ok=True)
         shutil.copyfile(os.path.join(ROOT, "data", "default_close.f64"),
                         os.path.join(pkg, "data", "default_close.f64"))

@@ -21,6 +21,8 @@ typedef enum tf_error {
     TF_E_NOMEM = -1003,       /* allocation failed */
     TF_E_UNSUPPORTED = -1004, /* not available on this build or CPU */
     TF_E_LIMIT = -1005,       /* a configured limit would be exceeded */
+    TF_E_BAD_INPUT = -1006,   /* input data refused (price file, series): the call's message
+                                 names what and where */
 
     /* -1100..-1199: kernel */
     TF_E_WINDOW_TOO_SHORT = -1100, /* a window length < 1 */

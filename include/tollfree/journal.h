@@ -182,6 +182,42 @@ typedef struct tf_journal_scan_result {
 /* Returns res->error. */
 TF_API int tf_journal_scan(const void *buf, size_t len, tf_journal_scan_result *res);
 
+/* ---- the instruments of a command journal -------------------------------------------------- */
+
+/* A command journal does not name the instruments of the engine that applied it, and the state
+ * hash depends on them (an engine holds a book per listed instrument; a command for another one
+ * is Rejected). Whoever writes a command journal for an engine stores its list beside it, in
+ * JOURNAL_PATH + TF_JOURNAL_INSTRUMENTS_SUFFIX, a small text file:
+ *     tollfree-instruments 1
+ *     session_id <the journal header's session_id, decimal>
+ *     instruments <ascending ids and ranges, e.g. 1-16,42>
+ *     crc32c <8 hex digits: CRC32C of the lines above, newlines included>
+ * Journals written before it have none; a reader then uses its own default. */
+#define TF_JOURNAL_INSTRUMENTS_SUFFIX ".instruments"
+#define TF_JOURNAL_INSTRUMENTS_MAX 65536 /* TF_ENGINE_MAX_INSTRUMENTS */
+
+/* Writes the list of the journal at journal_path: session_id (its header's) and ids[0..n) (any
+ * order, stored ascending). Written to the file's name + ".tmp", fsync'd, renamed over it, the
+ * directory synced: a crash leaves the old file or the new one, whole. Returns 0, or -errno,
+ * TF_E_NULL_ARG, TF_E_INVALID_ARG (n 0 or above TF_JOURNAL_INSTRUMENTS_MAX, an id 0, an id
+ * twice), TF_E_NOMEM. */
+TF_API int tf_journal_instruments_save(const char *journal_path, uint64_t session_id,
+                                       const uint64_t *ids, uint32_t n);
+
+/* Reads the list of the journal at journal_path: the ids ascending into ids[0..cap), their
+ * number in *n, the session_id it was written for in *session_id (compare it with the
+ * journal's header: another session's list is not this journal's). Returns 0, -ENOENT when
+ * there is none (a journal from before, or one no engine wrote), another -errno, TF_E_NULL_ARG,
+ * TF_E_LIMIT (more ids than cap), TF_E_BAD_INPUT (not this format, or damaged: its CRC does
+ * not match). session_id and n may be NULL. */
+TF_API int tf_journal_instruments_load(const char *journal_path, uint64_t *session_id,
+                                       uint64_t *ids, uint32_t cap, uint32_t *n);
+
+/* The ids of ids[0..n) (ascending) as "1-16,42" into buf[0..cap): the text the file stores and
+ * `tollfree engine run` prints. Returns the length (without the NUL), or TF_E_LIMIT when it
+ * does not fit (buf then holds a NUL-terminated prefix when cap > 0), TF_E_NULL_ARG. */
+TF_API int tf_journal_instruments_format(const uint64_t *ids, uint32_t n, char *buf, size_t cap);
+
 /* A read-only mapping of a journal file for the reader. An empty file maps to data NULL, len 0. */
 typedef struct tf_journal_map {
     const uint8_t *data;

@@ -86,7 +86,8 @@ def test_default_sweep_bit_identical(client, kind, default_case):
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_random_cases_bit_identical(server, case):
     close, params = CASES[case]
-    want = tollfree.sweep(close, params)
+    # validate=False: the service sweeps NaN/inf by the kernel's rules; so must the reference.
+    want = tollfree.sweep(close, params, validate=False)
     for kind in KINDS:
         with tollfree.connect(server.url(kind), timeout=DEADLINE) as c:
             assert_same(c.sweep(close, params), want)

@@ -47,10 +47,10 @@ def healthy(c) -> None:
 @pytest.mark.parametrize("broadcast,cache", [(True, False), (False, True), (None, None)])
 def test_bits_equal_sweep(client, broadcast, cache):
     pan, g = random_panel(), random_grid()
-    df = TD.sweep(pan, g, client=client, chunk=5, broadcast=broadcast, cache=cache)
+    df = TD.sweep(pan, g, validate=False, client=client, chunk=5, broadcast=broadcast, cache=cache)
     check_against_sweep(df, pan, g)
     assert df.attrs["tollfree"]["tasks"] == 6 * 7  # 6 series x ceil(33 / 5) blocks
-    ref = P.sweep_panel(pan, g)
+    ref = P.sweep_panel(pan, g, validate=False)
     assert np.array_equal(bits(df.pnl.to_numpy()), bits(ref.pnl.to_numpy()))
 
 
@@ -60,22 +60,23 @@ def test_stats_and_fee_bits_equal_sweep_stats(client, broadcast, cache):
     tollfree.sweep_stats(close, params, fee=fee)'s, raw bits, with blocks from a plain sweep
     (cache=False) or from a prepared series' cache (cache=True), and equal to sweep_panel's."""
     pan, g = random_panel(11), random_grid(6)
-    df = TD.sweep(pan, g, client=client, chunk=5, broadcast=broadcast, cache=cache, fee=0.25,
-                  stats=True)
+    df = TD.sweep(pan, g, validate=False, client=client, chunk=5, broadcast=broadcast,
+                  cache=cache, fee=0.25, stats=True)
     check_stats_against_sweep_stats(df, pan, g, 0.25)
     assert df.attrs["tollfree"]["tasks"] == 6 * 7
     assert df.attrs["tollfree"]["cached_instruments"] == (6 if cache else 0)
-    ref = P.sweep_panel(pan, g, fee=0.25, stats=True)
+    ref = P.sweep_panel(pan, g, fee=0.25, stats=True, validate=False)
     for n in P.STATS_COLUMNS[1:]:
         assert df[n].to_numpy().tobytes() == ref[n].to_numpy().tobytes(), n
-    plain = TD.sweep(pan, g, client=client, chunk=7, cache=cache, fee=0.0)  # no stats, a fee
+    plain = TD.sweep(pan, g, validate=False, client=client, chunk=7, cache=cache,
+                     fee=0.0)  # no stats, a fee
     for k, close in pan.items():
         sub = plain[plain.instrument == k]
-        p, t = P.binding.sweep(close, g, fee=0.0)
+        p, t = P.binding.sweep(close, g, fee=0.0, **P._raw_kw(P.binding.sweep))
         assert np.array_equal(bits(sub.pnl.to_numpy()), bits(p)) and \
             np.array_equal(sub.trades.to_numpy(), t), k
     with pytest.raises(ValueError, match="finite"):
-        TD.sweep(pan, g, client=client, fee=float("inf"))
+        TD.sweep(pan, g, validate=False, client=client, fee=float("inf"))
 
 
 def test_auto_chunk_and_dataframe_panel(client):
@@ -105,7 +106,7 @@ def _slow_first(delay: float):
 
 def test_order_independent_of_completion(client):
     pan, g = random_panel(9), random_grid(4)
-    df = TD.sweep(pan, g, client=client, chunk=4, _task=_slow_first(0.3))
+    df = TD.sweep(pan, g, validate=False, client=client, chunk=4, _task=_slow_first(0.3))
     check_against_sweep(df, pan, g)
 
 
@@ -134,8 +135,9 @@ def test_worker_killed_mid_sweep_same_bits(client, tmp_path, broadcast, stats):
     pan, g = random_panel(13), random_grid(5)
     marker = str(tmp_path / "killed")
     try:
-        df = TD.sweep(pan, g, client=client, chunk=3, broadcast=broadcast, cache=True,
-                      stats=stats, fee=0.5 if stats else None, _task=_kill_once(marker, 5))
+        df = TD.sweep(pan, g, validate=False, client=client, chunk=3, broadcast=broadcast,
+                      cache=True, stats=stats, fee=0.5 if stats else None,
+                      _task=_kill_once(marker, 5))
     finally:
         healthy(client)
     assert os.path.exists(marker)  # a worker did die
@@ -167,8 +169,9 @@ def test_small_sweep_stays_in_process(monkeypatch):
 
     monkeypatch.setattr(TD, "connect", no_cluster)
     pan, g = random_panel(), random_grid()
-    check_against_sweep(TD.sweep(pan, g), pan, g)
-    check_stats_against_sweep_stats(TD.sweep(pan, g, stats=True, fee=0.3), pan, g, 0.3)
+    check_against_sweep(TD.sweep(pan, g, validate=False), pan, g)
+    check_stats_against_sweep_stats(TD.sweep(pan, g, validate=False, stats=True, fee=0.3), pan,
+                                    g, 0.3)
 
 
 def test_cli_scheduler(client, tmp_path):
@@ -198,3 +201,99 @@ def test_cli_scheduler(client, tmp_path):
     bad = subprocess.run(args + ["--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout",
                                  "1"], capture_output=True, text=True, timeout=DEADLINE)
     assert bad.returncode == 1 and "no Dask scheduler answered" in bad.stderr
+
+
+def test_gap_refused_before_any_task_or_filled_forward(client):
+    """A gap inside a column: refused on the client (naming instrument and row) before anything
+    is sent, or filled forward when asked, with the same bits and count as sweep_panel."""
+    import pandas as pd
+
+    idx = pd.bdate_range("2024-01-01", periods=400)
+    frame = pd.DataFrame({"A": generate_close(400, 7)}, index=idx).resample("D").last()
+    g = grid(2, 60, 8)
+    with pytest.raises(ValueError, match=r"instrument 'A', row at index label 2024-01-06 "
+                                         r"\(position 5\): a gap"):
+        TD.sweep(frame, g, client=client, chunk=3)
+    df = TD.sweep(frame, g, client=client, chunk=3, fill="forward")
+    ref = P.sweep_panel(frame, g, fill="forward")
+    assert df.pnl.to_numpy().tobytes() == ref.pnl.to_numpy().tobytes()
+    assert df.attrs["tollfree"]["filled"] == ref.attrs["tollfree"]["filled"] == {"A": 158}
+    assert df.attrs["tollfree"]["tasks"] == 3 and df.attrs["tollfree"]["notes"]
+
+
+UNGUARDED = """
+import sys
+from tollfree import distributed
+from tollfree.data import generate_close
+from tollfree.grid import grid
+print("imported as", __name__, file=sys.stderr, flush=True)
+df = distributed.sweep({"a": generate_close(500, 1)}, grid(2, 9, 2), client="local:1")
+print("rows", len(df))
+"""
+
+GUARDED = """
+import sys
+from tollfree import distributed
+from tollfree.data import generate_close
+from tollfree.grid import grid
+
+
+def main():
+    df = distributed.sweep({"a": generate_close(500, 1)}, grid(2, 9, 2), client="local:1")
+    print("rows", len(df))
+
+
+print("imported as", __name__, file=sys.stderr, flush=True)
+if __name__ == "__main__":
+    main()
+"""
+
+# The check in a process multiprocessing started: the script's re-import asks for a cluster.
+CHILD = """
+import multiprocessing
+import sys
+from tollfree import distributed
+
+if __name__ == "__mp_main__":
+    distributed.connect("local:1")
+
+
+def nothing():
+    pass
+
+
+if __name__ == "__main__":
+    p = multiprocessing.get_context("spawn").Process(target=nothing)
+    p.start()
+    p.join()
+    print("child exit", p.exitcode)
+"""
+
+
+def _script(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(__import__("pathlib").Path(TD.__file__).parents[1])]
+        + [x for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x]))
+    # Bounded: before the check, this script respawned Dask workers until killed.
+    return subprocess.run(["/usr/bin/python3", str(path)], capture_output=True, text=True,
+                          timeout=DEADLINE, env=env, cwd=tmp_path)
+
+
+def test_script_without_main_guard_fails_at_once_instead_of_respawning(tmp_path):
+    r = _script(tmp_path, "unguarded.py", UNGUARDED)
+    assert r.returncode == 1 and "rows" not in r.stdout
+    assert f"{tmp_path / 'unguarded.py'}, line 7, starts a Dask LocalCluster" in r.stderr
+    assert "    if __name__ == \"__main__\":\n" in r.stderr and "RuntimeError" in r.stderr
+    assert r.stderr.count("imported as") == 1  # no worker process ever ran the script
+    g = _script(tmp_path, "guarded.py", GUARDED)
+    assert g.returncode == 0 and "rows 2" in g.stdout, g.stderr
+    assert "imported as __main__" in g.stderr  # and the workers' re-imports did not loop
+
+
+def test_cluster_asked_for_while_a_child_reimports_the_script(tmp_path):
+    r = _script(tmp_path, "child.py", CHILD)
+    assert r.returncode == 0 and "child exit 1" in r.stdout, r.stderr
+    assert "a LocalCluster was asked for while this worker process" in r.stderr
+    assert f"imports {tmp_path / 'child.py'} again" in r.stderr

@@ -269,3 +269,102 @@ def test_live_order_limit_and_far_apart_prices(tmp_path):
     assert (s["resting_orders"], s["rejected"], s["trades"], s["price_levels"]) == (5, 0, 0, 5)
     s = json.loads(run("run", path, "--max-orders", 2, "--quiet").stdout)
     assert (s["resting_orders"], s["rejected"]) == (2, 3)  # Rejected(Other) at the limit
+
+
+# ---- the instrument list stored with a journal (issue 21) ---------------------------------------
+
+def serve_and_stop(tmp_path, journal_dir, *extra):
+    """`engine serve --journal DIR ...` started and stopped at once (SIGTERM): its JSON line, or
+    (returncode, stderr) when it refused to start."""
+    import signal
+    import time
+
+    sock = tmp_path / f"s{len(list(tmp_path.iterdir()))}.sock"
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as err:
+        p = subprocess.Popen([bin_path(), "engine", "serve", "--journal", str(journal_dir),
+                              "--unix", str(sock), *map(str, extra)], stdout=subprocess.PIPE,
+                             stderr=err, text=True)
+        deadline = time.monotonic() + 120
+        while "listening unix" not in log.read_text() and p.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.01)
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=120)
+    if p.returncode:
+        return p.returncode, log.read_text()
+    return json.loads(out.splitlines()[-1])
+
+
+def orders_journal(path, instruments=(1, 2, 3)):
+    """Orders on instruments 1..3 that rest (no trades): the state hash depends on the books."""
+    recs = [new_limit(k + 1, 1, k + 1, instruments[k % len(instruments)], k % 2,
+                      100 + (5 if k % 2 else -5), 1) for k in range(6)]
+    path.write_bytes(journal(recs))
+    return path
+
+
+def test_serve_stores_its_instruments_and_run_uses_them(tmp_path):
+    """Before: `engine run DIR/commands.ofl` without --instruments used 1-16 and printed another
+    state hash than the service's, silently."""
+    d = tmp_path / "j"
+    first = serve_and_stop(tmp_path, d, "--instruments", "1,2")
+    side = d / "commands.ofl.instruments"
+    text = side.read_text()
+    assert text.startswith("tollfree-instruments 1\nsession_id ") and "\ninstruments 1,2\n" in text
+    s = run_json(d / "commands.ofl")
+    assert s["state_hash"] == first["state_hash"]
+    assert (s["instruments"], s["instruments_from"]) == ("1,2", "journal")
+    # the same with the list given; another list is refused unless forced
+    assert run_json(d / "commands.ofl", "--instruments", "1-2")["instruments_from"] == "option"
+    r = run("run", d / "commands.ofl", "--instruments", "1-16", check=False)
+    assert r.returncode == 2 and "differs from the list stored" in r.stderr and "(1,2)" in r.stderr
+    forced = run_json(d / "commands.ofl", "--instruments", "1-16", "--force")
+    assert forced["state_hash"] != first["state_hash"] and forced["instruments"] == "1-16"
+    # a restart without --instruments keeps the stored list; with another it refuses
+    again = serve_and_stop(tmp_path, d)
+    assert again["state_hash"] == first["state_hash"]
+    code, err = serve_and_stop(tmp_path, d, "--instruments", "1-4")
+    assert code == 1 and "was written by an engine with instruments 1,2" in err
+    # snapshot takes the stored list too
+    snap = tmp_path / "s.tfs"
+    info = json.loads(run("snapshot", d / "commands.ofl", "--out", snap).stdout)
+    assert info["instruments_from"] == "journal" and info["state_hash"] == first["state_hash"]
+
+
+def test_stored_list_changes_the_hash_and_old_journals_replay_as_before(tmp_path):
+    path = orders_journal(tmp_path / "c.ofl")
+    old = run("run", path, "--quiet")
+    s_old = json.loads(old.stdout)
+    assert s_old["instruments_from"] == "default" and s_old["instruments"] == "1-16"
+    assert "stores no instrument list" in old.stderr  # said, not silent
+    assert s_old["state_hash"] == run_json(path, "--instruments", "1-16")["state_hash"]
+    # a journal with a stored list 1-3: replays with it, the hash of an engine with 1-3
+    import ctypes
+
+    from tollfree._lib import lib
+
+    L = lib()
+    ids = (ctypes.c_uint64 * 3)(3, 1, 2)
+    L.tf_journal_instruments_save.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p,
+                                              ctypes.c_uint32]
+    assert L.tf_journal_instruments_save(str(path).encode(), 5, ids, 3) == 0
+    s = run_json(path)
+    assert (s["instruments"], s["instruments_from"]) == ("1-3", "journal")
+    assert s["state_hash"] == run_json(path, "--instruments", "1-3")["state_hash"]
+    assert s["state_hash"] != s_old["state_hash"]
+    # another journal's list (session 5 vs 6), a damaged one: refused, never used silently
+    other = orders_journal(tmp_path / "o.ofl")
+    other.write_bytes(other.read_bytes()[:6] + struct.pack("<Q", 6) + other.read_bytes()[14:])
+    (tmp_path / "o.ofl.instruments").write_bytes((tmp_path / "c.ofl.instruments").read_bytes())
+    r = run("run", other, check=False)
+    assert r.returncode == 1 and "another journal (session 5, this journal's is 6)" in r.stderr
+    side = tmp_path / "c.ofl.instruments"
+    side.write_text(side.read_text().replace("1-3", "1-4"))
+    r = run("run", path, check=False)
+    assert r.returncode == 1 and "cannot be read" in r.stderr
+    assert run_json(path, "--instruments", "1-3", "--force")["state_hash"] == s["state_hash"]
+    v = subprocess.run([bin_path(), "journal", "verify", str(path)], capture_output=True,
+                       text=True, timeout=600)
+    assert v.returncode == 0  # the journal itself is untouched

@@ -1,11 +1,11 @@
 """`make install PREFIX=...` and `pip install .` used as a user would: both into temporary
-prefixes, then a C program built with pkg-config against the installed library, the installed
-CLI (with --report), and the package imported from a venv outside the tree with no environment
-variables. The pip build reuses build-pip/ (CMake), so only the first run compiles."""
+prefixes, then a C program built with pkg-config against the installed library and run with no
+LD_LIBRARY_PATH (tollfree.pc's rpath), the installed CLI (with --report), and from a venv outside
+the tree with no environment variables: the package imported and pip's `tollfree` command (the
+C program shipped in the package). The pip build reuses build-pip/ (CMake), so only the first
+run compiles."""
 import os
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -50,12 +50,16 @@ def test_make_install_and_pkg_config(tmp_path):
     env = dict(CLEAN, PKG_CONFIG_PATH=str(lib / "pkgconfig"))
     flags = sh("pkg-config", "--cflags", "--libs", "tollfree", env=env).stdout.split()
     assert "-ltollfree" in flags
+    rpath = [f for f in flags if f.startswith("-Wl,-rpath,")]
+    assert [Path(f[len("-Wl,-rpath,"):]).resolve() for f in rpath] == [lib]
     assert [Path(f[2:]).resolve() for f in flags if f.startswith("-I")] == [prefix / "include"]
     exe = tmp_path / "client_example"
     sh("cc", ROOT / "examples" / "client_example.c", "-o", exe, *flags, env=env)
 
-    # The installed CLI serves; the example, linked to the installed .so, talks to it.
-    run_env = dict(CLEAN, LD_LIBRARY_PATH=str(lib))
+    # The installed CLI serves; the example, linked to the installed .so, talks to it. No
+    # LD_LIBRARY_PATH: the rpath from tollfree.pc finds the library.
+    run_env = CLEAN
+    assert "not found" not in sh("ldd", exe, env=run_env).stdout
     sock = tmp_path / "tf.sock"
     srv = subprocess.Popen([prefix / "bin" / "tollfree", "serve", "--unix", sock, "--quiet"],
                            env=CLEAN, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -80,8 +84,8 @@ def test_make_install_and_pkg_config(tmp_path):
 
 def test_pip_install_into_a_venv(tmp_path):
     venv = tmp_path / "venv"
-    sh(sys.executable if sys.executable.startswith("/usr/bin/") else "/usr/bin/python3",
-       "-m", "venv", "--system-site-packages", venv)
+    # Debian's interpreter, as the README says: the numpy it needs is Debian's.
+    sh("/usr/bin/python3", "-m", "venv", "--system-site-packages", venv)
     sh(venv / "bin" / "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
        "--quiet", ROOT, cwd=tmp_path)
     code = ("import tollfree, numpy as np\n"
@@ -91,3 +95,31 @@ def test_pip_install_into_a_venv(tmp_path):
             "print(f'{p[0]:.2f} {t[0]}')\n")
     out = sh(venv / "bin" / "python", "-c", code, cwd=tmp_path).stdout
     assert out.split() == ["-5165.58", "57029"]
+    code = ("import importlib.metadata as m, tollfree\n"
+            "print(tollfree.__version__, m.version('tollfree'))\n")
+    a, b = sh(venv / "bin" / "python", "-c", code, cwd=tmp_path).stdout.split()
+    assert a == b
+
+    # pip's `tollfree` command runs the C program shipped in the package, with the venv's
+    # Python for --report; PATH holds no other tollfree.
+    env = dict(CLEAN, PATH=f"{venv / 'bin'}:/usr/bin:/bin")
+    cli = venv / "bin" / "tollfree"
+    assert sh(cli, "--version", env=env, cwd=tmp_path).stdout.split() == ["tollfree", a]
+    out = sh(cli, "sweep", "--top", "3", "--quiet", "--report", tmp_path / "r.html", env=env,
+             cwd=tmp_path).stdout
+    assert out.splitlines()[0].startswith("L,half,sq,p,p3,p2,pnl,trades,wins,")
+    assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") >= 2
+    r = subprocess.run([venv / "bin" / "python", "-m", "tollfree", "--version"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=DEADLINE)
+    assert r.returncode == 0 and r.stdout.split() == ["tollfree", a]
+
+    # Without the program, the command says what to do (and never runs itself).
+    shipped = sh(venv / "bin" / "python", "-c", "from tollfree._lib import bin_path; "
+                 "print(bin_path())", env=env, cwd=tmp_path).stdout.strip()
+    assert Path(shipped).parent.name == "bin" and "site-packages" in shipped
+    os.remove(shipped)
+    r = subprocess.run([cli, "--version"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=DEADLINE)
+    assert r.returncode == 127, r
+    assert "the C program is not installed" in r.stderr
+    assert "pip install --no-build-isolation ." in r.stderr and "TOLLFREE_BIN" in r.stderr

@@ -126,10 +126,11 @@ def test_random_cases_equal_numba(k, case):
     pnl, trades = reference.sweep(close, params)
     for isa in ISAS + ["auto", "reference"]:
         for threads in (1, 2, 4):
-            p, t = tollfree.sweep(close, params, threads=threads, isa=isa)
+            # validate=False: NaN and +-inf are the kernel's to handle here (definition.md 7).
+            p, t = tollfree.sweep(close, params, threads=threads, isa=isa, validate=False)
             assert same_bits(p, pnl) and same_bits(t, trades), (isa, threads)
     for j in range(min(m, 3)):
-        s = tollfree.Strategy(params[j])
+        s = tollfree.Strategy(params[j], validate=False)  # NaN and inf as the kernel takes them
         for x in close.tolist():
             s.on_bar(x)
         assert same_bits(np.float64(s.pnl), pnl[j]) and s.trades == trades[j]
@@ -145,18 +146,13 @@ def test_empty_and_short_series_give_zero():
 def test_wrong_inputs_raise_clear_errors():
     g = grid.default_grid()
     c = data.synthetic_close(100)
-    with pytest.raises(TypeError, match="float64"):
-        tollfree.sweep(c.astype(np.float32), g)
-    with pytest.raises(TypeError, match="ndarray"):
-        tollfree.sweep(list(c), g)
+    # float32, lists and strided arrays are converted (test_first_hour.py); params are not.
     with pytest.raises(TypeError, match="int64"):
         tollfree.sweep(c, g.astype(np.int32))
     with pytest.raises(ValueError, match="shape"):
         tollfree.sweep(c, g[:, :5].copy())
     with pytest.raises(ValueError, match="1-D"):
         tollfree.sweep(c.reshape(10, 10), g)
-    with pytest.raises(ValueError, match="contiguous"):
-        tollfree.sweep(c[::2], g)
     bad = g.copy()
     bad[3, 2] = 0
     with pytest.raises(ValueError, match=">= 1"):

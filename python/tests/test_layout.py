@@ -26,12 +26,24 @@ MIRRORS = {
     "tollfree.binding._Opts": "tf_sweep_opts",
     "tollfree.binding._Stats": "tf_stats",
     "tollfree.binding._Progress": "tf_progress",
-    "tollfree.paper._EngineConfig": "tf_engine_config",
-    "tollfree.paper._Sink": "tf_engine_sink",
-    "tollfree.paper._JournalOpts": "tf_journal_opts",
+    "tollfree.paper._Config": "tf_paper_config",
+    "tollfree.paper._Result": "tf_paper_result",
+    "tollfree.data._PricesOpts": "tf_prices_opts",
+    "tollfree._research.Results": "tf_results",
+    "tollfree._research.Fold": "tf_fold",
+    "tollfree._research.OosOpts": "tf_oos_opts",
+    "tollfree._research.GridReport": "tf_grid_report",
+}
+# numpy dtypes that mirror a C struct (arrays the library fills): "module.NAME": the C struct.
+# The itemsize must be the struct's size and each field's offset and size the C field's (a
+# nested C struct, tf_oos_row's fold, is listed by its own fields).
+DTYPES = {
+    "tollfree._research.DERIVED_DTYPE": "tf_derived",
+    "tollfree._research.OOS_ROW_DTYPE": "tf_oos_row",
+    "tollfree.binding.STATS_DTYPE": "tf_stats",
 }
 # Sizes Python uses as plain constants: "module.NAME": the C struct.
-SIZES = {"tollfree.paper.MSG_SIZE": "tf_ofl_msg"}
+SIZES = {"tollfree.paper.FILL_SIZE": "tf_paper_fill"}
 
 
 def _layout_program() -> str:
@@ -76,6 +88,23 @@ def test_mirror_matches_c(layout, mirror):
     assert not missing, f"{mirror} lacks the C fields {missing} of {c_name}"
     assert ctypes.sizeof(cls) == structs[c_name], (
         f"sizeof {mirror} is {ctypes.sizeof(cls)}, sizeof({c_name}) is {structs[c_name]}")
+
+
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_dtype_matches_c(layout, name):
+    structs, fields = layout
+    c_name = DTYPES[name]
+    dt = _resolve(name)
+    assert dt.itemsize == structs[c_name], f"{name}.itemsize {dt.itemsize} != sizeof({c_name})"
+    c = {k.split(".", 1)[1]: v for k, v in fields.items() if k.startswith(c_name + ".")}
+    nested = {k: v for k, v in c.items() if k not in dt.names}  # e.g. tf_oos_row.fold
+    for f in dt.names:
+        off, size = dt.fields[f][1], dt.fields[f][0].itemsize
+        if f in c:
+            assert (off, size) == c[f], f"{name}.{f}: ({off}, {size}) != C {c[f]}"
+        else:  # a field of a nested struct: inside one of the C fields left over
+            assert any(o <= off and off + size <= o + sz for o, sz in nested.values()), (
+                f"{name}.{f} is not a field of {c_name}")
 
 
 @pytest.mark.parametrize("const", sorted(SIZES))

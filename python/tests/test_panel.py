@@ -49,7 +49,7 @@ def check_against_sweep(df, pan: dict, params: np.ndarray) -> None:
     assert list(df["instrument"].unique()) == list(pan)
     for k, close in pan.items():
         sub = df[df["instrument"] == k]
-        p, t = tollfree.sweep(close, params, threads=1)
+        p, t = tollfree.sweep(close, params, threads=1, **P._raw_kw(tollfree.sweep))
         assert np.array_equal(sub[list(P.PARAM_NAMES)].to_numpy(), params)
         assert np.array_equal(bits(sub["pnl"].to_numpy()), bits(p)), k
         assert np.array_equal(sub["trades"].to_numpy(), t), k
@@ -67,7 +67,8 @@ def check_stats_against_sweep_stats(df, pan: dict, params: np.ndarray, fee=None)
     for k, close in pan.items():
         sub = df[df["instrument"] == k]
         assert np.array_equal(sub[list(P.PARAM_NAMES)].to_numpy(), params)
-        st = tollfree.sweep_stats(close, params, threads=1, **kw)
+        st = tollfree.sweep_stats(close, params, threads=1, **kw,
+                                  **P._raw_kw(tollfree.sweep_stats))
         want = dict(st, **derived(st))
         for n in list(binding.STAT_NAMES) + list(DERIVED):
             got = sub[n].to_numpy()
@@ -77,10 +78,11 @@ def check_stats_against_sweep_stats(df, pan: dict, params: np.ndarray, fee=None)
 
 
 def test_dict_panel_bits():
+    """validate=False: the series exactly as given (NaN, inf inside), raw bits."""
     pan, g = random_panel(), random_grid()
     for threads in (1, 2, None):
-        check_against_sweep(P.sweep_panel(pan, g, threads=threads), pan, g)
-    df = P.sweep_panel(pan, g)
+        check_against_sweep(P.sweep_panel(pan, g, threads=threads, validate=False), pan, g)
+    df = P.sweep_panel(pan, g, validate=False)
     assert (df.loc[df.instrument == "i2", "trades"] == 0).all()  # empty series
     assert (df.loc[df.instrument == "i3", "pnl"] == 0.0).all()   # one bar
 
@@ -92,18 +94,19 @@ def test_stats_and_fee_bits():
     pan, g = random_panel(), random_grid()
     for fee in (None, 0.0, 0.25):
         for threads in (1, None):
-            df = P.sweep_panel(pan, g, threads=threads, fee=fee, stats=True)
+            df = P.sweep_panel(pan, g, threads=threads, fee=fee, stats=True, validate=False)
             check_stats_against_sweep_stats(df, pan, g, fee)
-        basic = P.sweep_panel(pan, g, fee=fee)
+        basic = P.sweep_panel(pan, g, fee=fee, validate=False)
         assert list(basic.columns) == list(P.COLUMNS)
         for k, close in pan.items():
             sub = basic[basic.instrument == k]
-            p, t = tollfree.sweep(close, g, fee=binding.FEE_DEFAULT if fee is None else fee)
+            p, t = tollfree.sweep(close, g, fee=binding.FEE_DEFAULT if fee is None else fee,
+                                  **P._raw_kw(tollfree.sweep))
             assert np.array_equal(bits(sub.pnl.to_numpy()), bits(p)) and \
                 np.array_equal(sub.trades.to_numpy(), t), (k, fee)
-    d0 = P.sweep_panel(pan, g, stats=True)
-    d9 = P.sweep_panel(pan, g, stats=True, fee=binding.FEE_DEFAULT)
-    d1 = P.sweep_panel(pan, g, stats=True, fee=0.25)
+    d0 = P.sweep_panel(pan, g, stats=True, validate=False)
+    d9 = P.sweep_panel(pan, g, stats=True, fee=binding.FEE_DEFAULT, validate=False)
+    d1 = P.sweep_panel(pan, g, stats=True, fee=0.25, validate=False)
     assert np.array_equal(bits(d0.pnl.to_numpy()), bits(d9.pnl.to_numpy()))
     assert not np.array_equal(bits(d0.pnl.to_numpy()), bits(d1.pnl.to_numpy()))
     assert np.isnan(d0.loc[d0.instrument == "i2", "win_rate"]).all()  # no trades: NaN
@@ -147,8 +150,11 @@ def test_rank_and_write_csv_as_the_c_table():
     assert P.parse_columns("all") == P.TABLE_COLUMNS
     assert P.parse_columns("instrument,L,win_rate") == ("L", "win_rate")
     assert not P.needs_stats(P.BASIC_COLUMNS, "-pnl") and P.needs_stats(("L",), "-max_dd")
-    for good, want in (("0.09", 0.09), ("-1e-3", -1e-3), ("0x1p-3", 0.125), (" 2", 2.0)):
+    for good, want in (("0.09", 0.09), ("0", 0.0), ("0x1p-3", 0.125), (" 2", 2.0)):
         assert P.parse_fee(good) == want
+    for bad in ("-1e-3", "100", "1e300"):  # a rebate, or the whole stake and more
+        with pytest.raises(ValueError, match="--fee wants 0 <= fee < 100"):
+            P.parse_fee(bad)
     for bad in ("nan", "inf", "1e400", "1e-400", "x", "1 ", "", "1_0"):
         with pytest.raises(ValueError, match="--fee wants a finite number"):
             P.parse_fee(bad)
@@ -156,7 +162,6 @@ def test_rank_and_write_csv_as_the_c_table():
 
 def test_dataframe_and_array_panels_drop_padding_only():
     a, b = generate_close(900, 1), generate_close(600, 2)
-    b[50] = np.nan  # inside: kept
     frame = pd.DataFrame({"A": a, "B": np.r_[np.full(200, np.nan), b, np.full(100, np.nan)]})
     g = grid(2, 60, 12)
     df = P.sweep_panel(frame, g)
@@ -342,3 +347,115 @@ def test_cli_finds_package_without_pythonpath(tmp_path):
                        capture_output=True, text=True, timeout=DEADLINE, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[1].startswith("x,2,1,1,1,1,1,")
+
+
+# ---- gaps and bad prices inside a column (issue 21) ----
+
+def weekend_frame():
+    """Two instruments on business days, resampled to calendar days: every weekend is a row of
+    NaN inside each column (the shape a `.resample("D").last()` gives)."""
+    idx = pd.bdate_range("2024-01-01", periods=300)
+    frame = pd.DataFrame({"A": generate_close(300, 5), "B": generate_close(300, 6)}, index=idx)
+    return frame.resample("D").last()
+
+
+def test_gap_inside_a_frame_column_is_refused_naming_instrument_and_row():
+    """Before: pnl 0 and trades 0 for every combo of the instrument, silently."""
+    frame, g = weekend_frame(), grid(2, 40, 6)
+    with pytest.raises(tollfree.data.BadInput) as e:
+        P.sweep_panel(frame, g)
+    msg = str(e.value)
+    assert "instrument 'A'" in msg and "index label 2024-01-06" in msg and "position 5" in msg
+    assert "a gap" in msg and 'fill="forward"' in msg and "118 such rows" in msg
+    arr = frame.to_numpy()
+    with pytest.raises(ValueError, match=r"instrument 'x', row 5: a gap"):
+        P.sweep_panel(arr, g, names=["x", "y"])
+    with pytest.raises(ValueError, match=r"instrument 'k', bar 2: a gap"):
+        P.sweep_panel({"k": np.array([1.0, 2.0, np.nan, 3.0])}, g)
+
+
+def test_fill_forward_gives_the_last_price_and_says_how_many():
+    frame, g = weekend_frame(), grid(2, 40, 6)
+    df = P.sweep_panel(frame, g, fill="forward", stats=True)
+    want = {k: frame[k].ffill().to_numpy() for k in frame.columns}
+    check_stats_against_sweep_stats(df, want, g)
+    assert df.attrs["tollfree"]["filled"] == {"A": 118, "B": 118}
+    notes = df.attrs["tollfree"]["notes"]
+    assert len(notes) == 2 and notes[0].startswith("instrument 'A': 118 bars filled forward")
+    assert "index labels 2024-01-06, 2024-01-07, 2024-01-13" in notes[0]
+    # no gap, nothing filled: the attribute says so
+    clean = P.sweep_panel(frame.dropna(), g, fill="forward")
+    assert clean.attrs["tollfree"]["filled"] == {} and clean.attrs["tollfree"]["notes"] == []
+    # a dict: a leading NaN has no price before it
+    with pytest.raises(ValueError, match="bar 0: no price at the start"):
+        P.sweep_panel({"k": np.array([np.nan, 2.0, 3.0])}, g, fill="forward")
+    with pytest.raises(ValueError, match="fill must be None or 'forward'"):
+        P.sweep_panel(frame, g, fill="backward")
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, 0.0, -5.0])
+def test_bad_price_inside_a_column_is_refused_even_with_fill(bad):
+    a = generate_close(400, 3)
+    a[123] = bad
+    frame = pd.DataFrame({"Z": np.r_[np.nan, a]}, index=pd.RangeIndex(10, 411))
+    for fill in (None, "forward"):
+        with pytest.raises(tollfree.data.BadInput,
+                           match=rf"instrument 'Z', row at index label 134 \(position 124\): "
+                                 rf"{bad!r} is not a positive finite price"):
+            P.sweep_panel(frame, grid(2, 9, 2), fill=fill)
+    # validate=False: exactly as given, as before
+    df = P.sweep_panel(frame, grid(2, 9, 2), validate=False)
+    check_against_sweep(df, {"Z": a}, grid(2, 9, 2))
+
+
+def write_wide_with_gaps(path):
+    a, b = generate_close(60, 3), generate_close(60, 4)
+    b[[10, 11, 30]] = np.nan
+    b[:5] = np.nan  # padding, allowed
+    frame = pd.DataFrame({"date": [f"2024-03-{k:02d}" for k in range(60)], "AAA": a, "BBB": b})
+    frame.to_csv(path, index=False, float_format="%.17g")
+    return a, b
+
+
+def test_cli_wide_csv_gap_refused_with_file_line_column(tmp_path):
+    path = tmp_path / "wide.csv"
+    write_wide_with_gaps(path)
+    code, out, err = run_cli("--panel", str(path), "--grid", "2:30:5", "--quiet")
+    assert code == 1 and out == ""
+    # data row 10 is on line 12 (the header is line 1); BBB is the third column
+    assert f"{path}:12: column 3 'BBB': cell '': a gap" in err, err
+    assert "--fill forward" in err and "3 such rows" in err and err.count("\n") == 1
+    code, _, err = run_cli("--panel", str(path), "--fill", "backward")
+    assert code == 2 and "--fill wants forward" in err
+    code, _, err = run_cli("--input", str(path), "--fill", "forward")
+    assert code == 2 and "--fill" in err  # the plain sweep's reader refuses gaps itself
+
+
+def test_cli_wide_csv_fill_forward_matches_filled_series_and_says_so(tmp_path):
+    path = tmp_path / "wide.csv"
+    a, b = write_wide_with_gaps(path)
+    code, out, err = run_cli("--panel", str(path), "--grid", "2:30:5", "--quiet", "--fill",
+                             "forward", "--columns", "basic")
+    assert code == 0, err
+    assert "note: instrument 'BBB': 3 bars filled forward with the last price before them " \
+           "(lines 12, 13, 32)" in err
+    bf = b[5:].copy()
+    bf[[5, 6, 25]] = bf[[4, 4, 24]]
+    df = P.sweep_panel({"AAA": a, "BBB": bf}, grid(2, 30, 5))
+    import io
+
+    want = io.StringIO()
+    P.write_csv(df, want, columns=P.BASIC_COLUMNS)
+    assert out == want.getvalue()
+
+
+def test_cli_raw_panel_file_with_nan_inside_is_refused(tmp_path):
+    d = tmp_path / "p"
+    d.mkdir()
+    x = generate_close(300, 1)
+    x[77] = np.nan
+    x.tofile(d / "x.f64")
+    code, _, err = run_cli("--panel", str(d), "--grid", "2:9:2")
+    assert code == 1 and f"{d / 'x.f64'}: bar 77 (byte 616), instrument 'x': a gap" in err, err
+    code, out, err = run_cli("--panel", str(d), "--grid", "2:9:2", "--fill", "forward", "--quiet")
+    assert code == 0 and "'x': 1 bar filled forward with the last price before it (rows 77)" in err

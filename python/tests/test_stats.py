@@ -214,3 +214,160 @@ def test_service_refuses_bad_flags_and_fees(server):
         assert op == wire.ERROR and rid == 7 and code == -1213  # PROTOCOL
     finally:
         s.close()
+
+
+# ---- one home in the library (include/tollfree/research.h): the same bits as before ----
+
+def old_derived(st: dict) -> dict:
+    """The Python formulas tollfree.stats used before the figures moved into the library."""
+    t = np.asarray(st["trades"], dtype=np.float64)
+    gw, gl = np.asarray(st["gross_win"]), np.asarray(st["gross_loss"])
+    with np.errstate(all="ignore"):
+        win_rate = np.where(t > 0, st["wins"] / np.maximum(t, 1.0), np.nan)
+        pf = np.where(gl < 0, gw / np.where(gl < 0, -gl, 1.0), np.where(gw > 0, np.inf, np.nan))
+        std = np.where(t > 1, np.sqrt(st["m2"] / np.maximum(t - 1.0, 1.0)), np.nan)
+        sharpe = np.where(std > 0, st["mean"] / np.where(std > 0, std, 1.0), np.nan)
+        avg = np.where(t > 0, st["pnl"] / np.maximum(t, 1.0), np.nan)
+    return {"win_rate": win_rate, "profit_factor": pf, "sharpe_per_trade": sharpe,
+            "avg_trade": avg}
+
+
+def random_stats(seed: int, m: int) -> dict:
+    """Statistics with every edge mixed in: zero, one and two trades, NaN, +-inf, -0.0, zero and
+    negative m2, no loss, no gain."""
+    rng = np.random.default_rng(seed)
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-300, -1e300, 5e-324])
+
+    def reals(scale):
+        v = rng.normal(0.0, scale, m)
+        pick = rng.random(m) < 0.15
+        v[pick] = rng.choice(special, pick.sum())
+        return v
+
+    trades = rng.choice([0, 1, 2, 3, 7, 1000, 2**40], m).astype(np.int64)
+    return {"pnl": reals(50.0), "trades": trades,
+            "wins": np.minimum(trades, rng.integers(0, 5, m)).astype(np.int64),
+            "gross_win": np.abs(reals(30.0)), "gross_loss": -np.abs(reals(30.0)),
+            "best": reals(3.0), "worst": reals(3.0), "mean": reals(1.0), "m2": reals(10.0),
+            "max_dd": np.abs(reals(20.0)), "exposure_bars": rng.integers(0, 10**6, m)}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_derived_are_the_old_formulas_bit_for_bit(seed):
+    st = random_stats(seed, 4000)
+    st["gross_loss"][::7] = 0.0  # no loss
+    st["gross_win"][::11] = 0.0  # no gain
+    got, want = derived(st), old_derived(st)
+    for k in want:
+        assert same_bits(got[k], want[k]), k
+    rows = np.zeros(4000, dtype=binding.STATS_DTYPE)  # the same from a STATS_DTYPE array
+    for k in binding.STAT_NAMES:
+        rows[k] = st[k]
+    assert all(same_bits(derived(rows)[k], want[k]) for k in want)
+
+
+def test_derived_on_kernel_statistics_equals_old_formulas(default_stats):
+    _, _, want = default_stats
+    for fee in FEES:
+        got, old = derived(want[fee]), old_derived(want[fee])
+        assert all(same_bits(got[k], old[k]) for k in old), fee
+
+
+def cli(*args):
+    import subprocess
+    from tollfree._lib import bin_path
+    from conftest import DEADLINE
+    return subprocess.run([bin_path(), "sweep", *args], capture_output=True, text=True,
+                          timeout=DEADLINE)
+
+
+def csv_columns(text):
+    lines = text.strip().splitlines()
+    head = lines[0].split(",")
+    return {h: [r.split(",")[k] for r in lines[1:]] for k, h in enumerate(head)}
+
+
+@pytest.mark.parametrize("kw,args", [({"top": 3}, ["--top", "3"]),
+                                     ({"sort": "-max_dd", "top": 4},
+                                      ["--sort", "-max_dd", "--top", "4"]),
+                                     ({"sort": "profit_factor"}, ["--sort", "profit_factor"])])
+def test_sweep_frame_ranks_as_the_cli(tmp_path, kw, args):
+    """sweep_frame(top=K) ranks by pnl as `tollfree sweep --top K` does (it kept grid order);
+    sort= orders as --sort: the same rows in the same order, the same bits."""
+    close = data.generate_close(5000, seed=3)
+    f = tmp_path / "c.f64"
+    close.tofile(f)
+    g = grid.grid(6, 90, 30)
+    r = cli("--quiet", "--input", str(f), "--grid", "6:90:30", *args)
+    assert r.returncode == 0, r.stderr
+    want = csv_columns(r.stdout)
+    frame = sweep_frame(close, g, **kw)
+    assert [str(v) for v in frame["L"]] == want["L"]
+    got = frame["pnl"].to_numpy()
+    assert same_bits(got, np.array([float(x) for x in want["pnl"]]))
+    if "top" in kw and "sort" not in kw:
+        p, _ = tollfree.sweep(close, g)
+        assert list(frame.index) == list(np.argsort(-p, kind="stable")[:3])
+
+
+def test_fee_rule_is_one_rule_everywhere(tmp_path):
+    """--fee -1 and --fee 1e300 were accepted: a negative fee (a rebate) and one of 100 or more
+    are refused by the library's rule, through the CLI and Python alike."""
+    close, params = data.default_close()[:1000], grid.default_grid()[:2]
+    for bad in (-1.0, -1e-9, 100.0, 1e300):
+        with pytest.raises(ValueError, match="fee must be 0 <= fee < 100"):
+            tollfree.sweep(close, params, fee=bad)
+        with pytest.raises(ValueError, match="fee must be 0 <= fee < 100"):
+            tollfree.Strategy(params[0], fee=bad)
+    with pytest.raises(ValueError, match="a negative fee, a rebate, is refused"):
+        tollfree.sweep_stats(close, params, fee=-0.5)
+    for bad in ("-1", "1e300", "100"):
+        r = cli("--quiet", "--grid", "6:10:2", "--fee", bad)
+        assert r.returncode == 2 and r.stdout == "", (bad, r.stderr)
+        assert f"--fee wants 0 <= fee < 100 percent points per closed trade, got '{bad}'" \
+            in r.stderr
+    r = cli("--quiet", "--grid", "6:10:2", "--fee", "-1")
+    assert "a negative fee, a rebate, is refused" in r.stderr
+    assert cli("--quiet", "--grid", "6:10:2", "--fee", "0").returncode == 0
+    p0, _ = tollfree.sweep(close, params, fee=0.0)
+    p99, _ = tollfree.sweep(close, params, fee=99.0)
+    assert (p99 <= p0).all()
+
+
+def test_grid_notes_in_python_and_cli(tmp_path):
+    """Combos that can never trade on the series, and duplicate combos, were passed without a
+    word: a NOTE on stderr from the CLI, a UserWarning from Python, the same text."""
+    close = data.generate_close(120, seed=5)
+    f = tmp_path / "c.f64"
+    close.tofile(f)
+    g = np.array([grid.combo(10), grid.combo(150), grid.combo(10), grid.combo(20)],
+                 dtype=np.int64)
+    gf = tmp_path / "g.csv"
+    gf.write_text("".join(",".join(str(int(x)) for x in row) + "\n" for row in g))
+    r = cli("--quiet", "--input", str(f), "--grid", str(gf))
+    assert r.returncode == 0, r.stderr
+    notes = [ln for ln in r.stderr.splitlines() if ln.startswith("tollfree sweep: note: ")]
+    assert len(notes) == 1, r.stderr
+    text = notes[0][len("tollfree sweep: note: "):]
+    assert text.startswith("1 of 4 combos can never trade on 120 bars")
+    assert "combo 2, L=150" in text and "the first, combo 3, repeats combo 1" in text
+    with pytest.warns(UserWarning) as w:
+        frame = sweep_frame(close, g)
+    assert [str(x.message) for x in w] == [f"tollfree: note: {text}"]
+    assert frame["trades"].iloc[1] == 0
+    with warnings_as_errors():
+        sweep_frame(close, g[[0, 3]])  # nothing to say: no warning
+
+
+def warnings_as_errors():
+    import warnings
+
+    class _Ctx:
+        def __enter__(self):
+            self.c = warnings.catch_warnings()
+            self.c.__enter__()
+            warnings.simplefilter("error")
+
+        def __exit__(self, *a):
+            return self.c.__exit__(*a)
+    return _Ctx()

@@ -7,22 +7,25 @@ failures raise :class:`EngineError`.
 Orders: :func:`tollfree.orders.connect` (OFL1 to ``tollfree engine serve``) and the paper-trading
 loop :func:`tollfree.paper.run`.
 Many instruments: :func:`sweep_panel` in-process, :func:`tollfree.distributed.sweep` on Dask.
+The close may be a numpy array, a pandas Series or DataFrame, or a list: checked by default
+(``validate=False`` for the raw path). :func:`report` writes the HTML report; ``__version__`` is
+the release; pip's ``tollfree`` command (or ``python -m tollfree``) runs the C program.
 """
-from tollfree import orders, paper, v1
-from tollfree.binding import Series, Strategy, sweep, sweep_stats
-from tollfree.client import connect
-from tollfree.errors import EngineError, EngineTimeout
-from tollfree.panel import sweep_panel
-from tollfree.research import walk_forward
-from tollfree.stats import sweep_frame
+# The release, as pyproject.toml, CMakeLists.txt's project() and `tollfree --version` say it
+# (python/tests/test_first_hour.py checks that all four agree).
+__version__ = "0.2.0"
+
+from tollfree import orders, paper, v1  # noqa: E402
+from tollfree.binding import Series, Strategy, sweep, sweep_stats  # noqa: E402
+from tollfree.client import connect  # noqa: E402
+from tollfree.errors import EngineError, EngineTimeout  # noqa: E402
+# The sweep's HTML report; matplotlib is imported only when a report is written.
+from tollfree.html_report import report  # noqa: E402
+from tollfree.panel import sweep_panel  # noqa: E402
+from tollfree.research import walk_forward  # noqa: E402
+from tollfree.stats import sweep_frame  # noqa: E402
 
 
-def report(*args, **kwargs) -> str:
-    """The sweep's HTML report (:func:`tollfree.html_report.report`; matplotlib is imported
-    only when a report is written)."""
-    from tollfree.html_report import report as _report
-    return _report(*args, **kwargs)
-
-
-__all__ = ["sweep", "sweep_stats", "sweep_frame", "Strategy", "connect", "EngineError", "EngineTimeout", "v1", "orders", "paper",
-           "walk_forward", "report", "sweep_panel", "Series"]
+__all__ = ["sweep", "sweep_stats", "sweep_frame", "Strategy", "connect", "EngineError",
+           "EngineTimeout", "v1", "orders", "paper", "walk_forward", "report", "sweep_panel",
+           "Series"]

@@ -19,16 +19,28 @@ def lib_path() -> str:
 
 
 def bin_path() -> str:
-    """``$TOLLFREE_BIN``, else the repository's ``build/tollfree``, else ``tollfree`` on PATH
-    (``make install``)."""
+    """``$TOLLFREE_BIN``, else the program inside the package (``pip install .`` puts it in
+    ``tollfree/bin/``), else the repository's ``build/tollfree``, else a ``tollfree`` program on
+    PATH (``make install``); pip's ``tollfree`` console script (a Python script, not the
+    program) is passed over there. The path returned may not exist."""
     env = os.environ.get("TOLLFREE_BIN")
     if env:
         return env
+    packaged = Path(__file__).resolve().parent / "bin" / "tollfree"
+    if packaged.exists():
+        return str(packaged)
     built = _ROOT / "build" / "tollfree"
     if built.exists():
         return str(built)
-    import shutil
-    return shutil.which("tollfree") or str(built)
+    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        cand = Path(d or ".") / "tollfree"
+        try:
+            with open(cand, "rb") as f:
+                if f.read(4) == b"\x7fELF" and os.access(cand, os.X_OK):
+                    return str(cand)
+        except OSError:
+            continue
+    return str(built)
 
 
 _lib = None

@@ -7,18 +7,23 @@ import threading
 
 import numpy as np
 
+from tollfree import data as _data
 from tollfree._lib import lib, strerror
+from tollfree.wire import E_BAD_INPUT
+
+_DBL_MAX = sys.float_info.max
 
 ISAS = {"auto": 0, "scalar": 1, "sse2": 2, "avx2": 3, "avx512": 4}
 MAX_WINDOW = 1 << 31
 
 
 class KernelError(ValueError):
-    """A libtollfree error code, with its tf_strerror text."""
+    """A libtollfree error code (``.code``), with its tf_strerror text or, where the caller knows
+    more, a message that says what and where."""
 
-    def __init__(self, code: int, what: str = "tollfree"):
+    def __init__(self, code: int, what: str = "tollfree", detail: str | None = None):
         self.code = code
-        super().__init__(f"{what}: {strerror(code)} (code {code})")
+        super().__init__(f"{what}: {detail or strerror(code)} (code {code})")
 
 
 FEE_DEFAULT = 0.09  # TF_FEE_DEFAULT: percent points per closed trade
@@ -47,11 +52,14 @@ class _Opts(ctypes.Structure):
 
 
 def as_fee(fee) -> float:
-    """Checks a fee: a finite real number of percent points per closed trade."""
+    """Checks a fee by the library's rule (``tf_fee_check``): a finite number of percent points
+    per closed trade, 0 <= fee < 100 (a negative fee, a rebate, is refused)."""
     if isinstance(fee, bool) or not isinstance(fee, (int, float, np.integer, np.floating)):
         raise TypeError(f"fee must be a number (percent points per closed trade), got {fee!r}")
-    if not np.isfinite(fee):
-        raise ValueError(f"fee must be finite, got {fee!r}")
+    from tollfree._research import fee_check  # the library's check, once
+    why = fee_check(float(fee))
+    if why:
+        raise ValueError(why)
     return float(fee)
 
 
@@ -132,7 +140,8 @@ def _call(fn, work: float, progress, opts: _Opts, *args) -> int:
 
 
 def as_close(close) -> np.ndarray:
-    """Checks a close series: a 1-D float64 C-contiguous array (no copy is ever made here)."""
+    """Checks a close series: a 1-D float64 C-contiguous array (no copy is ever made here, and
+    the values are not looked at). The sweeps take more (:func:`close_series`)."""
     if not isinstance(close, np.ndarray):
         raise TypeError(f"close must be a numpy.ndarray of float64, got {type(close).__name__}")
     if close.dtype != np.float64:
@@ -193,34 +202,54 @@ def as_threads(threads) -> int:
     return int(threads)
 
 
+def close_series(close, column: str = "close", validate: bool = True) -> np.ndarray:
+    """What :func:`sweep`, :func:`sweep_stats` and :class:`Series` do with their ``close``:
+    :func:`tollfree.data.to_close` (a numpy array of any real dtype, a pandas Series, a pandas
+    DataFrame's ``column`` in any case, a list of numbers) to a C-contiguous float64 array,
+    without a copy when it is one already. ``validate=True`` refuses a value that is not a
+    positive finite price (:class:`tollfree.data.BadInput`, a ``ValueError`` naming the index,
+    and the label of a pandas index, of the first); ``validate=False`` skips that check (the
+    kernel then follows docs/definition.md's rules for NaN and inf)."""
+    return _data.to_close(close, column=column, validate=validate)
+
+
 def _check(rc: int, what: str) -> None:
     if rc < 0:
         raise KernelError(rc, what)
 
 
-def sweep(close: np.ndarray, params: np.ndarray, threads: int | None = None,
-          isa: str = "auto", fee: float = FEE_DEFAULT,
-          progress=None) -> tuple[np.ndarray, np.ndarray]:
+def sweep(close, params: np.ndarray, threads: int | None = None,
+          isa: str = "auto", fee: float = FEE_DEFAULT, progress=None, *,
+          column: str = "close", validate: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Runs the sweep in-process: ``(pnl float64[m], trades int64[m])``.
 
-    Zero-copy on C-contiguous float64 ``close`` (n,) and int64 ``params`` (m, 6); the GIL is
-    released during the call. ``threads=None`` or 0 uses every core; ``isa`` forces a SIMD path
-    (``auto``, ``scalar``, ``sse2``, ``avx2``, ``avx512``) or ``reference`` for the literal spec.
+    ``close``: a numpy array, a pandas Series, a pandas DataFrame (its ``column``, any case) or
+    a list of numbers, oldest first. By default every value must be a positive finite price:
+    the first that is not raises :class:`tollfree.data.BadInput` (a ``ValueError``) naming its
+    index (and pandas label). ``validate=False`` is the raw path: no check, the kernel's NaN
+    rules (docs/definition.md section 7). Either way a C-contiguous float64 array is read in
+    place (no copy; other inputs are converted once); int64 ``params`` (m, 6) are read in place
+    too; the GIL is released during the call. ``threads=None`` or 0 uses every core; ``isa``
+    forces a SIMD path (``auto``, ``scalar``, ``sse2``, ``avx2``, ``avx512``) or ``reference``
+    for the literal spec.
     ``fee``: percent points per closed trade (default 0.09). ``progress``: True (tqdm when
     installed, else a line on stderr) or a callable(done, total). Ctrl-C stops a long sweep
     (KeyboardInterrupt).
     """
-    pnl, trades, _ = _run(close, params, threads, isa, fee, progress, False)
+    pnl, trades, _ = _run(close_series(close, column, validate), params, threads, isa, fee,
+                          progress, False)
     return pnl, trades
 
 
-def sweep_stats(close, params, threads: int | None = None, isa: str = "auto",
-                fee: float = FEE_DEFAULT, progress=None) -> dict:
+def sweep_stats(close, params: np.ndarray, threads: int | None = None, isa: str = "auto",
+                fee: float = FEE_DEFAULT, progress=None, *, column: str = "close",
+                validate: bool = True) -> dict:
     """Every output of every combo (docs/definition.md section 8): a dict of numpy arrays named
     ``pnl, trades, wins, gross_win, gross_loss, best, worst, mean, m2, max_dd, exposure_bars``
     (int64 for the counts, float64 otherwise), bit-identical on every path. Same arguments as
     :func:`sweep`."""
-    _, _, rows = _run(close, params, threads, isa, fee, progress, True)
+    _, _, rows = _run(close_series(close, column, validate), params, threads, isa, fee, progress,
+                      True)
     return {n: np.ascontiguousarray(rows[n]) for n in STAT_NAMES}
 
 
@@ -247,17 +276,21 @@ class Series:
 
     Its sweeps cache the whole-series first-stage WMAs they compute (one ``8 * n_bars``-byte row
     per distinct length, up to ``cache_bytes``), so a later sweep on any block of combos skips
-    the lengths already done. Results equal :func:`sweep` bit for bit. The series keeps a
-    reference to ``close`` (the kernel reads it in place) and must not see it change. Sweeps may
-    run concurrently from several threads; :meth:`close` must not overlap one.
+    the lengths already done. Results equal :func:`sweep` bit for bit. ``close``, ``column``
+    and ``validate`` as :func:`sweep` takes them. The series keeps a reference to the array it
+    sweeps (``close_array``: ``close`` itself when that is a C-contiguous float64 array, read in
+    place) and must not see it change. Sweeps may run concurrently from several threads;
+    :meth:`close` must not overlap one.
     """
 
-    def __init__(self, close: np.ndarray, cache_bytes: int = 1 << 30):
-        self.close_array = as_close(close)
+    def __init__(self, close, cache_bytes: int = 1 << 30, *, column: str = "close",
+                 validate: bool = True):
+        self._h = None
+        self.close_array = arr = close_series(close, column, validate)
         if cache_bytes < 0:
             raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
         h = ctypes.c_void_p()
-        _check(lib().tf_series_open(ctypes.byref(h), close.ctypes.data, close.shape[0],
+        _check(lib().tf_series_open(ctypes.byref(h), arr.ctypes.data, arr.shape[0],
                                     int(cache_bytes)), "Series")
         self._h = h
 
@@ -316,14 +349,18 @@ def isa_best() -> str:
 
 class Strategy:
     """One combo, one bar at a time (the streaming kernel). Same bars -> same trades and pnl as
-    :func:`sweep`. ``on_bar(close)`` returns the position after the bar: -1, 0 or +1.
+    :func:`sweep`. ``on_bar(close)`` returns the position after the bar: -1, 0 or +1; a close
+    that is not a positive finite price raises ``ValueError`` (:class:`KernelError`, ``code``
+    ``E_BAD_INPUT``) naming the bar, and leaves the strategy as it was (``validate=False``: every
+    close goes to the kernel, NaN and inf included, as in the batch sweep).
 
     ``params`` are six integer window lengths, checked as :func:`sweep` checks a grid
     (``TypeError`` for floats, ``ValueError`` out of range). After :meth:`close`, every method
     raises ``ValueError``."""
 
-    def __init__(self, params, fee: float = FEE_DEFAULT):
+    def __init__(self, params, fee: float = FEE_DEFAULT, *, validate: bool = True):
         p = as_combo(params)
+        self.validate = bool(validate)
         fee = as_fee(fee)
         self.params = tuple(int(v) for v in p)
         h = ctypes.c_void_p()
@@ -340,6 +377,23 @@ class Strategy:
         return h
 
     def on_bar(self, close: float) -> int:
+        """Feeds one close (a real number); returns the position after it: -1, 0 or +1.
+
+        A close that is not a positive finite price (0, negative, NaN, inf) is refused with a
+        :class:`KernelError` (code ``TF_E_BAD_INPUT``) naming the bar, and the strategy is left as
+        it was; with ``Strategy(..., validate=False)`` every close goes to the library's step,
+        which follows the kernel's arithmetic for NaN and inf like the batch sweep."""
+        if self.validate:
+            try:
+                ok = bool(0.0 < close <= _DBL_MAX)  # False for NaN as well
+            except TypeError:  # not a number: the step's conversion below says so
+                ok = True
+            if not ok:
+                self._handle()
+                raise KernelError(E_BAD_INPUT, "Strategy.on_bar",
+                                  f"bar {self.bars} (counting from 0): close {close!r} is not a "
+                                  "positive finite price; the strategy is unchanged (skip the "
+                                  "bar or fix the feed, or Strategy(..., validate=False))")
         try:
             pos = self._step(self._h, close)
         except ctypes.ArgumentError:
@@ -348,7 +402,7 @@ class Strategy:
                 raise TypeError(f"Strategy.on_bar: close must be a real number, got "
                                 f"{type(close).__name__}") from None
             pos = self._step(self._h, float(close))
-        if pos < -1:  # only a closed handle (NULL) makes the step fail
+        if pos < -1:  # a closed handle (NULL)
             self._handle()
             _check(pos, "Strategy.on_bar")
         return pos

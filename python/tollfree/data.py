@@ -1,4 +1,8 @@
-"""The default data set (docs/kernel.md) and close-series readers.
+"""The default data set (docs/kernel.md) and close series: price files and arrays.
+
+Price files are read by the library's one reader (``tf_prices_read_*``, include/tollfree/prices.h,
+the same code ``tollfree sweep --input`` runs), and arrays are checked by its ``tf_prices_check``:
+this module only converts (docs/research.md, "Price files", gives the rules).
 
 The canonical default data is the committed file ``data/default_close.f64`` (150,000 little-endian
 float64 closes), checked by its SHA-256 when loaded. It was made by :func:`generate_close` with the
@@ -10,18 +14,16 @@ file, so the default sweep gives the same bits on every machine.
 """
 from __future__ import annotations
 
-import csv
+import ctypes
 import functools
 import hashlib
-import io
-import math
 import os
-import re
 import sys
-from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from tollfree._lib import lib
 
 DEFAULT_BARS = 150_000
 DEFAULT_SEED = 42
@@ -76,13 +78,16 @@ def synthetic_close(n: int = DEFAULT_BARS, seed: int = DEFAULT_SEED) -> np.ndarr
 
 
 class BadInput(ValueError):
-    """A price file or series tollfree refuses; the message names the line and column."""
+    """A price file or series tollfree refuses; the message names the line and column (a file) or
+    the index (an array) and says what to do."""
 
 
 @dataclass
 class Prices:
     """A close series as read from a file: ``close`` (C-contiguous float64, oldest first),
-    ``dates`` (the date column's text per bar, oldest first, or None), and what reading did."""
+    ``dates`` (the date column's text per bar, oldest first, or None), ``times`` (each bar's
+    time as ``datetime64[ns]`` UTC, or None when there is no date column or with
+    ``assume_sorted``), and what reading did (``notes``: the lines the CLI prints)."""
 
     close: np.ndarray
     dates: list | None = None
@@ -92,263 +97,219 @@ class Prices:
     first_bad_line: int = 0
     reversed: bool = False
     notes: list = field(default_factory=list)
+    times: np.ndarray | None = None
+    date_checked: bool = False
+    assumed_sorted: bool = False
+    sep: str | None = None
+    date_form: str | None = None
 
 
-_NUM = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_SPECIAL = re.compile(r"[+-]?(?:nan|inf|infinity)\Z", re.IGNORECASE)
-_HEX = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?\d+)?\Z")
-_DATE_NAMES = ("date", "datetime", "time", "timestamp", "open_time", "open time", "dt",
-               "gmt time", "local time", "date_time", "trade_date")
-_DATE = re.compile(r"(\d{4})[-/.]?(\d{1,2})[-/.]?(\d{1,2})"
-                   r"(?:[T ](\d{1,2})(?::(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?)?")
+# tf_prices_key and tf_prices_text_key (include/tollfree/prices.h; test_prices checks them).
+PRICES_BARS, PRICES_SKIPPED, PRICES_FIRST_BAD_LINE, PRICES_REVERSED = 1, 2, 3, 4
+PRICES_DATE_CHECKED, PRICES_ASSUMED_SORTED, PRICES_HEADER, PRICES_COLUMN_INDEX = 5, 6, 7, 8
+PRICES_DATE_INDEX, PRICES_SEP, PRICES_RAW, PRICES_DAY_FIRST = 9, 10, 11, 12
+PRICES_NAME, PRICES_COLUMN, PRICES_DATE_COLUMN, PRICES_DATE_FORM, PRICES_NOTES = 1, 2, 3, 4, 5
+_E_BAD_INPUT, _E_LIMIT, _E_NOMEM, _E_NULL_ARG = -1006, -1005, -1003, -1001  # error.h
+_RAW_SUFFIXES = (".f64", ".bin", ".raw")
+_SEPS = {None: 0, ",": 44, "comma": 44, ";": 59, "semicolon": 59, "\t": 9, "\\t": 9, "tab": 9}
 
 
-def _num(s: str) -> float | None:
-    """The number in a cell as the C reader (src/cli/input.c) takes it, or None."""
-    if _NUM.match(s) or _SPECIAL.match(s):
-        try:
-            return float(s)
-        except (ValueError, OverflowError):
-            return None
-    if _HEX.match(s):
-        return float.fromhex(s)
-    return None
+class _PricesOpts(ctypes.Structure):
+    """tf_prices_opts (include/tollfree/prices.h)."""
+    _fields_ = [("size", ctypes.c_size_t), ("name", ctypes.c_char_p),
+                ("column", ctypes.c_char_p), ("date_column", ctypes.c_char_p),
+                ("raw", ctypes.c_int), ("skip_bad_rows", ctypes.c_int), ("sep", ctypes.c_int),
+                ("assume_sorted", ctypes.c_int), ("keep_dates", ctypes.c_int)]
 
 
-def _bad_price(x: float) -> str | None:
-    if x != x:
-        return "NaN is not a price"
-    if not math.isfinite(x):
-        return "not a finite number (out of double range?)"
-    if x <= 0:
-        return "not a positive price (pnl divides by the entry price)"
-    return None
+_declared = False
 
 
-def _date_key(s: str):
-    """The order key of a date cell (as the C reader): (YYYYMMDD, seconds) or (0, number)."""
-    x = _num(s)
-    if x is not None and math.isfinite(x) and not (len(s) == 8 and x >= 1e7):
-        return (0, x)
-    m = _DATE.match(s)
-    if not m:
-        return None
-    y, mo, d = int(m[1]), int(m[2]), int(m[3])
-    if not (1 <= mo <= 12 and 1 <= d <= 31):
-        return None
-    sec = int(m[4] or 0) * 3600 + int(m[5] or 0) * 60 + int(m[6] or 0)
-    frac = int(m[7]) / 10 ** len(m[7]) if m[7] else 0.0
-    return (y * 10000 + mo * 100 + d, sec + frac)
+def _plib():
+    """libtollfree with the prices prototypes declared (once)."""
+    global _declared
+    L = lib()
+    if not _declared:
+        c, p, i64 = ctypes, ctypes.c_void_p, ctypes.c_int64
+        opts = c.POINTER(_PricesOpts)
+        L.tf_prices_check.argtypes = [p, i64, c.POINTER(i64)]
+        L.tf_prices_read_path.argtypes = [c.POINTER(p), c.c_char_p, opts, c.c_char_p, c.c_size_t]
+        L.tf_prices_read_buffer.argtypes = [c.POINTER(p), c.c_char_p, c.c_size_t, opts,
+                                            c.c_char_p, c.c_size_t]
+        L.tf_prices_free.argtypes, L.tf_prices_free.restype = [p], None
+        L.tf_prices_values.argtypes, L.tf_prices_values.restype = [p, c.POINTER(i64)], p
+        L.tf_prices_times.argtypes, L.tf_prices_times.restype = [p], p
+        L.tf_prices_dates.argtypes, L.tf_prices_dates.restype = [p, c.POINTER(p)], p
+        L.tf_prices_get.argtypes = [p, c.c_int, c.POINTER(i64)]
+        L.tf_prices_text.argtypes, L.tf_prices_text.restype = [p, c.c_int], c.c_char_p
+        _declared = True
+    return L
+
+
+def _enc(s):
+    return None if s is None else os.fsencode(s) if isinstance(s, os.PathLike) else \
+        str(s).encode("utf-8", "surrogateescape")
 
 
 def read_prices(path, column: str = "close", date_column: str | None = None, raw: bool = False,
-                skip_bad_rows: bool = False, warn=None) -> Prices:
-    """Reads a price file as ``tollfree sweep --input`` does (the same rules, the same bits).
+                skip_bad_rows: bool = False, sep: str | None = None, assume_sorted: bool = False,
+                warn=None) -> Prices:
+    """Reads a price file with the library's reader: the rules, messages and bits of
+    ``tollfree sweep --input`` (docs/research.md, "Price files").
 
-    ``path``: a file name, ``"-"`` for stdin, or a binary file object. Raw little-endian f64
-    when ``raw`` or the name ends in ``.f64``/``.bin``/``.raw``; else a CSV: a UTF-8 BOM, CRLF,
-    quoted fields and blank lines are fine; a first line of numbers and dates is data (then
-    ``column`` may be a 1-based index); ``column`` and ``date_column`` match any case. Every close must be a
-    positive finite number: anything else raises :class:`BadInput` naming line and column, or,
-    with ``skip_bad_rows``, is skipped and counted. A date column (the first named date,
-    datetime, time, timestamp, ...; ``date_column="none"`` for none) is kept, and its order
-    checked: newest-first files are reversed (said in ``notes`` and to ``warn``), out of order is
-    an error. ``warn``: a callable for the notes (default: stderr)."""
+    ``path``: a file name (streamed, never held whole), ``"-"`` for stdin, a binary file object
+    or ``bytes``. Raw little-endian f64 when ``raw`` or a file name ends in
+    ``.f64``/``.bin``/``.raw``; else a CSV: a header line or not, a UTF-8 BOM, CRLF, quotes and
+    blank lines are fine; every row has the header's field count. ``column``: the close column,
+    a header name in any case or a 1-based number. ``date_column``: None finds it (a column
+    named date, datetime, time, timestamp, ..., else the first whose cells are dates, such as
+    pandas' unnamed index), ``"none"`` for none, a name (``""`` is the unnamed column) or a
+    1-based number; dates in the common forms are parsed, newest-first files reversed, others
+    out of order refused. ``sep``: ``","``, ``";"``, ``"\\t"``/``"tab"``, or None to find it.
+    ``assume_sorted``: the rows are oldest first (dates not checked). ``skip_bad_rows``: skip
+    and count bad rows instead of refusing the first. Refusals raise :class:`BadInput` with the
+    library's message (``FILE:LINE: column K 'NAME': WHAT: 'CELL' (what to do)``); ``warn``
+    gets each note (default: stderr)."""
     if warn is None:
         def warn(msg):
-            print(msg, file=sys.stderr)
-    name = "<stdin>" if path == "-" else getattr(path, "name", str(path))
+            print(f"tollfree: {msg}", file=sys.stderr)
+    if sep not in _SEPS:
+        raise ValueError(f"sep wants ',', ';' or tab, got {sep!r}")
+    L = _plib()
+    o = _PricesOpts(size=ctypes.sizeof(_PricesOpts), column=_enc(column),
+                    date_column=_enc(date_column), raw=int(bool(raw)),
+                    skip_bad_rows=int(bool(skip_bad_rows)), sep=_SEPS[sep],
+                    assume_sorted=int(bool(assume_sorted)), keep_dates=1)
+    h = ctypes.c_void_p()
+    msg = ctypes.create_string_buffer(4096)
     if isinstance(path, (str, os.PathLike)) and path != "-":
-        spath = os.fspath(path)
-        f = open(spath, "rb")
-        is_raw = raw or spath.endswith((".f64", ".bin", ".raw"))
+        rc = L.tf_prices_read_path(ctypes.byref(h), os.fsencode(path), ctypes.byref(o), msg,
+                                   len(msg))
     else:
-        f = sys.stdin.buffer if path == "-" else path
-        is_raw = raw
-    try:
-        if is_raw:
-            return _read_raw(f, name, skip_bad_rows, warn)
-        return _read_csv(f, name, column, date_column, skip_bad_rows, warn)
-    finally:
-        if f is not path and path != "-":
-            f.close()
-
-
-def _read_raw(f, name, skip_bad_rows, warn) -> Prices:
-    buf = f.read()
-    if len(buf) % 8:
-        raise BadInput(f"{name}: raw f64 input must be a multiple of 8 bytes ({len(buf) % 8} left over)")
-    v = np.frombuffer(buf, dtype="<f8").astype(np.float64)
-    ok = np.isfinite(v) & (v > 0)
-    skipped = int((~ok).sum())
-    if skipped and not skip_bad_rows:
-        i = int(np.argmin(ok))
-        raise BadInput(f"{name}: value {i + 1} (byte {i * 8}): {v[i]:g}: {_bad_price(v[i])} "
-                       "(or --skip-bad-rows)")
-    v = np.ascontiguousarray(v[ok])
-    if v.size == 0:
-        raise BadInput(f"{name}: empty input (no bars)")
-    return Prices(close=v, skipped=skipped)
-
-
-def _read_csv(f, name, column, date_column, skip_bad_rows, warn) -> Prices:
-    text = io.TextIOWrapper(f, encoding="utf-8", errors="surrogateescape", newline="")
-    close = array("d")
-    dates: list | None = None
-    col = dcol = -1
-    colname = dname = ""
-    started = False
-    skipped = first_bad = 0
-    direction = 0
-    dates_ok = True
-    prev = None
-    first_date = last_date = ""
-    notes = []
-    line = 0
-    for raw_line in text:
-        line += 1
-        s = raw_line[:-1] if raw_line.endswith("\n") else raw_line
-        if s.endswith("\r"):
-            s = s[:-1]
-        if line == 1 and s.startswith("\ufeff"):
-            s = s[1:]
-        # Binary bytes: checked in the first 64 lines, as the C reader does (later, only the
-        # cells parsed matter, and there they are "not a number").
-        for k, ch in enumerate(s if line <= 64 else ""):
-            if ord(ch) < 0x20 and ch != "\t":
-                raise BadInput(f"{name}:{line}: byte {k + 1} is binary data (0x{ord(ch) & 0xff:02x}), "
-                               "not CSV text (for raw little-endian f64 use --raw)")
-        if not s.strip(" \t"):
-            continue
-        cells = _split(s)
-        if not started:
-            started = True
-            if not all(_num(c) is not None or _date_key(c) is not None for c in cells):
-                low = [c.lower() for c in cells]
-                if column.lower() not in low:
-                    cols = ", ".join(f"'{c}'" for c in cells[:64])
-                    raise BadInput(f"{name}: no column '{column}' in the header line; columns: "
-                                   f"{cols} (use --column NAME)")
-                col = low.index(column.lower())
-                if date_column:
-                    if date_column.lower() in low:
-                        dcol = low.index(date_column.lower())
-                    elif date_column != "none":
-                        raise BadInput(f"{name}: no date column '{date_column}' in the header line")
-                else:
-                    dcol = next((i for i, c in enumerate(low) if c in _DATE_NAMES), -1)
-                if dcol == col:
-                    dcol = -1
-                colname = cells[col]
-                if dcol >= 0:
-                    dname = cells[dcol]
-                    dates = []
-                continue
-            if len(cells) == 1:
-                col = 0
-            elif column.isdigit() and 1 <= int(column) <= len(cells):
-                col = int(column) - 1
-            else:
-                raise BadInput(f"{name}: no header line and {len(cells)} columns: say which holds "
-                               f"the close with --column N (1..{len(cells)})")
-            colname = str(col + 1)
-        why = None
-        why_col = col
-        cell = cells[col] if col < len(cells) else None
-        x = None
-        if cell is None:
-            why = "missing cell (the row is short)"
-        elif cell == "":
-            why = "empty cell"
+        if path == "-":
+            data, name = sys.stdin.buffer.read(), "<stdin>"
+        elif isinstance(path, (bytes, bytearray, memoryview)):
+            data, name = bytes(path), "<buffer>"
         else:
-            x = _num(cell)
-            why = "not a number" if x is None else _bad_price(x)
-        key = None
-        if why is None and dcol >= 0 and dates_ok:
-            dcell = cells[dcol] if dcol < len(cells) else None
-            key = _date_key(dcell) if dcell is not None else None
-            if key is None:
-                if not close and not skipped:
-                    dates_ok = False
-                    dates = None
-                    msg = (f"{name}: column '{dname}' is not a date tollfree reads "
-                           "(YYYY-MM-DD[ HH:MM[:SS]] or a number): the bar order is not checked")
-                    notes.append(msg)
-                    warn(msg)
-                else:
-                    why, why_col = "not a date like the rows before", dcol
-        if why:
-            if skip_bad_rows:
-                if not skipped:
-                    first_bad = line
-                skipped += 1
-                continue
-            shown = (cell if why_col == col else cells[dcol] if dcol < len(cells) else "") or ""
-            label = colname if why_col == col else dname
-            raise BadInput(f"{name}:{line}: column {why_col + 1} '{label}': {why}: '{shown[:60]}' "
-                           "(or --skip-bad-rows)")
-        if key is not None:
-            if prev is not None:
-                d = (key > prev) - (key < prev)
-                if d and not direction:
-                    direction = d
-                elif d and d != direction:
-                    raise BadInput(f"{name}:{line}: column {dcol + 1} '{dname}': dates out of order "
-                                   f"('{cells[dcol]}' after '{last_date}'): sort the file by date")
-            else:
-                first_date = cells[dcol]
-            last_date = cells[dcol]
-            prev = key
-            dates.append(cells[dcol])
-        close.append(x)
-    if not close:
-        why = ("no header, no rows" if not started else
-               "every row was bad" if skipped else "a header but no rows")
-        raise BadInput(f"{name}: empty input ({why})")
-    v = np.frombuffer(close, dtype=np.float64).copy()
-    if skipped:
-        msg = f"{name}: skipped {skipped} bad rows (--skip-bad-rows; the first at line {first_bad})"
-        notes.append(msg)
-        warn(msg)
-    if direction < 0:
-        v = np.ascontiguousarray(v[::-1])
-        dates = dates[::-1]
-        msg = (f"{name}: column '{dname}' runs newest first ({first_date} .. {last_date}): the bars "
-               "were reversed to oldest first")
-        notes.append(msg)
-        warn(msg)
-    return Prices(close=v, dates=dates, column=colname, date_column=dname or None,
-                  skipped=skipped, first_bad_line=first_bad, reversed=direction < 0, notes=notes)
+            data, name = path.read(), getattr(path, "name", None)
+            name = name if isinstance(name, str) else "<buffer>"
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("read_prices wants a binary file object (open(..., 'rb')), "
+                            f"got one that reads {type(data).__name__}")
+        o.name = _enc(name)
+        rc = L.tf_prices_read_buffer(ctypes.byref(h), bytes(data), len(data), ctypes.byref(o),
+                                     msg, len(msg))
+    if rc:
+        text = msg.value.decode("utf-8", "replace")
+        if rc in (_E_BAD_INPUT, _E_LIMIT):
+            raise BadInput(text)
+        if rc == _E_NOMEM:
+            raise MemoryError(text)
+        if -4096 < rc < 0:
+            raise OSError(-rc, os.strerror(-rc), os.fspath(path) if isinstance(
+                path, (str, os.PathLike)) else text)
+        raise ValueError(text)
+    try:
+        return _result(L, h, warn)
+    finally:
+        L.tf_prices_free(h)
 
 
-def _split(s: str) -> list:
-    """One CSV line into trimmed, unquoted cells (quotes as the C reader takes them)."""
-    cells = next(csv.reader([s], skipinitialspace=True))
-    return [c.strip(" \t") for c in cells] if cells else [""]
+def _result(L, h, warn) -> Prices:
+    def num(key):
+        v = ctypes.c_int64()
+        L.tf_prices_get(h, key, ctypes.byref(v))
+        return v.value
+
+    def text(key):
+        return L.tf_prices_text(h, key).decode("utf-8", "surrogateescape")
+
+    n = ctypes.c_int64()
+    ptr = L.tf_prices_values(h, ctypes.byref(n))
+    n = n.value
+    close = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_double)),
+                                  (n,)).copy()
+    tp = L.tf_prices_times(h)
+    times = None if not tp else np.ctypeslib.as_array(
+        ctypes.cast(tp, ctypes.POINTER(ctypes.c_int64)), (n,)).copy().view("datetime64[ns]")
+    offp = ctypes.c_void_p()
+    tx = L.tf_prices_dates(h, ctypes.byref(offp))
+    dates = None
+    if tx:
+        off = np.ctypeslib.as_array(ctypes.cast(offp, ctypes.POINTER(ctypes.c_int64)),
+                                    (n + 1,)).tolist()
+        buf = ctypes.string_at(tx, off[n])
+        dates = [buf[a:b].decode("utf-8", "surrogateescape") for a, b in zip(off, off[1:])]
+    notes = [ln for ln in text(PRICES_NOTES).split("\n") if ln]
+    for ln in notes:
+        warn(ln)
+    sep = num(PRICES_SEP)
+    return Prices(close=close, dates=dates, column=text(PRICES_COLUMN),
+                  date_column=text(PRICES_DATE_COLUMN) if num(PRICES_DATE_INDEX) >= 0 else None,
+                  skipped=num(PRICES_SKIPPED), first_bad_line=num(PRICES_FIRST_BAD_LINE),
+                  reversed=bool(num(PRICES_REVERSED)), notes=notes, times=times,
+                  date_checked=bool(num(PRICES_DATE_CHECKED)),
+                  assumed_sorted=bool(num(PRICES_ASSUMED_SORTED)),
+                  sep=chr(sep) if sep else None, date_form=text(PRICES_DATE_FORM) or None)
 
 
-def to_close(x, column: str = "close") -> np.ndarray:
+def _why(x: float) -> str:
+    """What is wrong with a value tf_prices_check refused (the words the file reader uses)."""
+    if x != x:
+        return "NaN is not a price"
+    if x in (float("inf"), float("-inf")):
+        return "not a finite number"
+    return "not a positive price (pnl divides by the entry price)"
+
+
+def first_bad(close: np.ndarray) -> int | None:
+    """The index of the first value of a C-contiguous float64 array that is not a positive finite
+    number (``tf_prices_check``), or None when every one is."""
+    v = np.ascontiguousarray(close, dtype=np.float64)
+    i = ctypes.c_int64(-1)
+    rc = _plib().tf_prices_check(v.ctypes.data, v.size, ctypes.byref(i))
+    if rc == 0:
+        return None
+    if rc != _E_BAD_INPUT:
+        raise ValueError(f"tf_prices_check: code {rc}")
+    return i.value
+
+
+def to_close(x, column: str = "close", validate: bool = True) -> np.ndarray:
     """Any close series as the kernel wants it: a C-contiguous float64 numpy array.
 
-    Takes a numpy array of any real dtype, a pandas Series, a pandas DataFrame (its ``column``,
-    any case), or any sequence of numbers. A float64 C-contiguous array is returned as is;
-    anything else is copied to float64 once. Every value must be a positive finite number
-    (:class:`BadInput` names the first that is not)."""
+    Takes a numpy array of any real dtype, a pandas Series (e.g. ``df["Close"]``), a pandas
+    DataFrame (its ``column``, any case), or any sequence of numbers. A float64 C-contiguous
+    array is returned as is; anything else is copied to float64 once. ``validate=True`` (the
+    default) checks every value with the library's ``tf_prices_check``: one that is not a positive
+    finite price raises :class:`BadInput` naming its index (and, for pandas, its index label) and
+    what to do. ``validate=False`` skips the check (the raw fast path: the kernel then takes NaN,
+    zero or negative prices as they are)."""
+    labels = None
     if hasattr(x, "columns") and hasattr(x, "iloc"):  # a pandas DataFrame
         low = {str(c).lower(): c for c in x.columns}
-        if column.lower() not in low:
+        if str(column).lower() not in low:
             raise BadInput(f"DataFrame has no column '{column}'; columns: "
-                           + ", ".join(repr(str(c)) for c in x.columns))
-        x = x[low[column.lower()]]
-    if hasattr(x, "to_numpy"):
-        x = x.to_numpy(dtype=np.float64)
-    v = np.ascontiguousarray(np.asarray(x, dtype=np.float64))
+                           + ", ".join(repr(str(c)) for c in x.columns)
+                           + " (pass column=NAME, or the Series itself)")
+        x = x[low[str(column).lower()]]
+    if hasattr(x, "to_numpy") and hasattr(x, "index"):  # a pandas Series
+        labels = x.index
+    try:
+        v = x.to_numpy(dtype=np.float64) if hasattr(x, "to_numpy") else x
+        v = np.ascontiguousarray(np.asarray(v, dtype=np.float64))
+    except (TypeError, ValueError) as e:
+        raise BadInput(f"a close series is numbers: {e} (convert the column first, e.g. "
+                       "pd.to_numeric(s))") from None
     if v.ndim != 1:
-        raise BadInput(f"a close series is 1-D, got shape {v.shape}")
-    ok = np.isfinite(v) & (v > 0)
-    if not ok.all():
-        i = int(np.argmin(ok))
-        raise BadInput(f"close[{i}] = {v[i]!r}: {_bad_price(float(v[i]))}")
+        raise BadInput(f"a close series is 1-D, got shape {v.shape} (pick one column)")
+    if validate:
+        i = first_bad(v)
+        if i is not None:
+            where = f" (index label {labels[i]!r})" if labels is not None else ""
+            raise BadInput(f"close[{i}]{where} = {v[i]!r}: {_why(float(v[i]))} (drop or fill "
+                           "such values first, e.g. s.dropna() or s[s > 0]; or validate=False "
+                           "for the raw path)")
     return v
 
 

@@ -32,7 +32,8 @@ from concurrent.futures import CancelledError
 import numpy as np
 
 from tollfree import binding
-from tollfree.panel import as_fee, as_panel, result_frame, stats_frame, sweep_panel
+from tollfree.panel import (_attach, _raw_kw, as_fee, prepare_panel, result_frame,
+                            stats_frame, sweep_panel)
 
 # Work units (multiply-adds per bar, see _unit_cost) one task thread does per second. Measured on
 # a shared AMD EPYC VM (AVX-512, one thread, under other jobs' load): 1.05e10 units (800 combos x
@@ -123,7 +124,8 @@ class _SeriesCache:
         with self.lock:
             it = self.items.get(key)
             if it is None:
-                it = self.items[key] = [binding.Series(close, self.budget), 0]
+                it = self.items[key] = [binding.Series(close, self.budget,
+                                                   **_raw_kw(binding.Series)), 0]
             self.items.move_to_end(key)
             it[1] += 1
             return it[0]
@@ -159,10 +161,12 @@ def _block(close: np.ndarray, params: np.ndarray, lo: int, hi: int, key: str, th
     if not close.flags.aligned or not close.flags.c_contiguous:
         close = np.ascontiguousarray(close).copy()
     p = np.ascontiguousarray(params[lo:hi])
-    if not use_cache:
+    if not use_cache:  # the client checked the series (tollfree.panel.prepare_panel)
         if stats:
-            return binding.sweep_stats(close, p, threads=threads, isa=isa, fee=fee)
-        return binding.sweep(close, p, threads=threads, isa=isa, fee=fee)
+            return binding.sweep_stats(close, p, threads=threads, isa=isa, fee=fee,
+                                       **_raw_kw(binding.sweep_stats))
+        return binding.sweep(close, p, threads=threads, isa=isa, fee=fee,
+                             **_raw_kw(binding.sweep))
     s = _CACHE.acquire(key, close)
     try:
         if stats:
@@ -177,6 +181,97 @@ def _drop_cache(prefix: str) -> int:
 
 
 # ---- the client side ----
+
+GUARD = 'if __name__ == "__main__":'
+
+
+def _is_main_guard(node) -> bool:
+    """``node`` is the test ``__name__ == "__main__"`` (either side)."""
+    import ast
+
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1
+            and isinstance(node.ops[0], ast.Eq)):
+        return False
+    sides = [node.left, node.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
+def _module_frame(name: str):
+    """The innermost frame running the top level of the module whose ``__name__`` is ``name``
+    (a script being run or imported), or None."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "<module>" and f.f_globals.get("__name__") == name:
+            return f
+        f = f.f_back
+    return None
+
+
+def _unguarded_line() -> tuple[str, int] | None:
+    """``(script, line)`` when this call comes from a top-level statement of the main script
+    that is not inside ``if __name__ == "__main__":``, else None (guarded, or no script file:
+    ``python -c``, a notebook, an interactive session, none of which a worker re-imports)."""
+    import ast
+
+    f = _module_frame("__main__")
+    path = f.f_globals.get("__file__") if f is not None else None
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    line = f.f_lineno
+    for stmt in tree.body:
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            if isinstance(stmt, ast.If) and _is_main_guard(stmt.test) and stmt.body and \
+                    stmt.body[0].lineno <= line <= (stmt.body[-1].end_lineno or line):
+                return None
+            return path, line
+    return None
+
+
+def _refuse_unguarded_main() -> None:
+    """Raises RuntimeError before a LocalCluster of worker processes is started from a script's
+    top level outside ``if __name__ == "__main__":``. Dask starts its workers with the 'spawn'
+    method (``distributed.worker.multiprocessing-method``), which runs the main script again in
+    each new process; unguarded, that run starts a cluster too, the worker fails, its nanny
+    restarts it, and the script never ends. Two checks: in the script's own process, the
+    statement that led here is looked up in the script's source; in a process started by
+    multiprocessing, a re-import of the script (``__mp_main__``) on the stack is the loop
+    itself."""
+    where = _unguarded_line()
+    if where is None and _module_frame("__mp_main__") is None:
+        return
+    import multiprocessing
+
+    try:
+        import dask
+
+        method = dask.config.get("distributed.worker.multiprocessing-method", "spawn")
+    except ImportError:
+        method = "spawn"
+    if where is not None and method == "fork":
+        return  # a forked worker does not run the script again
+    if where is not None:
+        head = (f"tollfree.distributed: {where[0]}, line {where[1]}, starts a Dask LocalCluster "
+                "at the script's top level, outside")
+    else:
+        script = getattr(sys.modules.get("__mp_main__"), "__file__", None) or "the script"
+        head = (f"tollfree.distributed: a LocalCluster was asked for while this worker process "
+                f"(started by multiprocessing from process "
+                f"{getattr(multiprocessing.parent_process(), 'pid', '?')}) imports {script} "
+                "again, at its top level, outside")
+    raise RuntimeError(
+        f"{head} {GUARD!r}. Dask starts each worker process by running the script again, so "
+        "every worker would start a cluster of its own, forever. Put the code that sweeps "
+        "under the guard:\n"
+        f"    {GUARD}\n"
+        "        df = tollfree.distributed.sweep(...)\n"
+        "(Python's multiprocessing docs, 'Safe importing of main module')")
+
 
 def connect(scheduler, timeout: float = 10.0, n_workers: int | None = None):
     """``(client, cluster)`` for a scheduler spec: a ``Client`` (used as is; cluster None),
@@ -199,6 +294,7 @@ def connect(scheduler, timeout: float = 10.0, n_workers: int | None = None):
             if n < 1:
                 raise ValueError(f"--scheduler {spec}: N must be >= 1")
         n = n or os.cpu_count() or 1
+        _refuse_unguarded_main()
         # A free port for the scheduler's HTTP server (the dashboard when bokeh is installed):
         # the default 8787 may be another cluster's.
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
@@ -244,7 +340,8 @@ class _Bar:
 def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, names=None,
           threads: int = 1, isa: str = "auto", broadcast: bool | None = None, cache=None,
           progress: bool | None = None, quiet: bool = True, connect_timeout: float = 10.0,
-          max_resubmits: int = 3, fee: float | None = None, stats: bool = False, _task=None):
+          max_resubmits: int = 3, fee: float | None = None, stats: bool = False,
+          fill: str | None = None, validate: bool = True, _task=None):
     """Sweeps ``params`` over every instrument of ``panel`` on a Dask cluster.
 
     ``panel`` and the result are those of :func:`tollfree.panel.sweep_panel`, bit for bit.
@@ -258,13 +355,17 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
     (None: when the blocks of an instrument would redo its first stage more than CACHE_DUP
     times). ``progress``: a bar on stderr (None: when stderr is a terminal); with ``quiet=False``
     the dashboard link is printed too. ``fee`` (None: the kernel's default, 0.09) and ``stats``
-    (every statistic and the derived figures) are :func:`tollfree.panel.sweep_panel`'s. Raises
-    :class:`SchedulerUnavailable` when no scheduler answers within ``connect_timeout`` s.
+    (every statistic and the derived figures), ``fill`` and ``validate`` (gaps refused, or
+    filled forward; ``df.attrs["tollfree"]["filled"]``) are :func:`tollfree.panel.sweep_panel`'s,
+    checked on the client before anything is sent. Raises :class:`SchedulerUnavailable` when no
+    scheduler answers within ``connect_timeout`` s, and RuntimeError when called to start a
+    LocalCluster inside a worker process (a script without the ``__main__`` guard).
     """
     params = binding.as_params(params)
     fee = as_fee(fee)
     stats = bool(stats)
-    names, series = as_panel(panel, names)
+    prep = prepare_panel(panel, names, fill, validate)
+    names, series = prep.names, prep.series
     if isa not in binding.ISAS:
         raise ValueError(f"isa must be one of {sorted(binding.ISAS)}, got {isa!r}")
     threads = binding.as_threads(threads)
@@ -272,8 +373,8 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
         raise ValueError(f"chunk must be >= 1, got {chunk}")
     lengths = [s.shape[0] for s in series]
     if client is None and estimate_seconds(lengths, params) < SMALL_S:
-        return sweep_panel(dict(zip(names, series)), params, threads=None, isa=isa, fee=fee,
-                           stats=stats)
+        return _attach(sweep_panel(dict(zip(names, series)), params, threads=None, isa=isa,
+                                   fee=fee, stats=stats, validate=False), prep)
     own = client is None
     cl, cluster = connect("local" if own else client, timeout=connect_timeout)
     try:
@@ -283,8 +384,8 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
             except (OSError, TimeoutError):
                 raise SchedulerUnavailable(f"tollfree.distributed: the scheduler has no worker "
                                            f"after {connect_timeout:g} s") from None
-        return _run(cl, names, series, params, chunk, threads, isa, broadcast, cache, progress,
-                    quiet, max_resubmits, _task or _block, fee, stats)
+        return _attach(_run(cl, names, series, params, chunk, threads, isa, broadcast, cache,
+                            progress, quiet, max_resubmits, _task or _block, fee, stats), prep)
     finally:
         if cl is not client:
             cl.close()

@@ -117,21 +117,27 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
            split: float | None = None, walk_forward: int | None = None, metric: str = "pnl",
            heatmap: str | None = None, top: int = 20, headline: str | None = None,
            threads: int | None = None, title: str = "tollfree sweep report",
-           fee: float = FEE_DEFAULT) -> str:
+           fee: float = FEE_DEFAULT, column: str = "close") -> str:
     """Sweeps ``params`` (default grid) on ``close`` (default data; anything
     :func:`tollfree.data.to_close` takes) and writes the report to ``path``; returns ``path``.
+
+    ``source``: what the inputs table calls the data (default: the embedded default data when
+    ``close`` is None, else the kind of series given, e.g. "a pandas Series 'Close'").
 
     ``dates``: one label per bar (the file's date column), for the axes and the inputs table.
     ``split`` / ``walk_forward`` / ``metric``: the out-of-sample table (:func:`walk_forward`).
     ``heatmap="X,Y"``: pnl over two grid columns (others maximised over) instead of pnl
     against L. ``headline``: text (e.g. :func:`tollfree.bench.headline`) shown verbatim.
-    ``fee``: percent points per closed trade."""
+    ``fee``: percent points per closed trade. ``column``: the close column of a DataFrame."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     t0 = time.perf_counter()
-    close = _data.default_close() if close is None else _data.to_close(close)
+    if source is None:
+        source = ("the embedded default data (150,000 bars)" if close is None else
+                  f"{_describe(close, column)} given to tollfree.report()")
+    close = _data.default_close() if close is None else _data.to_close(close, column=column)
     params = _grid.default_grid() if params is None else np.ascontiguousarray(params, dtype=np.int64)
     n, m = close.shape[0], params.shape[0]
     if dates is not None and len(dates) != n:
@@ -149,7 +155,7 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
              f"trade's percent move minus a {fee} fee per round trip; the position open at the "
              "end is not counted.</p>"]
     span = f"{dates[0]} .. {dates[-1]}" if dates is not None else "bar 0 .. " + f"{n - 1:,}"
-    inputs = [("input", source or "the embedded default data (150,000 bars)"),
+    inputs = [("input", source),
               ("bars", f"{n:,} ({span})"), ("price range", f"{close.min():.6g} .. {close.max():.6g}"),
               ("grid", f"{grid_spec or 'given'}: {m:,} combos, L = {params[:, 0].min()} .. "
                        f"{params[:, 0].max()}"),
@@ -241,6 +247,18 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     return path
 
 
+def _describe(x, column: str) -> str:
+    """What kind of close series the caller handed over, for the inputs table."""
+    if hasattr(x, "columns") and hasattr(x, "iloc"):
+        return f"a pandas DataFrame's column '{column}'"
+    if hasattr(x, "to_numpy"):
+        name = getattr(x, "name", None)
+        return "a pandas Series" + (f" '{name}'" if name is not None else "")
+    if isinstance(x, np.ndarray):
+        return f"a numpy array ({x.dtype})"
+    return f"a {type(x).__name__} of numbers"
+
+
 def _heatmap_fig(plt, params, pnl, spec):
     names = list(_grid.PARAM_NAMES)
     try:
@@ -276,6 +294,8 @@ def main(argv=None) -> int:
     ap.add_argument("--date-column")
     ap.add_argument("--raw", action="store_true")
     ap.add_argument("--skip-bad-rows", action="store_true")
+    ap.add_argument("--sep")
+    ap.add_argument("--assume-sorted", action="store_true")
     ap.add_argument("--grid", default="default")
     ap.add_argument("--split", type=float)
     ap.add_argument("--walk-forward", type=int)
@@ -291,7 +311,8 @@ def main(argv=None) -> int:
         dates, notes, source = None, [], None
         if a.input:
             pr = _data.read_prices(a.input, a.column, date_column=a.date_column, raw=a.raw,
-                                   skip_bad_rows=a.skip_bad_rows, warn=lambda s: None)
+                                   skip_bad_rows=a.skip_bad_rows, sep=a.sep,
+                                   assume_sorted=a.assume_sorted, warn=lambda s: None)
             close, dates, notes = pr.close, pr.dates, pr.notes
             source = a.input if not a.raw or not a.input.startswith("/tmp/tollfree-stdin-") \
                 else "stdin"

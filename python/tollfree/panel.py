@@ -4,8 +4,14 @@
 A panel is a ``dict`` of name -> float64 close array (lengths may differ), a 2-D array of closes
 with one column per instrument plus ``names``, or a ``pandas.DataFrame`` of closes (one column per
 instrument). In the last two, NaN padding at a column's start and end is dropped (columns of
-different lengths in one frame); a NaN inside a column is kept and flows through the kernel as
-docs/kernel.md says. Dict values are swept exactly as given.
+different lengths in one frame). Every price left must be a positive finite number (the library's
+``tf_prices_check``, the rule ``--input`` applies): a NaN inside a column (a gap, e.g. weekend rows
+after a resample), an inf, a zero or a negative price is refused with :class:`BadInput` naming
+the instrument and the row (index label and position; a file's line and column), unless
+``fill="forward"`` is asked for, which gives each gap the last price before it and records the
+number of bars filled per instrument (``df.attrs["tollfree"]["filled"]``). ``validate=False``
+sweeps the series exactly as given (NaN and inf then flow through the kernel as docs/kernel.md
+says).
 
 The result is a ``pandas.DataFrame`` with one row per (instrument, combo), instruments in panel
 order and combos in grid order: ``instrument`` (str), ``L half sq p p3 p2`` (int64), ``pnl``
@@ -21,15 +27,17 @@ imported on first use, so ``import tollfree`` does not need it.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import math
 import os
-import re
 import sys
 import time
 
 import numpy as np
 
-from tollfree import binding
+from tollfree import _research, binding
+from tollfree._lib import lib
+from tollfree.data import BadInput
 from tollfree.grid import PARAM_NAMES, combo
 from tollfree.stats import DERIVED, derived
 
@@ -44,40 +52,206 @@ MAX_TABLE_COLUMNS = 32  # TF_CLI_MAX_COLUMNS
 RAW_SUFFIXES = (".f64", ".bin", ".raw")
 
 
+FILLS = ("forward",)  # what ``fill=`` / ``--fill`` take (None: refuse gaps)
+TF_E_BAD_INPUT = -1006  # include/tollfree/error.h
+
+
+def _raw_kw(fn) -> dict:
+    """``{"validate": False}`` when the binding's ``fn`` checks its input itself: the panel has
+    checked (or was told not to check) already, and the raw path adds no pass over the data."""
+    import inspect
+
+    try:
+        return {"validate": False} if "validate" in inspect.signature(fn).parameters else {}
+    except (TypeError, ValueError):
+        return {}
+
+
+class Panel(dict):
+    """A ``dict`` name -> close array (what :func:`load_panel` returns) that also carries
+    ``filled``: name -> number of bars filled forward (only instruments with a gap filled)."""
+
+    def __init__(self, *args, filled=None, **kw):
+        super().__init__(*args, **kw)
+        self.filled = dict(filled or {})
+        self.notes: list = []
+        self._where: dict = {}
+
+
+def _prices_check(a: np.ndarray) -> int | None:
+    """The library's rule (tf_prices_check, include/tollfree/prices.h): None when every value
+    of the C-contiguous float64 ``a`` is a positive finite number, else the first bad index."""
+    L = lib()
+    f = L.tf_prices_check
+    if f.restype is not ctypes.c_int or not f.argtypes:
+        f.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)]
+        f.restype = ctypes.c_int
+    bad = ctypes.c_int64(-1)
+    rc = f(a.ctypes.data if a.size else None, a.size, ctypes.byref(bad))
+    if rc == 0:
+        return None
+    if rc != TF_E_BAD_INPUT:
+        raise binding.KernelError(rc, "tf_prices_check")
+    return int(bad.value)
+
+
+def _label(x) -> str:
+    """An index label as a person reads it: a date alone when the time is midnight."""
+    if type(x).__name__ == "Timestamp" and x.tz is None and x == x.normalize():
+        return x.date().isoformat()
+    return str(x)
+
+
+class _Where:
+    """Says where position ``k`` of an instrument's series came from, for messages: a DataFrame's
+    index label and position, an array's row, a dict's bar, or a file's line and column."""
+
+    def __init__(self, kind: str, name: str, offset: int = 0, index=None, path=None,
+                 column_no=None, lines=None):
+        self.kind, self.name, self.offset, self.index = kind, name, offset, index
+        self.path, self.column_no, self.lines = path, column_no, lines
+
+    def __call__(self, k: int) -> str:
+        pos = self.offset + k
+        if self.kind == "frame":
+            return (f"panel: instrument {self.name!r}, row at index label "
+                    f"{_label(self.index[pos])} (position {pos})")
+        if self.kind == "array":
+            return f"panel: instrument {self.name!r}, row {pos}"
+        if self.kind == "wide":
+            line, cell = self.lines(pos, self.column_no)
+            where = f"{self.path}:{line}" if line else f"{self.path}: data row {pos + 1}"
+            return f"{where}: column {self.column_no} {self.name!r}: cell {cell!r}"
+        if self.kind == "raw":
+            return f"{self.path}: bar {pos} (byte {8 * pos}), instrument {self.name!r}"
+        return f"panel: instrument {self.name!r}, bar {pos}"
+
+    def lines_of(self, ks) -> str:
+        """The first few positions as lines (a file) or rows, for a note."""
+        shown = list(ks[:5])
+        if self.kind == "wide":
+            got = [self.lines(self.offset + k, self.column_no)[0] for k in shown]
+            txt = "lines " + ", ".join(str(x) if x else f"row {self.offset + k + 1}"
+                                       for x, k in zip(got, shown))
+        elif self.kind == "frame":
+            txt = "index labels " + ", ".join(_label(self.index[self.offset + k]) for k in shown)
+        else:
+            txt = "rows " + ", ".join(str(self.offset + k) for k in shown)
+        return txt + (", ..." if len(ks) > len(shown) else "")
+
+
 def _strip_padding(col: np.ndarray) -> np.ndarray:
     """The column without its leading and trailing NaN (inner NaN kept), C-contiguous float64."""
+    return _strip(col)[1]
+
+
+def _strip(col) -> tuple[int, np.ndarray]:
+    """``(first kept position, the column without its leading and trailing NaN)``."""
     col = np.asarray(col, dtype=np.float64)
     ok = np.flatnonzero(~np.isnan(col))
     if ok.size == 0:
-        return np.empty(0, dtype=np.float64)
-    return np.ascontiguousarray(col[ok[0]:ok[-1] + 1])
+        return 0, np.empty(0, dtype=np.float64)
+    return int(ok[0]), np.ascontiguousarray(col[ok[0]:ok[-1] + 1])
 
 
-def as_panel(panel, names=None) -> tuple[list[str], list[np.ndarray]]:
-    """Normalizes a panel to ``(names, series)``: C-contiguous float64 1-D arrays, panel order.
+def _fill_hint(cli: bool) -> str:
+    return "--fill forward" if cli else 'fill="forward"'
 
-    ``panel``: dict name -> close array; a ``pandas.DataFrame`` (one column per instrument, NaN
-    padding dropped); or a 2-D array (bars x instruments, NaN padding dropped) with ``names``.
-    """
+
+def _checked(a: np.ndarray, where: _Where, fill, cli: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` checked by the library's rule, its gaps filled forward when ``fill`` says so:
+    ``(series, positions filled)``. Raises BadInput naming the instrument and row."""
+    bad = _prices_check(a)
+    if bad is None:
+        return a, np.empty(0, dtype=np.int64)
+    gaps = np.flatnonzero(np.isnan(a))
+    if fill == "forward" and np.isnan(a[bad]) and gaps[0] > 0:
+        idx = np.where(np.isnan(a), 0, np.arange(a.size))
+        np.maximum.accumulate(idx, out=idx)
+        filled = np.ascontiguousarray(a[idx])
+        bad = _prices_check(filled)
+        if bad is None:
+            return filled, gaps
+    x = float(a[bad])
+    if x != x and bad == 0:
+        raise BadInput(f"{where(bad)}: no price at the start of the series, so there is no "
+                       "price before it to carry forward (drop the leading NaNs, or give the "
+                       "instrument as a DataFrame column, where leading NaNs are padding)")
+    if x != x:
+        raise BadInput(f"{where(bad)}: a gap, no price inside the instrument's series (an empty "
+                       f"or NaN cell between its first and last price, e.g. a weekend after a "
+                       f"resample; {gaps.size} such row{'s' if gaps.size != 1 else ''} in it): "
+                       "the sweep would see no bar there. Drop those rows or fill them yourself, "
+                       f"or pass {_fill_hint(cli)} to give each gap the last price before it")
+    raise BadInput(f"{where(bad)}: {x!r} is not a positive finite price (every close must be a "
+                   "number > 0 and finite): fix or remove that row")
+
+
+class PanelInput:
+    """A panel normalized and checked: ``names``, ``series`` (C-contiguous float64 1-D arrays,
+    panel order) and ``filled`` (name -> bars filled forward, instruments with a gap filled)."""
+
+    def __init__(self, names, series, filled, notes):
+        self.names, self.series, self.filled, self.notes = names, series, filled, notes
+
+
+def _note(name: str, where: _Where, gaps: np.ndarray) -> str:
+    return (f"instrument {name!r}: {gaps.size} bar{'s' if gaps.size != 1 else ''} filled forward "
+            f"with the last price before {'them' if gaps.size != 1 else 'it'} "
+            f"({where.lines_of(gaps)})")
+
+
+def prepare_panel(panel, names=None, fill=None, validate: bool = True, *,
+                  _cli: bool = False) -> PanelInput:
+    """Normalizes and checks a panel (see the module docstring): ``fill`` None refuses a gap,
+    ``"forward"`` fills it with the last price before it; ``validate=False`` takes the series
+    as given (no check, no fill)."""
+    if fill not in (None,) + FILLS:
+        raise ValueError(f"fill must be None or 'forward', got {fill!r}")
+    if fill is not None and not validate:
+        raise ValueError("fill needs validate=True (the gaps are found by the check)")
+    raw = _normalize(panel, names)
+    out_n, out_s, filled, notes = [], [], {}, []
+    pre = dict(getattr(panel, "filled", {}) or {}) if isinstance(panel, dict) else {}
+    notes.extend(getattr(panel, "notes", []) if isinstance(panel, dict) else [])
+    for name, (a, where) in raw:
+        gaps = np.empty(0, dtype=np.int64)
+        if validate:
+            a, gaps = _checked(a, where, fill, _cli)
+        out_n.append(name)
+        out_s.append(a)
+        n = int(gaps.size) + int(pre.get(name, 0))
+        if n:
+            filled[name] = n
+        if gaps.size:
+            notes.append(_note(name, where, gaps))
+    return PanelInput(out_n, out_s, filled, notes)
+
+
+def _normalize(panel, names) -> list:
+    """``[(name, (series, where)), ...]`` in panel order, padding dropped (frames, arrays)."""
     if isinstance(panel, dict):
         if names is not None:
             raise ValueError("names is only for a 2-D array panel (a dict carries its names)")
-        out_n, out_s = [], []
+        out = []
+        wheres = getattr(panel, "_where", {}) or {}
         for k, v in panel.items():
             a = np.ascontiguousarray(np.asarray(v, dtype=np.float64))
             if a.ndim != 1:
                 raise ValueError(f"panel[{k!r}]: a close series is 1-D, got shape {a.shape}")
-            out_n.append(str(k))
-            out_s.append(a)
-        return out_n, out_s
+            out.append((str(k), (a, wheres.get(str(k)) or _Where("dict", str(k)))))
+        return out
     if type(panel).__name__ == "DataFrame" and hasattr(panel, "columns"):
         if names is not None:
             raise ValueError("names is only for a 2-D array panel (a DataFrame has columns)")
         cols = [str(c) for c in panel.columns]
         if len(set(cols)) != len(cols):
             raise ValueError("panel: duplicate instrument names in the DataFrame's columns")
-        return cols, [_strip_padding(panel[c].to_numpy(dtype=np.float64, na_value=np.nan))
-                      for c in panel.columns]
+        out = []
+        for j, c in enumerate(panel.columns):
+            off, a = _strip(panel.iloc[:, j].to_numpy(dtype=np.float64, na_value=np.nan))
+            out.append((cols[j], (a, _Where("frame", cols[j], off, index=panel.index))))
+        return out
     if isinstance(panel, np.ndarray):
         if panel.ndim != 2:
             raise ValueError(f"an array panel is 2-D (bars x instruments), got shape {panel.shape}")
@@ -90,9 +264,25 @@ def as_panel(panel, names=None) -> tuple[list[str], list[np.ndarray]]:
         if len(set(names)) != len(names):
             raise ValueError("panel: duplicate instrument names")
         a = np.asarray(panel, dtype=np.float64)
-        return names, [_strip_padding(a[:, j]) for j in range(a.shape[1])]
+        out = []
+        for j in range(a.shape[1]):
+            off, s = _strip(a[:, j])
+            out.append((names[j], (s, _Where("array", names[j], off))))
+        return out
     raise TypeError("panel must be a dict of name -> close array, a pandas.DataFrame or a 2-D "
                     f"numpy array with names, got {type(panel).__name__}")
+
+
+def as_panel(panel, names=None, fill=None, validate: bool = True
+             ) -> tuple[list[str], list[np.ndarray]]:
+    """Normalizes a panel to ``(names, series)``: C-contiguous float64 1-D arrays, panel order,
+    checked as :func:`prepare_panel` says.
+
+    ``panel``: dict name -> close array; a ``pandas.DataFrame`` (one column per instrument, NaN
+    padding dropped); or a 2-D array (bars x instruments, NaN padding dropped) with ``names``.
+    """
+    p = prepare_panel(panel, names, fill, validate)
+    return p.names, p.series
 
 
 def _key_columns(names, params: np.ndarray) -> dict:
@@ -138,8 +328,17 @@ def as_fee(fee) -> float:
     return binding.FEE_DEFAULT if fee is None else binding.as_fee(fee)
 
 
+def _attach(df, p: PanelInput):
+    info = dict(df.attrs.get("tollfree", {}))
+    info["filled"] = dict(p.filled)
+    info["notes"] = list(p.notes)
+    df.attrs["tollfree"] = info
+    return df
+
+
 def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=None,
-                isa: str = "auto", fee: float | None = None, stats: bool = False):
+                isa: str = "auto", fee: float | None = None, stats: bool = False,
+                fill: str | None = None, validate: bool = True):
     """Sweeps ``params`` (int64, n_combos x 6) over every instrument of ``panel``, in-process.
 
     One kernel call per instrument over the whole grid: the kernel computes each distinct
@@ -147,37 +346,73 @@ def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=Non
     64 KiB time blocks and with no whole-series cache to fault in. ``threads`` is the kernel's
     thread count per call (None or 0: every core); results never depend on it. ``fee``: percent
     points per closed trade (None: the kernel's default, 0.09). ``stats``: also every statistic
-    and the derived figures (:data:`STATS_COLUMNS`). Returns the DataFrame described in the
-    module docstring.
+    and the derived figures (:data:`STATS_COLUMNS`). ``fill``: None refuses a gap (a NaN inside
+    a series) with :class:`BadInput` naming the instrument and row; ``"forward"`` gives each gap
+    the last price before it. ``validate=False``: the series exactly as given, unchecked.
+    Returns the DataFrame described in the module docstring; ``df.attrs["tollfree"]`` holds
+    ``filled`` (instrument -> bars filled forward) and ``notes`` (one line per such
+    instrument).
     """
     params = binding.as_params(params)
     fee = as_fee(fee)
-    names, series = as_panel(panel, names)
+    p = prepare_panel(panel, names, fill, validate)
     if stats:
-        rows = [binding.sweep_stats(close, params, threads=threads, isa=isa, fee=fee)
-                for close in series]
-        return stats_frame(names, params, rows)
+        kw = _raw_kw(binding.sweep_stats)
+        rows = [binding.sweep_stats(close, params, threads=threads, isa=isa, fee=fee, **kw)
+                for close in p.series]
+        return _attach(stats_frame(p.names, params, rows), p)
     pnl, trades = [], []
-    for close in series:
-        p, t = binding.sweep(close, params, threads=threads, isa=isa, fee=fee)
-        pnl.append(p)
-        trades.append(t)
-    return result_frame(names, params, pnl, trades)
+    kw = _raw_kw(binding.sweep)
+    for close in p.series:
+        r = binding.sweep(close, params, threads=threads, isa=isa, fee=fee, **kw)
+        pnl.append(r[0])
+        trades.append(r[1])
+    return _attach(result_frame(p.names, params, pnl, trades), p)
 
 
 # ---- files ----
 
-def load_panel(path: str, column: str = "close", raw: bool = False) -> dict:
+def _wide_cells(path: str):
+    """A lookup ``(data row, column number) -> (file line, cell text)`` for a wide CSV, read on
+    first use (only a message needs it): rows as pandas counts them (blank lines skipped). The
+    line is 0 when the file's rows cannot be matched to pandas' (then messages give the row)."""
+    memo = []
+
+    def look(pos: int, col_no: int):
+        if not memo:
+            import csv
+
+            rows = []
+            with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+                r = csv.reader(f)
+                for rec in r:
+                    if rec and any(x.strip() for x in rec):
+                        rows.append((r.line_num, rec))
+            memo.append(rows[1:])  # after the header
+        rows = memo[0]
+        if pos >= len(rows):
+            return 0, ""
+        line, rec = rows[pos]
+        return line, rec[col_no - 1] if col_no - 1 < len(rec) else ""
+
+    return look
+
+
+def load_panel(path: str, column: str = "close", raw: bool = False, fill: str | None = None,
+               validate: bool = True, *, _cli: bool = False) -> Panel:
     """Reads a panel: a directory with one file per instrument (CSV with a header holding
     ``column``, or raw little-endian f64 ``*.f64``/``*.bin``/``*.raw``; the instrument is the file
     name without its suffix; files in name order; hidden files and other suffixes ignored), or
     one wide CSV (a header of instrument names, one column each; a first column named date,
     time, timestamp, datetime or index, or unnamed, is dropped; NaN or empty cells pad columns
-    of different lengths at their start and end). Returns a dict name -> close array."""
+    of different lengths at their start and end). Every price is checked as
+    :func:`prepare_panel` says (``fill``, ``validate``): a refusal names the file, line and
+    column. Returns a :class:`Panel` (a dict name -> close array, with ``filled`` and
+    ``notes``)."""
     from tollfree.data import load_close
 
+    out = Panel()
     if os.path.isdir(path):
-        out = {}
         for f in sorted(os.listdir(path)):
             full = os.path.join(path, f)
             stem, suf = os.path.splitext(f)
@@ -185,26 +420,38 @@ def load_panel(path: str, column: str = "close", raw: bool = False) -> dict:
                 continue
             if raw or suf in RAW_SUFFIXES:
                 out[stem] = np.fromfile(full, dtype="<f8").astype(np.float64)
+                out._where[stem] = _Where("raw", stem, path=full)
             elif suf == ".csv":
                 out[stem] = np.ascontiguousarray(load_close(full, column), dtype=np.float64)
+                out._where[stem] = _Where("dict", stem)
         if not out:
             raise ValueError(f"{path}: no *.csv, *.f64, *.bin or *.raw files")
-        return out
-    import pandas as pd
+    else:
+        import pandas as pd
 
-    df = pd.read_csv(path, float_precision="round_trip")  # exact: the default parser is not
-    if len(df.columns) and (str(df.columns[0]).strip().lower() in
-                            ("date", "time", "timestamp", "datetime", "index")
-                            or str(df.columns[0]).startswith("Unnamed:")):
-        df = df.iloc[:, 1:]
-    for c in df.columns:
-        if not np.issubdtype(df[c].dtype, np.number):
-            raise ValueError(f"{path}: column {c!r} is not numeric (a wide CSV has one close "
-                             "column per instrument)")
-    if not len(df.columns):
-        raise ValueError(f"{path}: no instrument columns")
-    names, series = as_panel(df.astype(np.float64))
-    return dict(zip(names, series))
+        df = pd.read_csv(path, float_precision="round_trip")  # exact: the default parser is not
+        first = int(bool(len(df.columns) and (
+            str(df.columns[0]).strip().lower() in ("date", "time", "timestamp", "datetime",
+                                                   "index")
+            or str(df.columns[0]).startswith("Unnamed:"))))
+        if first:
+            df = df.iloc[:, 1:]
+        for c in df.columns:
+            if not np.issubdtype(df[c].dtype, np.number):
+                raise ValueError(f"{path}: column {c!r} is not numeric (a wide CSV has one close "
+                                 "column per instrument)")
+        if not len(df.columns):
+            raise ValueError(f"{path}: no instrument columns")
+        cells = _wide_cells(path)
+        for j, (name, (a, w)) in enumerate(_normalize(df.astype(np.float64), None)):
+            out[name] = a
+            out._where[name] = _Where("wide", name, w.offset, path=path, column_no=j + 1 + first,
+                                      lines=cells)
+    p = prepare_panel(out, None, fill, validate, _cli=_cli)
+    res = Panel(zip(p.names, p.series), filled=p.filled)
+    res.notes = p.notes
+    res._where = out._where
+    return res
 
 
 def parse_grid(spec: str) -> np.ndarray:
@@ -265,9 +512,10 @@ def parse_columns(spec: str) -> tuple:
     for name in spec.split(","):
         if name == "instrument":
             continue
-        if name not in TABLE_COLUMNS:
-            raise ValueError(f"--columns: unknown column '{name}'; columns: {_column_list()} "
-                             "(or all, basic)")
+        try:  # the library's table of columns (tf_column_find), the one the plain sweep reads
+            _research.column_find(name, signed=False)
+        except ValueError as e:
+            raise ValueError(f"--columns: {e} (or all, basic)") from None
         out.append(name)
     if len(out) > MAX_TABLE_COLUMNS:
         raise ValueError(f"--columns: at most {MAX_TABLE_COLUMNS} columns")
@@ -276,32 +524,21 @@ def parse_columns(spec: str) -> tuple:
 
 def parse_sort(spec: str) -> tuple[str, int]:
     """``--sort``: ``COLUMN`` (highest first) or ``-COLUMN`` (lowest first) -> (name, sign)."""
-    sign = -1 if spec.startswith("-") else 1
-    name = spec[1:] if sign < 0 else spec
-    if name not in TABLE_COLUMNS:
-        raise ValueError(f"--sort: unknown column '{name}'; columns: {_column_list()}")
-    return name, sign
-
-
-_DEC = re.compile(r"[ \t\n\v\f\r]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-_HEX = re.compile(r"[ \t\n\v\f\r]*[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
-                  r"([pP][+-]?\d+)?")
+    try:
+        col, sign = _research.column_find(spec)
+    except ValueError as e:
+        raise ValueError(f"--sort: {e}") from None
+    return _research.column_names()[col], sign
 
 
 def parse_fee(text: str) -> float:
-    """``--fee``: what the plain sweep takes (a whole C ``strtod`` number, finite, not out of
-    range), else ValueError with the plain sweep's message."""
-    m = _DEC.fullmatch(text) or _HEX.fullmatch(text)
-    fee = None
-    if m:
-        fee = float(text) if m.re is _DEC else float.fromhex(text.strip())
-        nonzero = any(c not in "0." for c in m.group(1))
-        # strtod's ERANGE: overflow, or a nonzero number that rounds to 0 or a subnormal
-        if not math.isfinite(fee) or (nonzero and abs(fee) < sys.float_info.min):
-            fee = None
-    if fee is None:
-        raise ValueError(f"--fee wants a finite number of percent points, got '{text}'")
-    return fee
+    """``--fee``: what the plain sweep takes, by the same library call (``tf_fee_parse``: a
+    whole C ``strtod`` number, finite, 0 <= fee < 100), else ValueError with the plain sweep's
+    message."""
+    try:
+        return _research.fee_parse(text)
+    except ValueError as e:
+        raise ValueError(f"--fee {e}") from None
 
 
 def needs_stats(columns, sort: str | None) -> bool:
@@ -326,14 +563,11 @@ def rank(df, sort: str | None = None, top: int | None = None) -> np.ndarray:
     inst = df["instrument"].to_numpy()
     v = df[name].to_numpy().astype(np.float64)  # the C table compares every column as a double
     key = -v if sign < 0 else v
-    nan = np.isnan(key)
-    desc = np.where(nan, 0.0, -key)
     bounds = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]]) if n else np.empty(0, np.int64)
     ends = list(bounds[1:]) + [n]
     keep = []
     for a, b in zip(bounds, ends):
-        seg = np.arange(a, b)
-        order = seg[np.lexsort((seg, desc[seg], nan[seg]))]
+        order = a + _research.rank(key[a:b])  # tf_rank: the plain sweep's ranking
         keep.append(order if top is None else order[:top])
     return np.concatenate(keep) if keep else np.empty(0, dtype=np.int64)
 
@@ -405,6 +639,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--isa", default="auto")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--fill", help="forward: give each gap inside a --panel column (an empty or "
+                                   "NaN cell between its first and last price) the last price "
+                                   "before it, and say how many bars per instrument (default: "
+                                   "refuse a gap, naming the file, line and column)")
     ap.add_argument("--scheduler", help="tcp://HOST:PORT or local[:N]")
     ap.add_argument("--chunk", type=int, default=None, help="combos per Dask task (default: auto)")
     ap.add_argument("--connect-timeout", type=float, default=10.0)
@@ -445,6 +683,10 @@ def main(argv=None) -> int:
             raise ValueError(f"--chunk wants a positive integer, got {a.chunk}")
         if a.panel and a.input:
             raise ValueError("--panel and --input are exclusive")
+        if a.fill is not None and a.fill not in FILLS:
+            raise ValueError(f"--fill wants forward, got '{a.fill}'")
+        if a.fill is not None and not a.panel:
+            raise ValueError("--fill is for --panel (a gap in --input is refused by the reader)")
         if a.isa == "reference":
             raise ValueError("--isa reference is the plain sweep's (no --panel/--scheduler)")
         columns = parse_columns(a.columns)
@@ -458,7 +700,7 @@ def main(argv=None) -> int:
     try:
         params = parse_grid(a.grid)
         if a.panel:
-            panel = load_panel(a.panel, a.column, a.raw)
+            panel = load_panel(a.panel, a.column, a.raw, fill=a.fill, _cli=True)
         elif a.input:
             from tollfree.data import load_close
 
@@ -471,6 +713,8 @@ def main(argv=None) -> int:
     except (ValueError, OSError) as e:
         print(f"tollfree sweep: {e}", file=err)
         return 1
+    for line in getattr(panel, "notes", []):  # what filling changed: said even with --quiet
+        print(f"tollfree sweep: note: {line}", file=err)
     import pandas  # noqa: F401  (imported before the clock starts: the summary times the sweep)
 
     t0 = time.perf_counter()

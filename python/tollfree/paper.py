@@ -1,65 +1,131 @@
-"""The paper-trading loop: one combo trades bar by bar through the order engine, with the sweep's
-PnL and trade count, bit for bit (the Python twin of ``tollfree paper``, src/cli/cmd_paper.c).
+"""Paper trading: one combo trades bar by bar through the order engine, with the sweep's PnL and
+trade count, bit for bit. The loop is libtollfree's ``tf_paper_run`` (include/tollfree/paper.h),
+the same code ``tollfree paper`` runs; this module is its Python shell (ctypes), plus the plot.
 
     r = tollfree.paper.run((6, 3, 2, 3, 1, 2))                  # default data, in-process engine
-    r.parity, r.pnl, r.kernel_pnl, r.trades
+    r.parity, r.pnl, r.kernel_pnl, r.trades, r.unrounded_pnl, r.unrounded_diff
     r = tollfree.paper.run((6, 3, 2, 3, 1, 2), engine="unix:/tmp/engine.sock")   # the service
     python3 -m tollfree.paper --combo 6,3,2,3,1,2 --plot equity.png
 
-Each bar's close is rounded to ticks, ``round(close / tick)`` (half to even); the strategy (the
-kernel's streaming API, :class:`tollfree.Strategy`) sees ``ticks * tick``; when its position
-changes it sends an order for the change (1 lot to open, 2 to reverse) from account 1. In the
-default closing auction a counterparty (account 2) first rests a limit order at that tick price on
-the other side and the strategy's limit order crosses it, so each fill is at the bar's rounded
-close. With ``half_spread=K`` a quoter (account 3) keeps a bid K ticks under and an ask K ticks
-over each close (replaced every bar) and the strategy sends market orders; no parity is expected
-and ``spread_cost`` is the kernel's PnL minus the PnL of the fills.
+Each bar's close is rounded to a whole number of ticks (half to even); the strategy sees the price
+of that many ticks (:func:`price`); when its position changes it sends an order for the change
+(1 lot to open, 2 to reverse) from account 1. In the default closing auction a counterparty
+(account 2) first rests a limit order at that tick price on the other side and the strategy's
+limit order crosses it, so each fill is at the bar's rounded close. With ``half_spread=K`` a
+quoter (account 3) keeps a bid K ticks under and an ask K ticks over each close (replaced every
+bar) and the strategy sends market orders; no parity is expected and ``spread_cost`` is the
+kernel's PnL minus the PnL of the fills.
 
-The PnL comes from the fills alone, one closed trade at a time, with the kernel's expression in
-its order, ``float(pos) * (exit - entry) / entry * 100.0 - 0.09`` (docs/definition.md section 5); the
-prices are the same doubles the kernel sees, so parity is exact.
+The tick: ``tick=None`` (the default) chooses it from the data (:func:`tick_from_data`): the
+coarsest power of ten under which every close rounds to itself, so a series with five decimals
+trades its own prices. When none fits, 0.0001 (``tick_source == "default"``) and the closes are
+rounded. A given tick under which rounding changes a close of a series that has a decimal tick
+is refused (:class:`ValueError`) unless ``coarse_tick=True``.
 
-The in-process engine is libtollfree's (``tf_engine_*`` through ctypes, instrument ``1`` only,
-like the CLI), optionally journaled (``journal=DIR``: ``DIR/commands.ofl`` and
-``DIR/events.ofl``, replayable by ``tollfree engine run DIR/commands.ofl --instruments 1``).
-The service goes through :mod:`tollfree.orders`: the strategy on one connection, the
-counterparty or quoter on another, which receives its fills as unsolicited Trades.
+``parity`` is the check against the rounded series (raw bits of pnl, and the trade count);
+``unrounded_pnl`` / ``unrounded_trades`` are the sweep on the series as given and
+``unrounded_diff`` is ``pnl - unrounded_pnl`` (``rounded_closes`` says how many closes the
+rounding changed; 0 means the two comparisons are one).
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
-import json
-import os
 import sys
-import time
+import threading
 from dataclasses import asdict, dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from tollfree import orders as _o
-from tollfree.binding import FEE_DEFAULT
+from tollfree.binding import FEE_DEFAULT, _Progress, as_fee
 
 FEE = FEE_DEFAULT  # the default fee, percent points per closed trade (docs/definition.md 5, 9)
-ACCT_STRATEGY, ACCT_COUNTER, ACCT_QUOTER = 1, 2, 3
-QUOTE_QTY = 2
-MAX_LIVE_ORDERS = 1024
-DEFAULT_TICK = 1e-4
+DEFAULT_TICK = 1e-4  # TF_PAPER_DEFAULT_TICK: the tick when none is given and none fits the data
+MAX_DECIMALS = 10  # TF_PAPER_MAX_DECIMALS
+FILL_SIZE = 32  # sizeof(tf_paper_fill): bar, dir, qty_lots, px_ticks (int64 each)
+TICK_SOURCES = ("given", "data", "default")  # tf_paper_tick_source
 
-__all__ = ["run", "PaperResult", "PaperError", "LocalEngine", "round_to_ticks", "plot_equity", "main"]
+# tf_error values this module tells apart (include/tollfree/error.h)
+_E_INVALID_ARG, _E_BAD_INPUT, _E_CANCELLED = -1002, -1006, -1106
+_E_WINDOW = (-1100, -1101)
+
+__all__ = ["run", "PaperResult", "PaperError", "tick_from_data", "price", "round_to_ticks",
+           "plot_equity", "main", "DEFAULT_TICK", "FEE"]
 
 
 class PaperError(RuntimeError):
-    """The venue refused or did not fill an order the loop needs (the run cannot go on)."""
+    """The venue refused or did not fill an order the loop needs, or could not be reached or
+    journaled (the run cannot go on). ``code`` is the library's tf_error."""
+
+    def __init__(self, message: str, code: int = 0):
+        super().__init__(message)
+        self.code = code
+
+
+class _Config(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("combo", ctypes.c_int64 * 6),
+                ("tick", ctypes.c_double), ("fee", ctypes.POINTER(ctypes.c_double)),
+                ("instrument", ctypes.c_uint64), ("half_spread", ctypes.c_int64),
+                ("coarse_tick", ctypes.c_int), ("timeout_ms", ctypes.c_int),
+                ("engine_url", ctypes.c_char_p), ("journal_dir", ctypes.c_char_p),
+                ("progress", ctypes.POINTER(_Progress))]
+
+
+_I64, _D = ctypes.c_int64, ctypes.c_double
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("fill_log", ctypes.c_void_p),
+                ("fill_log_cap", ctypes.c_size_t), ("equity", ctypes.c_void_p),
+                ("mtm", ctypes.c_void_p), ("tick", _D), ("tick_source", ctypes.c_int),
+                ("position", ctypes.c_int), ("rounded_closes", _I64), ("first_rounded", _I64),
+                ("bars", _I64), ("orders", _I64), ("fills", _I64), ("lots", _I64),
+                ("commands", _I64), ("events", _I64), ("pnl", _D), ("trades", _I64),
+                ("kernel_pnl", _D), ("kernel_trades", _I64), ("stream_pnl", _D),
+                ("stream_trades", _I64), ("unrounded_pnl", _D), ("unrounded_trades", _I64),
+                ("unrounded_diff", _D), ("spread_cost", _D), ("parity", ctypes.c_int),
+                ("unrounded_parity", ctypes.c_int), ("has_state_hash", ctypes.c_int),
+                ("in_process", ctypes.c_int), ("state_hash", ctypes.c_uint64),
+                ("venue_fills", ctypes.c_uint64), ("fills_dropped", ctypes.c_uint64),
+                ("seconds", _D)]
+
+
+_declared = None
+
+
+def _lib():
+    """libtollfree with this module's prototypes declared (once)."""
+    global _declared
+    from tollfree._lib import lib
+
+    L = lib()
+    if _declared is not L:
+        p, c = ctypes.c_void_p, ctypes
+        L.tf_paper_run.argtypes = [p, c.c_int64, p, p, c.c_char_p, c.c_size_t]
+        L.tf_paper_run.restype = c.c_int
+        L.tf_paper_tick_from_data.argtypes = [p, c.c_int64, c.POINTER(c.c_double)]
+        L.tf_paper_price.argtypes, L.tf_paper_price.restype = [c.c_int64, c.c_double], c.c_double
+        L.tf_paper_round.argtypes = [c.c_double, c.c_double, c.POINTER(c.c_int64)]
+        L.tf_paper_format.argtypes = [p, p, c.c_int, c.c_char_p, c.c_size_t]
+        L.tf_engine_format_hash.argtypes = [c.c_uint64, c.c_char_p]
+        L.tf_engine_format_hash.restype = None
+        _declared = L
+    return L
 
 
 @dataclass
 class PaperResult:
-    """What a run did. ``parity`` compares ``pnl``/``trades`` with the sweep's on the rounded
-    series as raw bits. ``fill_log`` rows: (bar, direction +1/-1, lots, price in ticks);
-    ``equity``: the closed-trade PnL after each bar, ``mtm``: plus the open position marked at
-    the bar's rounded close (both percent points, float64[bars])."""
+    """What a run did (the fields of the CLI's ``--json``, and the per-bar arrays).
+
+    ``parity``: ``pnl``/``trades`` equal the sweep's on the rounded series (``kernel_pnl``,
+    ``kernel_trades``) as raw bits. ``unrounded_pnl``/``unrounded_trades``: the sweep on the
+    series as given; ``unrounded_diff = pnl - unrounded_pnl``; ``unrounded_parity`` the raw-bit
+    check against it; ``rounded_closes``: closes the rounding changed. ``tick_source``: "given",
+    "data" (chosen from the data) or "default" (none fitted: 0.0001). ``fill_log``: int64
+    [fills, 4] rows (bar, direction +1/-1, lots, price in ticks); ``equity``: the closed-trade
+    PnL after each bar, ``mtm``: plus the open position marked at the bar's rounded close (both
+    percent points, float64[bars])."""
 
     mode: str
     engine: str
@@ -67,6 +133,7 @@ class PaperResult:
     tick: float
     half_spread: int
     fee: float = FEE
+    tick_source: str = "given"
     bars: int = 0
     orders: int = 0
     fills: int = 0
@@ -81,15 +148,33 @@ class PaperResult:
     stream_trades: int = 0
     parity: bool = False
     parity_expected: bool = True
+    rounded_closes: int = 0
+    unrounded_pnl: float = 0.0
+    unrounded_trades: int = 0
+    unrounded_diff: float = 0.0
+    unrounded_parity: bool = False
     spread_cost: Optional[float] = None
     position: int = 0
     state_hash: Optional[str] = None
     venue_fills: Optional[int] = None
+    fills_dropped: Optional[int] = None
     seconds: float = 0.0
     bars_per_s: float = 0.0
-    fill_log: list = field(default_factory=list, repr=False)
+    fill_log: np.ndarray = field(default_factory=lambda: np.empty((0, 4), np.int64), repr=False)
     equity: Optional[np.ndarray] = field(default=None, repr=False)
     mtm: Optional[np.ndarray] = field(default=None, repr=False)
+
+    def summary(self, as_json: bool = False) -> str:
+        """The summary ``tollfree paper`` prints (its ``--json`` line with ``as_json``): the
+        library's ``tf_paper_format``, so the two print the same text."""
+        cfg, res = self._c
+        L = _lib()
+        buf = ctypes.create_string_buffer(4096)
+        n = L.tf_paper_format(ctypes.byref(cfg), ctypes.byref(res), 1 if as_json else 0, buf,
+                              len(buf))
+        if n < 0 or n >= len(buf):
+            raise PaperError(f"tf_paper_format: {n}", n)
+        return buf.value.decode()
 
     def to_json(self) -> dict:
         """The summary as the CLI's ``--json`` prints it (no per-bar arrays)."""
@@ -97,361 +182,193 @@ class PaperResult:
         for k in ("fill_log", "equity", "mtm"):
             d.pop(k)
         d["combo"] = list(self.combo)
-        if d["spread_cost"] is None:
-            d.pop("spread_cost")
-        for k in ("state_hash", "venue_fills"):
+        for k in ("spread_cost", "state_hash", "venue_fills", "fills_dropped"):
             if d[k] is None:
                 d.pop(k)
         return d
 
 
-def round_to_ticks(close: np.ndarray, tick: float) -> np.ndarray:
-    """``round(close / tick)`` (half to even) as float64 tick counts; checks they are positive
-    whole numbers a price can hold (below 2**53)."""
-    q = np.rint(np.asarray(close, dtype=np.float64) / tick)
-    bad = ~((q >= 1.0) & (q <= 2.0 ** 53))
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise ValueError(f"bar {i}: close {close[i]!r} is not a positive price in ticks of {tick:g}")
-    return q
+def _check_tick(tick: float) -> float:
+    if isinstance(tick, bool) or not isinstance(tick, (int, float, np.integer, np.floating)):
+        raise TypeError(f"tick must be a number, got {tick!r}")
+    tick = float(tick)
+    if not (tick > 0 and np.isfinite(tick)):
+        raise ValueError(f"tick must be a positive number, got {tick!r}")
+    return tick
 
 
-# ---------------------------------------------------------------- venues
+def tick_from_data(close) -> tuple[float, bool]:
+    """``(tick, fits)``: the coarsest power of ten 10^-k (k = 0..10) under which every close
+    rounds to itself (``price(round(close), tick) == close`` as doubles), and True; or
+    ``(0.0001, False)`` when none fits (libtollfree's ``tf_paper_tick_from_data``)."""
+    from tollfree.data import to_close
 
-class _EngineConfig(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32), ("instruments", ctypes.c_void_p),
-                ("n_instruments", ctypes.c_uint32), ("max_orders", ctypes.c_uint32),
-                ("max_bytes", ctypes.c_uint64)]
-
-
-class _Sink(ctypes.Structure):
-    _fields_ = [("ev", ctypes.c_void_p), ("cap", ctypes.c_size_t), ("n", ctypes.c_size_t),
-                ("flush", ctypes.c_void_p), ("ctx", ctypes.c_void_p)]
-
-
-class _JournalOpts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("durability", ctypes.c_int),
-                ("group_max_frames", ctypes.c_uint32), ("group_max_us", ctypes.c_uint32),
-                ("session_id", ctypes.c_uint64),
-                ("clock_kind", ctypes.c_uint8), ("flags", ctypes.c_uint32)]
+    c = to_close(close)
+    t = ctypes.c_double()
+    rc = _lib().tf_paper_tick_from_data(c.ctypes.data, c.shape[0], ctypes.byref(t))
+    if rc < 0:
+        raise ValueError(_strerror(rc))
+    return t.value, rc == 1
 
 
-# sizeof(tf_ofl_msg): u8 kind, u64 journal_seq, u64 session_id, then the union (Trade, 72 bytes).
-# A wrong value breaks every event (and so parity): test_paper checks the events decode.
-MSG_SIZE = 96
+def price(px_ticks: int, tick: float) -> float:
+    """The price of ``px_ticks`` ticks, the double the strategy, the kernel's figure and the fills
+    all use: ``px_ticks / 10**k`` (correctly rounded) for a decimal tick ``1e-k``, else
+    ``px_ticks * tick`` (``tf_paper_price``)."""
+    return _lib().tf_paper_price(int(px_ticks), _check_tick(tick))
 
 
-class LocalEngine:
-    """libtollfree's engine in this process (one instrument), driven with the same command and
-    event objects as :class:`tollfree.orders.Client`, optionally journaled."""
-
-    def __init__(self, instrument: int = 1, max_orders: int = MAX_LIVE_ORDERS,
-                 journal: Optional[str] = None):
-        from tollfree._lib import lib, strerror
-
-        self._lib = L = lib()
-        self._strerror = strerror
-        c, p = ctypes, ctypes.c_void_p
-        L.tf_engine_create.argtypes = [p, c.POINTER(p)]
-        L.tf_engine_destroy.argtypes, L.tf_engine_destroy.restype = [p], None
-        L.tf_engine_apply.argtypes = [p, p, p]
-        L.tf_engine_state_hash.argtypes, L.tf_engine_state_hash.restype = [p], c.c_uint64
-        L.tf_ofl_frame_decode.argtypes = [p, c.c_size_t, p]
-        L.tf_ofl_frame_encode.argtypes = [p, c.c_size_t, p]
-        L.tf_journal_open.argtypes = [c.c_char_p, p, c.POINTER(p), p]
-        L.tf_journal_append.argtypes = [p, p, p]
-        L.tf_journal_close.argtypes = [p]
-        self._inst = (ctypes.c_uint64 * 1)(instrument)
-        cfg = _EngineConfig(ctypes.sizeof(_EngineConfig), ctypes.addressof(self._inst), 1,
-                            max_orders, 0)
-        self._e = ctypes.c_void_p()
-        rc = L.tf_engine_create(ctypes.byref(cfg), ctypes.byref(self._e))
-        if rc:
-            raise PaperError(f"engine: {strerror(rc)}")
-        self._cap = max_orders + 2
-        self._ev = ctypes.create_string_buffer(MSG_SIZE * self._cap)
-        self._cmd = ctypes.create_string_buffer(MSG_SIZE + 64)
-        self._frame = ctypes.create_string_buffer(_o.MAX_FRAME)
-        self._sink = _Sink(ctypes.addressof(self._ev), self._cap, 0, None, None)
-        self._seq = 0
-        self._jcmd = self._jev = None
-        if journal:
-            self._open_journals(journal)
-
-    def _open_journals(self, d: str) -> None:
-        os.makedirs(d, exist_ok=True)
-        for name in ("commands.ofl", "events.ofl"):
-            path = os.path.join(d, name)
-            if os.path.exists(path) and os.path.getsize(path) > _o.HEADER_LEN + 4:
-                raise PaperError(f"{path} already holds records: use an empty directory")
-            h = ctypes.c_void_p()
-            # TF_JOURNAL_NONE (synced at close); size = this layout, every other field 0
-            opts = _JournalOpts(size=ctypes.sizeof(_JournalOpts))
-            rc = self._lib.tf_journal_open(path.encode(), ctypes.byref(opts), ctypes.byref(h),
-                                           None)
-            if rc:
-                raise PaperError(f"{path}: {self._strerror(rc)}")
-            if name == "commands.ofl":
-                self._jcmd = h
-            else:
-                self._jev = h
-
-    def call(self, cmd) -> _o.Reply:
-        """Applies one command (its command_seq assigned here, 1, 2, ...) and returns its events."""
-        L = self._lib
-        self._seq += 1
-        frame = _o.encode_frame(_replace_seq(cmd, self._seq))
-        rc = L.tf_ofl_frame_decode(frame, len(frame), self._cmd)
-        if rc < 0:
-            raise PaperError(f"encode: {self._strerror(rc)}")
-        if self._jcmd is not None:
-            rc = L.tf_journal_append(self._jcmd, self._cmd, None)
-            if rc < 0:
-                raise PaperError(f"journal: {self._strerror(rc)}")
-        self._sink.n = 0
-        rc = L.tf_engine_apply(self._e, self._cmd, ctypes.byref(self._sink))
-        if rc < 0:
-            raise PaperError(f"engine: {self._strerror(rc)}")
-        out = _o.Reply()
-        out.command_seq = self._seq
-        base = ctypes.addressof(self._ev)
-        for k in range(self._sink.n):
-            n = L.tf_ofl_frame_encode(self._frame, _o.MAX_FRAME, base + k * MSG_SIZE)
-            if n < 0:
-                raise PaperError(f"event encode: {self._strerror(n)}")
-            out.append(_o.decode_frame(self._frame.raw[:n])[0])
-            if self._jev is not None:
-                rc = L.tf_journal_append(self._jev, base + k * MSG_SIZE, None)
-                if rc < 0:
-                    raise PaperError(f"event journal: {self._strerror(rc)}")
-        return out
-
-    def state_hash(self) -> str:
-        return "0x%016x" % self._lib.tf_engine_state_hash(self._e)
-
-    def close(self) -> None:
-        for attr in ("_jcmd", "_jev"):
-            h = getattr(self, attr, None)
-            if h is not None:
-                rc = self._lib.tf_journal_close(h)
-                setattr(self, attr, None)
-                if rc:
-                    raise PaperError(f"journal close: {self._strerror(rc)}")
-        if getattr(self, "_e", None):
-            self._lib.tf_engine_destroy(self._e)
-            self._e = None
+def round_to_ticks(close, tick: float) -> np.ndarray:
+    """Each close as a whole number of ticks (int64, ``tf_paper_round``: half to even); raises
+    :class:`ValueError` naming the first close that is no positive price in these ticks."""
+    tick = _check_tick(tick)
+    L = _lib()
+    c = np.ascontiguousarray(close, dtype=np.float64)
+    out = np.empty(c.shape[0], dtype=np.int64)
+    q = ctypes.c_int64()
+    for i, x in enumerate(c.tolist()):
+        if L.tf_paper_round(x, tick, ctypes.byref(q)):
+            raise ValueError(f"bar {i}: close {x!r} is not a positive price in ticks of {tick!r}")
+        out[i] = q.value
+    return out
 
 
-def _replace_seq(cmd, seq: int):
-    from dataclasses import replace
+def _strerror(rc: int) -> str:
+    from tollfree._lib import strerror
 
-    return replace(cmd, command_seq=seq)
-
-
-class _Ledger:
-    """Position and PnL from fills: -1, 0 or +1 lot; a fill first closes what is open (one
-    closed trade, the kernel's expression), then opens the rest."""
-
-    __slots__ = ("pos", "entry", "pnl", "trades", "fills", "lots", "fee")
-
-    def __init__(self, fee: float = FEE):
-        self.pos, self.entry, self.pnl, self.trades, self.fills, self.lots = 0, 0.0, 0.0, 0, 0, 0
-        self.fee = fee
-
-    def fill(self, direction: int, qty: int, px: float) -> None:
-        self.fills += 1
-        self.lots += qty
-        for _ in range(qty):
-            if self.pos != 0 and self.pos != direction:
-                self.pnl += float(self.pos) * (px - self.entry) / self.entry * 100.0 - self.fee
-                self.trades += 1
-                self.pos = 0
-            elif self.pos == 0:
-                self.pos = direction
-                self.entry = px
-            else:
-                raise PaperError("a fill beyond one lot: not a position this strategy takes")
+    return strerror(rc)
 
 
-def _accepted(reply, bar: int, what: str) -> int:
-    if reply and isinstance(reply[0], _o.Accepted):
-        return reply[0].order_id
-    if reply and isinstance(reply[0], _o.Rejected):
-        raise PaperError(f"bar {bar}: {what} rejected: {reply[0].reason_name}")
-    raise PaperError(f"bar {bar}: {what}: unexpected reply {reply!r}")
+def _raise(rc: int, msg: str) -> None:
+    text = msg or _strerror(rc)
+    if rc == _E_CANCELLED:
+        raise KeyboardInterrupt(text)
+    if rc == _E_BAD_INPUT:
+        from tollfree.data import BadInput
+
+        raise BadInput(text)
+    if rc == _E_INVALID_ARG or rc in _E_WINDOW:
+        raise ValueError(text)
+    raise PaperError(text, rc)
 
 
-def _progress(i: int, n: int) -> None:
+def _progress_line(done: int, total: int) -> None:
     w = 40
-    k = int(w * i / n) if n else w
-    sys.stderr.write(f"\rpaper [{'#' * k}{' ' * (w - k)}] {int(100 * i / n) if n else 100:3d}% "
-                     f"{i}/{n} bars")
-    if i == n:
-        sys.stderr.write("\n")
+    k = int(w * done / total) if total else w
+    pct = int(100 * done / total) if total else 100
+    sys.stderr.write(f"\rpaper [{'#' * k}{' ' * (w - k)}] {pct:3d}% {done}/{total} bars")
     sys.stderr.flush()
 
 
-def run(combo: Sequence[int], close: Optional[np.ndarray] = None, *, tick: float = DEFAULT_TICK,
+def run(combo: Sequence[int], close=None, *, tick: Optional[float] = None,
         engine: Optional[str] = None, half_spread: int = 0, journal: Optional[str] = None,
-        instrument: int = 1, timeout: Optional[float] = 60.0, progress: Optional[bool] = None,
-        plot: Optional[str] = None, fee: float = FEE) -> PaperResult:
-    """Paper-trades ``combo`` (six window lengths) on ``close`` (default: the default data).
+        instrument: int = 1, timeout: Optional[float] = 60.0,
+        progress: Union[None, bool, Callable[[int, int], None]] = None,
+        plot: Optional[str] = None, fee: float = FEE, coarse_tick: bool = False) -> PaperResult:
+    """Paper-trades ``combo`` (six window lengths) on ``close`` (a numpy array, pandas Series or
+    DataFrame with a ``close`` column, any sequence of positive prices; default: the default
+    data) through libtollfree's ``tf_paper_run``.
 
-    ``engine``: None for libtollfree's engine in-process, or ``unix:PATH`` / ``tcp:HOST:PORT``
-    of ``tollfree engine serve``. ``half_spread``: 0 for the closing auction, K >= 1 ticks for
-    the quoted market. ``journal``: in-process only, a directory for the OFL1 journals.
-    ``progress``: a bar on stderr (default: when stderr is a terminal). ``plot``: a PNG path for
-    :func:`plot_equity`. ``fee``: percent points per closed trade (default 0.09), for the fills'
-    PnL and the kernel's alike. Raises :class:`PaperError` when the venue refuses an order the loop
-    needs."""
-    from tollfree.binding import Strategy, as_fee, sweep
+    ``tick``: None to choose it from the data (:func:`tick_from_data`), else the tick size;
+    ``coarse_tick``: trade a tick under which rounding changes the data's closes (else refused).
+    ``engine``: None for the engine in-process, or ``unix:PATH`` / ``tcp:HOST:PORT`` of
+    ``tollfree engine serve``. ``half_spread``: 0 for the closing auction, K >= 1 ticks for the
+    quoted market. ``journal``: in-process only, a directory for the OFL1 journals.
+    ``timeout``: seconds per service call (None: no limit). ``progress``: a bar on stderr (None:
+    when stderr is a terminal), or a callable(done, total). ``plot``: a PNG path for
+    :func:`plot_equity`. ``fee``: percent points per closed trade (0 <= fee < 100, default 0.09),
+    for the fills' PnL and the kernel's alike.
+
+    Raises :class:`ValueError` for bad arguments (``tollfree.data.BadInput``, a ValueError, for
+    refused prices or a refused tick), :class:`PaperError` when the venue refuses an order the
+    loop needs or cannot be reached, KeyboardInterrupt after Ctrl-C (the run is cancelled)."""
+    from tollfree.data import default_close, to_close
 
     fee = as_fee(fee)
-
     combo = tuple(int(v) for v in combo)
     if len(combo) != 6 or min(combo) < 1:
         raise ValueError(f"a combo is six window lengths >= 1, got {combo}")
-    if not (tick > 0 and np.isfinite(tick)):
-        raise ValueError(f"tick must be a positive number, got {tick!r}")
+    tick_v = 0.0 if tick is None else _check_tick(tick)
     half_spread = int(half_spread)
     if half_spread < 0:
         raise ValueError("half_spread must be >= 0 ticks")
     if journal and engine:
         raise ValueError("journal is for the in-process engine (the service keeps its own)")
-    if close is None:
-        from tollfree.data import default_close
+    c = default_close() if close is None else to_close(close)
+    n = int(c.shape[0])
 
-        close = default_close()
-    close = np.ascontiguousarray(close, dtype=np.float64)
-    ticks = round_to_ticks(close, tick)
-    if half_spread and (ticks - half_spread < 1).any():
-        raise ValueError("a bid would be at or under 0 ticks with this half spread")
-    px = ticks * tick  # the series the strategy and the kernel see
-    n = px.shape[0]
-    if progress is None:
-        progress = sys.stderr.isatty()
-
-    res = PaperResult(mode="half_spread" if half_spread else "auction",
-                      engine=engine or "in-process", combo=combo, tick=tick,
-                      half_spread=half_spread, fee=fee, parity_expected=not half_spread)
-    local = LocalEngine(instrument, journal=journal) if engine is None else None
-    conns = []
-    if engine is not None:
-        conns = [_o.connect(engine, timeout=timeout), _o.connect(engine, timeout=timeout)]
-        res.venue_fills = 0
-
-    def call(who: int, cmd) -> _o.Reply:
-        r = local.call(cmd) if local is not None else conns[who].call(cmd)
-        res.commands += 1
-        res.events += len(r)
-        return r
-
-    led = _Ledger(fee)
+    fee_c = ctypes.c_double(fee)
+    pg = _Progress()
+    cfg = _Config(size=ctypes.sizeof(_Config), tick=tick_v, fee=ctypes.pointer(fee_c),
+                  instrument=int(instrument), half_spread=half_spread,
+                  coarse_tick=1 if coarse_tick else 0,
+                  timeout_ms=-1 if timeout is None else max(1, int(round(timeout * 1000))),
+                  engine_url=engine.encode() if engine else None,
+                  journal_dir=str(journal).encode() if journal else None,
+                  progress=ctypes.pointer(pg))
+    cfg.combo[:] = combo
+    fill_log = np.empty((2 * n + 1, 4), dtype=np.int64)  # at most two fills a bar
     equity = np.empty(n, dtype=np.float64)
     mtm = np.empty(n, dtype=np.float64)
-    quotes = {_o.BUY: [0, 0], _o.SELL: [0, 0]}  # side -> [order_id or 0, remaining]
-    cid = {"s": 0, "v": 0}
-    strat = Strategy(combo, fee=fee)
-    t0 = time.perf_counter()
-    pos = 0
-    last = 0
-    every = n // 200 + 1
+    res = _Result(size=ctypes.sizeof(_Result), fill_log=fill_log.ctypes.data,
+                  fill_log_cap=fill_log.shape[0], equity=equity.ctypes.data, mtm=mtm.ctypes.data)
+    msg = ctypes.create_string_buffer(1024)
 
-    def requote(side: int, price: int, bar: int) -> None:
-        q = quotes[side]
-        cid["v"] += 1
-        if q[0]:
-            r = call(1, _o.Replace(q[0], cid["v"], price, QUOTE_QTY))
-            if not r or not isinstance(r[0], _o.Replaced):
-                raise PaperError(f"bar {bar}: quote replace refused: {r!r}")
-        else:
-            r = call(1, _o.NewLimit(ACCT_QUOTER, cid["v"], instrument, side, price, QUOTE_QTY))
-            q[0] = _accepted(r, bar, "quote")
-        if len(r) > 1:
-            raise PaperError(f"bar {bar}: a quote traded on entry")
-        q[1] = QUOTE_QTY
-
+    show: Optional[Callable[[int, int], None]]
+    if progress is None:
+        progress = sys.stderr.isatty()
+    show = progress if callable(progress) else (_progress_line if progress else None)
+    L = _lib()
+    out = []
+    # On a helper thread (ctypes releases the GIL), so that Ctrl-C reaches this one: it cancels
+    # the run through the progress counter, which stops at its next bar.
+    t = threading.Thread(target=lambda: out.append(L.tf_paper_run(
+        c.ctypes.data, n, ctypes.byref(cfg), ctypes.byref(res), msg, len(msg))), daemon=True)
+    t.start()
     try:
-        step = strat.on_bar
-        for i in range(n):
-            want = step(px[i])
-            t = int(ticks[i])
-            if half_spread:
-                if t >= last:
-                    requote(_o.SELL, t + half_spread, i)
-                    requote(_o.BUY, t - half_spread, i)
-                else:
-                    requote(_o.BUY, t - half_spread, i)
-                    requote(_o.SELL, t + half_spread, i)
-                last = t
-            if want != pos:
-                d = 1 if want > pos else -1
-                qty = abs(want - pos)
-                side = _o.BUY if d > 0 else _o.SELL
-                if not half_spread:
-                    cid["v"] += 1
-                    r = call(1, _o.NewLimit(ACCT_COUNTER, cid["v"], instrument, 1 - side, t, qty))
-                    _accepted(r, i, "the counterparty's order")
-                    cid["s"] += 1
-                    cmd = _o.NewLimit(ACCT_STRATEGY, cid["s"], instrument, side, t, qty)
-                else:
-                    cid["s"] += 1
-                    cmd = _o.NewMarket(ACCT_STRATEGY, cid["s"], instrument, side, qty)
-                r = call(0, cmd)
-                res.orders += 1
-                oid = _accepted(r, i, "the strategy's order")
-                for e in r[1:]:
-                    if isinstance(e, _o.Trade) and e.taker_order_id == oid:
-                        led.fill(d, e.quantity, e.price * tick)
-                        res.fill_log.append((i, d, e.quantity, e.price))
-                        for q in quotes.values():
-                            if q[0] == e.maker_order_id:
-                                q[1] -= e.quantity
-                                if q[1] == 0:
-                                    q[0] = 0
-                if led.pos != want:
-                    raise PaperError(f"bar {i}: the order was not filled (position {led.pos}, "
-                                     f"wanted {want})")
-                pos = want
-            if conns:
-                res.venue_fills += len(conns[1].fills(0))
-            equity[i] = led.pnl
-            mtm[i] = led.pnl + (float(led.pos) * (px[i] - led.entry) / led.entry * 100.0
-                                if led.pos else 0.0)
-            if progress and (i % every == 0 or i + 1 == n):
-                _progress(i + 1, n)
-        res.bars = n
-        for q in quotes.values():  # leave the book as it was
-            if q[0]:
-                call(1, _o.CancelByOrder(q[0]))
-        if conns and not half_spread:  # the counterparty's last fills may still be coming
-            until = time.monotonic() + (timeout or 60.0)
-            while res.venue_fills < led.fills and time.monotonic() < until:
-                res.venue_fills += len(conns[1].fills(0.1))
-        res.seconds = time.perf_counter() - t0
-        res.stream_pnl, res.stream_trades = strat.pnl, strat.trades
-        if local is not None:
-            res.state_hash = local.state_hash()
+        while t.is_alive():
+            t.join(0.1)
+            if show is not None:
+                show(int(pg.done), n)
+    except BaseException:
+        L.tf_progress_cancel(ctypes.byref(pg))
+        t.join()
+        raise
     finally:
-        strat.close()
-        for c in conns:
-            c.close()
-        if local is not None:
-            local.close()
+        if show is not None:
+            show(int(pg.done), n)
+        if show is _progress_line:
+            sys.stderr.write("\n")
+    rc = out[0]
+    if rc:
+        _raise(rc, msg.value.decode(errors="replace"))
 
-    kp, kt = sweep(px, np.asarray([combo], dtype=np.int64), threads=1, fee=fee)
-    res.kernel_pnl, res.kernel_trades = float(kp[0]), int(kt[0])
-    res.pnl, res.trades, res.fills, res.lots = led.pnl, led.trades, led.fills, led.lots
-    res.position = pos
-    res.parity = (np.float64(res.pnl).tobytes() == kp[:1].tobytes()
-                  and res.trades == res.kernel_trades)
+    r = PaperResult(mode="half_spread" if half_spread else "auction",
+                    engine=engine or "in-process", combo=combo, tick=res.tick,
+                    half_spread=half_spread, fee=fee, parity_expected=not half_spread)
+    r.tick_source = TICK_SOURCES[res.tick_source]
+    for k in ("bars", "orders", "fills", "lots", "commands", "events", "trades", "kernel_trades",
+              "stream_trades", "rounded_closes", "unrounded_trades", "position"):
+        setattr(r, k, int(getattr(res, k)))
+    for k in ("pnl", "kernel_pnl", "stream_pnl", "unrounded_pnl", "unrounded_diff", "seconds"):
+        setattr(r, k, float(getattr(res, k)))
+    r.parity, r.unrounded_parity = bool(res.parity), bool(res.unrounded_parity)
     if half_spread:
-        res.spread_cost = res.kernel_pnl - res.pnl
-    res.bars_per_s = n / res.seconds if res.seconds > 0 else 0.0
-    res.equity, res.mtm = equity, mtm
+        r.spread_cost = float(res.spread_cost)
+    if res.has_state_hash:
+        h = ctypes.create_string_buffer(19)
+        L.tf_engine_format_hash(res.state_hash, h)
+        r.state_hash = h.value.decode()
+    if not res.in_process:
+        r.venue_fills, r.fills_dropped = int(res.venue_fills), int(res.fills_dropped)
+    r.bars_per_s = r.bars / r.seconds if r.seconds > 0 else 0.0
+    r.fill_log = fill_log[:min(r.fills, fill_log.shape[0])].copy()
+    r.equity, r.mtm = equity, mtm
+    cfg.progress = None  # pg is this call's; the summary reads neither it nor the arrays
+    r._c = (cfg, res)
     if plot:
-        plot_equity(res, plot)
-    return res
+        plot_equity(r, plot)
+    return r
 
 
 def plot_equity(res: PaperResult, path: str) -> None:
@@ -465,8 +382,8 @@ def plot_equity(res: PaperResult, path: str) -> None:
     x = np.arange(res.bars)
     ax.plot(x, res.mtm, lw=0.6, color="0.6", label="marked to market")
     ax.plot(x, res.equity, lw=1.0, color="C0", label="closed trades")
-    if res.fill_log:
-        fl = np.asarray(res.fill_log, dtype=np.int64)
+    fl = np.asarray(res.fill_log, dtype=np.int64).reshape(-1, 4)
+    if len(fl):
         # many thousand fills: mark at most ~4000 of them, evenly, so the plot stays readable
         stride = max(1, len(fl) // 4000)
         fl = fl[::stride]
@@ -475,8 +392,10 @@ def plot_equity(res: PaperResult, path: str) -> None:
             ax.scatter(sel[:, 0], res.equity[sel[:, 0]], s=6, c=color, marker=marker, lw=0,
                        label=name + ("" if stride == 1 else f" (1 in {stride})"))
     title = (f"paper {','.join(map(str, res.combo))}: pnl {res.pnl:.4f} pp, {res.trades} trades"
-             f" ({res.mode}, {res.engine}); kernel {res.kernel_pnl:.4f}, parity {res.parity}")
-    ax.set_title(title, fontsize=9)
+             f" ({res.mode}, {res.engine}, tick {res.tick:g} {res.tick_source}); kernel on the "
+             f"rounded series {res.kernel_pnl:.4f}, parity {res.parity}; unrounded "
+             f"{res.unrounded_pnl:.4f}")
+    ax.set_title(title, fontsize=8)
     ax.set_xlabel("bar")
     ax.set_ylabel("PnL (percent points)")
     ax.legend(fontsize=8, loc="best")
@@ -504,14 +423,21 @@ def _parse_combo(s: str) -> tuple:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python3 -m tollfree.paper``: the options of ``tollfree paper`` (which runs this for
-    ``--plot``). Exit 0 parity (or a half spread), 1 parity failed, 2 usage or venue error."""
+    ``--plot``). Exit 0 parity against the rounded series (or a half spread), 1 parity failed,
+    2 usage, input or venue error, 130 interrupted."""
     ap = argparse.ArgumentParser(prog="python3 -m tollfree.paper",
                                  description="Paper-trade one combo through the order engine "
                                              "(see `tollfree paper --help`).")
     ap.add_argument("--combo", required=True, type=_parse_combo)
     ap.add_argument("--input")
     ap.add_argument("--column", default="close")
-    ap.add_argument("--tick", type=float, default=DEFAULT_TICK)
+    ap.add_argument("--date-column")
+    ap.add_argument("--raw", action="store_true")
+    ap.add_argument("--skip-bad-rows", action="store_true")
+    ap.add_argument("--sep")
+    ap.add_argument("--assume-sorted", action="store_true")
+    ap.add_argument("--tick", type=float)
+    ap.add_argument("--coarse-tick", action="store_true")
     ap.add_argument("--fee", type=float, default=FEE)
     ap.add_argument("--engine")
     ap.add_argument("--instrument", type=int, default=1)
@@ -521,36 +447,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--plot")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
-    close = None
-    if a.input:
-        from tollfree.data import load_close
-
-        close = load_close(a.input, a.column)
     try:
+        close = None
+        if a.input:
+            from tollfree.data import load_close
+
+            close = load_close(a.input, a.column, date_column=a.date_column, raw=a.raw,
+                               skip_bad_rows=a.skip_bad_rows, sep=a.sep,
+                               assume_sorted=a.assume_sorted)
         r = run(a.combo, close, tick=a.tick, engine=a.engine, half_spread=a.half_spread,
                 journal=a.journal, instrument=a.instrument, fee=a.fee,
-                progress=False if a.quiet else None, plot=a.plot)
-    except (PaperError, ValueError, _o.EngineError) as e:
+                progress=False if a.quiet else None, plot=a.plot, coarse_tick=a.coarse_tick)
+    except KeyboardInterrupt:
+        print("tollfree paper: interrupted", file=sys.stderr)
+        return 130
+    except (PaperError, ValueError, TypeError, OSError) as e:
         print(f"tollfree paper: {e}", file=sys.stderr)
         return 2
-    if a.json:
-        print(json.dumps(r.to_json(), default=float))
-    else:
-        print(f"paper: combo {','.join(map(str, r.combo))}, {r.bars} bars, {r.mode}, {r.engine}")
-        print(f"  orders {r.orders}, fills {r.fills}, commands {r.commands}, events {r.events}")
-        print(f"  pnl    {r.pnl!r}  trades {r.trades}   (from the fills)")
-        print(f"  kernel {r.kernel_pnl!r}  trades {r.kernel_trades}   (the sweep on the rounded "
-              "series)")
-        if r.half_spread:
-            print(f"  spread cost {r.spread_cost:.6f} percent points (half spread "
-                  f"{r.half_spread} ticks)")
-        else:
-            print(f"  parity {'yes (bit for bit)' if r.parity else 'NO'}")
-        if r.state_hash:
-            print(f"  state_hash {r.state_hash}")
-        if a.plot:
-            print(f"  plot {a.plot}")
-        print(f"  {r.seconds:.3f} s, {r.bars_per_s:.0f} bars/s")
+    sys.stdout.write(r.summary(as_json=a.json))
+    if a.plot and not a.json:
+        print(f"  plot {a.plot}")
     return 0 if (r.parity or r.half_spread) else 1
 
 

@@ -1,80 +1,71 @@
 """The researcher's side of the sweep: metrics, out-of-sample splits and walk-forward folds.
 
-The same folds, winners and ranks as ``tollfree sweep --split F`` / ``--walk-forward K``
-(src/cli/research.c), bit for bit: each part of the series is swept cold (a strategy deployed
-at that bar would start with nothing), by the in-process kernel."""
+The folds, winners, ranks and verdict are computed once, by the library (``tf_folds``,
+``tf_oos_run``, ``tf_oos_verdict`` in include/tollfree/research.h), the code ``tollfree sweep
+--split F`` / ``--walk-forward K`` runs: the same bits. Each part of the series is swept cold (a
+strategy deployed at that bar would start with nothing)."""
 from __future__ import annotations
 
-import math
+import ctypes
 
 import numpy as np
 
+from tollfree import _research as _r
+from tollfree import binding
 from tollfree import grid as _grid
-from tollfree.binding import FEE_DEFAULT, STAT_NAMES, sweep, sweep_stats
-from tollfree.stats import DERIVED, derived
+from tollfree.binding import FEE_DEFAULT
 from tollfree.data import to_close
+from tollfree.stats import grid_note, stats_rows
 
-# The metrics: every output of the sweep and every derived figure (docs/definition.md sections 8
-# and 9), as `tollfree sweep --metric` takes them. Higher is better for all.
-METRICS: tuple[str, ...] = tuple(STAT_NAMES) + DERIVED
-_PLAIN = ("pnl", "trades")  # computed without the statistics
+
+def metrics() -> tuple[str, ...]:
+    """The metrics: every output of the sweep and every derived figure (docs/definition.md
+    section 8), as ``tollfree sweep --metric`` takes them: the library's columns less the six
+    windows. Higher is better for all ("-name": lower is better)."""
+    return tuple(n for k, n in enumerate(_r.column_names())
+                 if not _r.column_flags(k) & _r.COLUMN_WINDOW)
+
+
+def __getattr__(name):  # METRICS, read from the library when first asked for (PEP 562)
+    if name == "METRICS":
+        return metrics()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 COLUMNS = ["fold", "is_start", "is_end", "oos_start", "oos_end", "L", "half", "sq", "p", "p3",
            "p2", "metric", "is_value", "is_pnl", "is_trades", "oos_value", "oos_pnl",
            "oos_trades", "oos_rank", "combos", "oos_best_value"]
 
 
-def _check_metric(metric: str) -> str:
-    """The column of a metric "name" (higher is better) or "-name" (lower is better)."""
-    name = metric[1:] if isinstance(metric, str) and metric.startswith("-") else metric
-    if name not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)} (or -name: lower is "
+def _check_metric(metric: str) -> tuple[int, int]:
+    """(column, sign) of a metric "name" (higher is better) or "-name" (lower is better)."""
+    try:
+        col, sign = _r.column_find(metric)
+    except (ValueError, TypeError):
+        col, sign = -1, 1
+    if col < 0 or _r.column_flags(col) & _r.COLUMN_WINDOW:
+        raise ValueError(f"metric must be one of {', '.join(metrics())} (or -name: lower is "
                          f"better), got {metric!r}")
-    return name
+    return col, sign
 
 
 def metric_values(metric: str, st: dict) -> np.ndarray:
     """The metric for every combo (float64, higher is better: "-name" negates the column) from a
-    :func:`tollfree.sweep_stats` dict (pnl and trades alone suffice for those two)."""
-    name = _check_metric(metric)
-    v = np.asarray(derived(st)[name] if name in DERIVED else st[name], dtype=np.float64)
-    return -v if metric.startswith("-") else v
-
-
-def _sweep_for(metric, close, params, threads, isa, fee) -> dict:
-    if _check_metric(metric) in _PLAIN:
-        p, t = sweep(close, params, threads=threads, isa=isa, fee=fee)
-        return {"pnl": p, "trades": t}
-    return sweep_stats(close, params, threads=threads, isa=isa, fee=fee)
+    :func:`tollfree.sweep_stats` dict (pnl and trades alone suffice for those two), by the
+    library's ``tf_column_values``."""
+    col, sign = _check_metric(metric)
+    pnl = np.ascontiguousarray(st["pnl"], dtype=np.float64)
+    trades = np.ascontiguousarray(st["trades"], dtype=np.int64)
+    rows = stats_rows(st) if _r.column_flags(col) & _r.COLUMN_STATS else None
+    return _r.column_values(_r.results(None, pnl, trades, rows, pnl.shape[0]), col, sign)
 
 
 def folds(n: int, split: float | None = None, walk_forward: int | None = None):
-    """The folds as (is_start, is_end, oos_start, oos_end) bar ranges (end exclusive)."""
-    if (split is None) == (walk_forward is None):
-        raise ValueError("give exactly one of split= and walk_forward=")
-    if split is not None:
-        if not 0 < split < 1:
-            raise ValueError(f"split wants a fraction 0 < F < 1, got {split}")
-        b = int(math.floor(float(n) * split))
-        out = [(0, b, b, n)]
-    else:
-        k = int(walk_forward)
-        if not 1 <= k <= 1000:
-            raise ValueError(f"walk_forward wants 1..1000 folds, got {walk_forward}")
-        seg = n // (k + 1)
-        out = [((i - 1) * seg, i * seg, i * seg, n if i == k else (i + 1) * seg)
-               for i in range(1, k + 1)]
-    for i, (a, b, _, c) in enumerate(out):
-        if b - a < 1 or c - b < 1:
-            raise ValueError(f"fold {i + 1} has an empty in-sample or out-of-sample part ({n} bars)")
-    return out
-
-
-def _best(v: np.ndarray) -> int:
-    """Index of the best value: NaN never wins unless all are NaN; ties: the first."""
-    if np.isnan(v).all():
-        return 0
-    return int(np.nanargmax(v))
+    """The folds as (is_start, is_end, oos_start, oos_end) bar ranges (end exclusive), by the
+    library's ``tf_folds``: ``split=F`` one fold, in sample the first floor(n*F) bars;
+    ``walk_forward=K`` the bars cut into K+1 equal segments (the last takes the remainder).
+    ValueError naming the empty fold when n is too short."""
+    return _r.folds(n, _r.oos_opts(split, walk_forward))
 
 
 def walk_forward(close, params=None, split: float | None = None, walk_forward: int | None = None,
@@ -89,38 +80,45 @@ def walk_forward(close, params=None, split: float | None = None, walk_forward: i
     six lengths, ``metric``, ``is_value, is_pnl, is_trades`` (in sample), ``oos_value, oos_pnl,
     oos_trades, oos_rank`` (its rank among all ``combos`` out of sample by the metric; 1 = best,
     NaN last) and ``oos_best_value``. ``close``: anything :func:`tollfree.data.to_close` takes;
-    ``fee``: percent points per closed trade."""
+    ``fee``: percent points per closed trade. Computed by the library's ``tf_oos_run`` (Ctrl-C
+    stops a long run). Combos that can never trade on the shortest part, or repeat an earlier
+    combo, are said in a ``UserWarning``."""
     import pandas as pd
 
     close = to_close(close)
-    params = _grid.default_grid() if params is None else np.ascontiguousarray(params, dtype=np.int64)
+    params = _grid.default_grid() if params is None else binding.as_params(
+        np.ascontiguousarray(params, dtype=np.int64))
     _check_metric(metric)
-    rows = []
-    for k, (a, b, _, c) in enumerate(folds(close.shape[0], split, walk_forward), 1):
-        s_is = _sweep_for(metric, close[a:b], params, threads, isa, fee)
-        s_os = _sweep_for(metric, close[b:c], params, threads, isa, fee)
-        p_is, t_is, p_os, t_os = s_is["pnl"], s_is["trades"], s_os["pnl"], s_os["trades"]
-        v_is = metric_values(metric, s_is)
-        v_os = metric_values(metric, s_os)
-        w = _best(v_is)
-        ov = v_os[w]
-        rank = 1 + int(np.sum(v_os > ov)) if ov == ov else 1 + int(np.sum(~np.isnan(v_os)))
-        best = np.nan if np.isnan(v_os).all() else float(np.nanmax(v_os))
-        rows.append([k, a, b, b, c, *(int(x) for x in params[w]), metric, float(v_is[w]),
-                     float(p_is[w]), int(t_is[w]), float(ov), float(p_os[w]), int(t_os[w]), rank,
-                     params.shape[0], best])
-    return pd.DataFrame(rows, columns=COLUMNS)
+    oos = _r.oos_opts(split, walk_forward, metric, reference=isa == "reference")
+    n, m = close.shape[0], params.shape[0]
+    if m < 1:
+        raise ValueError("an empty grid (no combos)")
+    parts = _r.folds(n, oos)
+    shortest = min(min(b - a, c - b) for a, b, _, c in parts)
+    grid_note(params, shortest)
+    rows = np.zeros(len(parts), dtype=_r.OOS_ROW_DTYPE)
+    so, _fee_alive = binding._opts(threads, "auto" if isa == "reference" else isa, fee)
+    buf = ctypes.create_string_buffer(1024)
+    rc = binding._call(_r.L().tf_oos_run, 2.0 * n * m, None, so, close.ctypes.data, n,
+                       params.ctypes.data, m, ctypes.byref(oos), rows.ctypes.data, len(parts),
+                       buf, len(buf))
+    if rc < 0:
+        raise binding.KernelError(rc, f"walk_forward: {buf.value.decode(errors='replace')}")
+    out = [[k, int(r["is_start"]), int(r["is_end"]), int(r["oos_start"]), int(r["oos_end"]),
+            *(int(x) for x in params[r["winner"]]), metric, float(r["is_value"]),
+            float(r["is_pnl"]), int(r["is_trades"]), float(r["oos_value"]), float(r["oos_pnl"]),
+            int(r["oos_trades"]), int(r["oos_rank"]), m, float(r["oos_best_value"])]
+           for k, r in enumerate(rows, 1)]
+    return pd.DataFrame(out, columns=COLUMNS)
 
 
 def verdict(frame) -> str:
-    """One line on whether the in-sample winners held up out of sample."""
-    m = int(frame["combos"].iloc[0])
-    mean_rank = float(frame["oos_rank"].mean())
-    word = ("holds up: top quarter" if mean_rank <= 0.25 * m else
-            "weak: top half" if mean_rank <= 0.5 * m else "does not hold up: bottom half")
-    return (f"the in-sample winner's mean out-of-sample rank is {mean_rank:.1f} of {m} ({word}; "
-            f"random choice: {(m + 1) / 2:.1f}); its oos pnl summed over folds "
-            f"{frame['oos_pnl'].sum():.4g}")
+    """One line on whether the in-sample winners held up out of sample (``tf_oos_verdict``, the
+    line ``tollfree sweep`` prints after "out of sample: ")."""
+    rows = np.zeros(len(frame), dtype=_r.OOS_ROW_DTYPE)
+    rows["oos_rank"] = frame["oos_rank"].to_numpy()
+    rows["oos_pnl"] = frame["oos_pnl"].to_numpy()
+    return _r.verdict(rows, int(frame["combos"].iloc[0]))
 
 
 def parse_grid(spec: str = "default") -> np.ndarray:

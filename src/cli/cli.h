@@ -11,14 +11,17 @@
 extern const double tf_default_close[];
 extern const uint64_t tf_default_close_bytes;
 
-/* How to read a close series (tf_cli_read_series_ex). */
+/* How to read a close series (tf_cli_read_series_ex): the CLI's face of tf_prices_opts
+ * (tollfree/prices.h, whose comments give each rule). */
 typedef struct tf_cli_series_opts {
-    const char *column;      /* CSV column, matched case-insensitively; without a header line,
-                                a 1-based index (a one-column file needs none) */
-    const char *date_column; /* NULL: the first column named date/datetime/time/timestamp/...;
-                                "none": no date column */
+    const char *column;      /* the close column: a header name, any case, or a 1-based number
+                                (NULL: close) */
+    const char *date_column; /* NULL: found by name, else by content; "none"; a header name ("":
+                                the unnamed column); a 1-based number */
     int raw;                 /* raw little-endian f64 whatever the name */
     int skip_bad_rows;       /* skip and count bad rows instead of failing */
+    char sep;                /* ',', ';' or '\t'; 0: found from the first line */
+    int assume_sorted;       /* the rows are oldest first: dates unchecked (said on stderr) */
 } tf_cli_series_opts;
 
 /* What reading found (for the summary and the report). */
@@ -30,12 +33,36 @@ typedef struct tf_cli_series_info {
     char date_column[128];
 } tf_cli_series_info;
 
-/* Reads a close series from path ("-" is stdin), streamed (memory holds the close column only):
- * raw little-endian f64 when the name ends in .f64/.bin/.raw or o->raw, else a CSV (a UTF-8 BOM,
- * CRLF, quoted fields and blank lines are fine; a first line of numbers and dates is data, not a
- * header). Every value must be a positive finite number; newest-first dates are reversed, dates out
- * of order refused. On success *out is a malloc'd array of *n values and *info (may be NULL) says
- * what was done. On failure prints one line "tollfree: PATH[:LINE]: ..." and returns -1. */
+/* The series options every command that reads --input shares: their getopt codes, the rows of
+ * a struct option table (TF_CLI_SERIES_OPTIONS, inside the command's own table; needs
+ * <getopt.h>), their --help lines (tf_cli_series_help) and one handler. */
+enum {
+    TF_CLI_OPT_COLUMN = 0x5300,
+    TF_CLI_OPT_DATE_COLUMN,
+    TF_CLI_OPT_RAW,
+    TF_CLI_OPT_SKIP_BAD_ROWS,
+    TF_CLI_OPT_SEP,
+    TF_CLI_OPT_ASSUME_SORTED,
+};
+/* clang-format off */
+#define TF_CLI_SERIES_OPTIONS                                                                      \
+    {"column", required_argument, 0, TF_CLI_OPT_COLUMN},                                           \
+    {"date-column", required_argument, 0, TF_CLI_OPT_DATE_COLUMN},                                 \
+    {"raw", no_argument, 0, TF_CLI_OPT_RAW},                                                       \
+    {"skip-bad-rows", no_argument, 0, TF_CLI_OPT_SKIP_BAD_ROWS},                                   \
+    {"sep", required_argument, 0, TF_CLI_OPT_SEP},                                                 \
+    {"assume-sorted", no_argument, 0, TF_CLI_OPT_ASSUME_SORTED}
+/* clang-format on */
+extern const char tf_cli_series_help[];
+/* Takes getopt's (c, optarg) into o when c is a series option: 0; 2 after one line on stderr (a
+ * --sep that is not ',' ';' or tab); 1 when c is no series option (the caller's own). */
+int tf_cli_series_option(int c, const char *arg, tf_cli_series_opts *o);
+
+/* Reads a close series from path ("-" is stdin) with the library's reader (tf_prices_read_path:
+ * streamed; raw f64 for *.f64/.bin/.raw or o->raw, else CSV). On success *out is a malloc'd array
+ * of *n values, oldest first, the reader's notes are printed as "tollfree: ..." lines on stderr
+ * and *info (may be NULL) says what was done. On failure prints the reader's one line
+ * "tollfree: FILE:LINE: column K 'NAME': WHAT: 'CELL' (what to do)" and returns -1. */
 int tf_cli_read_series_ex(const char *path, const tf_cli_series_opts *o, double **out, int64_t *n,
                           tf_cli_series_info *info);
 /* tf_cli_read_series_ex with a column name and raw flag, everything else default. */
@@ -47,8 +74,8 @@ int tf_cli_read_series(const char *path, const char *column, int raw, double **o
  * exit 2), -1 for a grid file that cannot be read or parsed (exit 1). */
 int tf_cli_read_grid(const char *spec, int64_t **out, int64_t *n);
 
-/* Parses --fee (percent points per closed trade, any finite number). On failure prints one line
- * naming cmd ("tollfree sweep", ...) and returns -1. */
+/* Parses --fee by the library's tf_fee_parse (percent points per closed trade, finite,
+ * 0 <= fee < 100). On failure prints one line naming cmd ("tollfree sweep", ...) and returns -1. */
 int tf_cli_parse_fee(const char *cmd, const char *arg, double *fee);
 
 /* Runs getopt_long over argv (options only) and hands each option to take(c, optarg, ctx), which

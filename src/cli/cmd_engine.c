@@ -31,7 +31,7 @@ static const char usage[] =
     "  tollfree engine run flow.ofl --events events.ofl\n";
 
 static const char run_usage[] =
-    "usage: tollfree engine run COMMANDS.ofl [--instruments LIST] [--max-orders N]\n"
+    "usage: tollfree engine run COMMANDS.ofl [--instruments LIST [--force]] [--max-orders N]\n"
     "                           [--events OUT.ofl] [--book] [--from-snapshot FILE] [--quiet]\n"
     "\n"
     "Applies the journal's valid prefix to a fresh engine (or to the state of a snapshot) and\n"
@@ -40,7 +40,14 @@ static const char run_usage[] =
     "trades, rejected, resting_orders, price_levels, last_command_seq, next_order_id,\n"
     "next_event_seq, state_hash, seconds, and \"journal\": {\"whole\": true} or where the valid\n"
     "prefix ends (offset, journal_seq, reason) when the file is torn or corrupt.\n"
-    "  --instruments LIST  instrument ids and ranges, e.g. 1-16,42 (default 1-16)\n"
+    "  --instruments LIST  instrument ids and ranges, e.g. 1-16,42. Default: the list stored\n"
+    "                      beside the journal (COMMANDS.ofl.instruments, written by 'engine\n"
+    "                      serve' and 'paper --journal'), else 1-16 with a note on stderr. A\n"
+    "                      LIST other than the stored one is refused (the state hash would\n"
+    "                      differ) unless --force. The JSON says which list was used:\n"
+    "                      \"instruments\" and \"instruments_from\" (journal, option, default,\n"
+    "                      snapshot)\n"
+    "  --force             use --instruments LIST even when the journal stores another\n"
     "  --max-orders N      live-order limit (default 1000000); a limit order beyond it is\n"
     "                      Rejected(Other)\n"
     "  --events OUT.ofl    write the events as an OFL1 journal (readable by 'journal dump')\n"
@@ -72,14 +79,15 @@ static const char gen_usage[] =
     "disk is refused before anything is written.\n";
 
 static const char snapshot_usage[] =
-    "usage: tollfree engine snapshot COMMANDS.ofl --out FILE [--at SEQ] [--instruments LIST]\n"
-    "                                [--max-orders N]\n"
+    "usage: tollfree engine snapshot COMMANDS.ofl --out FILE [--at SEQ]\n"
+    "                                [--instruments LIST [--force]] [--max-orders N]\n"
     "\n"
     "Applies the journal (up to and including command_seq SEQ with --at) and writes a snapshot\n"
     "of the whole engine state to FILE (CRC32C-protected; written to FILE.tmp, fsync'd and\n"
     "renamed). 'engine run COMMANDS.ofl --from-snapshot FILE' then gives the same state hash\n"
-    "and the same tail events as a full run. Prints one JSON line: last_command_seq,\n"
-    "resting_orders, state_hash, bytes.\n";
+    "and the same tail events as a full run. The instruments: as for 'engine run' (the list\n"
+    "stored beside the journal by default). Prints one JSON line: last_command_seq,\n"
+    "resting_orders, state_hash, bytes, instruments, instruments_from.\n";
 
 /* ---- options -------------------------------------------------------------------------------- */
 
@@ -197,6 +205,26 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Which instrument list an engine got, for the JSON summary. */
+struct inst_used {
+    char list[256];   /* "1-16,42" (cut with "..." when longer) */
+    const char *from; /* "journal", "option", "default", "snapshot" */
+};
+
+static void note_list(struct inst_used *u, const uint64_t *ids, uint32_t n, const char *from)
+{
+    if (tf_journal_instruments_format(ids, n, u->list, sizeof u->list) < 0)
+        memcpy(u->list + sizeof u->list - 4, "...", 4);
+    u->from = from;
+}
+
+static void print_used(const struct inst_used *u)
+{
+    if (strcmp(u->from, "snapshot"))
+        printf(",\"instruments\":\"%s\"", u->list);
+    printf(",\"instruments_from\":\"%s\"", u->from);
 }
 
 /* ---- run ------------------------------------------------------------------------------------ */
@@ -340,7 +368,7 @@ static void print_book(const tf_engine *e)
 }
 
 static void print_summary(const tf_engine *e, const struct run_stats *st, double seconds,
-                          int with_book)
+                          int with_book, const struct inst_used *used)
 {
     tf_engine_counters c;
     tf_engine_get_counters(e, &c);
@@ -363,37 +391,113 @@ static void print_summary(const tf_engine *e, const struct run_stats *st, double
                st->stop_offset, st->stop_seq, tf_strerror(st->stop_reason));
     else
         printf(",\"journal\":{\"whole\":true}");
+    print_used(used);
     if (with_book)
         print_book(e);
     printf("}\n");
 }
 
-/* A fresh engine from the options, or the snapshot's. */
-static int open_engine(const char *sub, const struct opts *o, tf_engine **e)
+static int same_ids(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
+{
+    return na == nb && !memcmp(a, b, (size_t)na * sizeof *a);
+}
+
+/* The instruments for an engine that applies `journal`: the list stored beside it
+ * (tf_journal_instruments_load) unless --instruments says otherwise, and a stored list that
+ * differs from --instruments only with --force. 0 (ids, *n, *used), 1 (refused: exit 2), or -1
+ * (the stored list cannot be read: exit 1); both after one line on stderr. */
+static int resolve_instruments(const char *sub, const struct opts *o, uint64_t **ids, uint32_t *n,
+                               struct inst_used *used)
+{
+    static uint64_t stored[TF_ENGINE_MAX_INSTRUMENTS];
+    uint32_t ns = 0;
+    uint64_t session = 0, jsession = 0;
+    int rc = o->input ? tf_journal_instruments_load(o->input, &session, stored,
+                                                    TF_ENGINE_MAX_INSTRUMENTS, &ns)
+                      : -ENOENT;
+    if (rc == 0) {
+        tf_journal_map m;
+        tf_journal_reader r;
+        if (!tf_journal_map_open(o->input, &m)) {
+            if (!tf_journal_reader_init(&r, m.data, m.len))
+                jsession = r.header.session_id;
+            tf_journal_map_close(&m);
+        }
+    }
+    if (rc != 0 && rc != -ENOENT && !(o->instruments && o->force)) {
+        fprintf(stderr,
+                "tollfree engine %s: %s%s: the journal's instrument list cannot be read (%s): "
+                "give the engine's list with --instruments LIST --force\n",
+                sub, o->input, TF_JOURNAL_INSTRUMENTS_SUFFIX, tf_strerror(rc));
+        return -1;
+    }
+    if (rc == 0 && session != jsession && !(o->instruments && o->force)) {
+        fprintf(
+            stderr,
+            "tollfree engine %s: %s%s is the instrument list of another journal (session %" PRIu64
+            ", this journal's is %" PRIu64 "): remove it, or give the list with "
+            "--instruments LIST --force\n",
+            sub, o->input, TF_JOURNAL_INSTRUMENTS_SUFFIX, session, jsession);
+        return -1;
+    }
+    if (!o->instruments && rc == 0) {
+        *ids = stored;
+        *n = ns;
+        note_list(used, stored, ns, "journal");
+        return 0;
+    }
+    int k = instruments_of(sub, o->instruments ? o->instruments : "1-16", ids);
+    if (k < 0)
+        return 1;
+    *n = (uint32_t)k;
+    if (rc == 0 && !same_ids(*ids, *n, stored, ns) && !o->force) {
+        char have[256];
+        if (tf_journal_instruments_format(stored, ns, have, sizeof have) < 0)
+            memcpy(have + sizeof have - 4, "...", 4);
+        fprintf(stderr,
+                "tollfree engine %s: --instruments %s differs from the list stored with %s (%s): "
+                "the engine that wrote it had those books, so the state hash would differ; drop "
+                "--instruments to use the stored list, or add --force\n",
+                sub, o->instruments, o->input, have);
+        return 1;
+    }
+    if (!o->instruments)
+        fprintf(stderr,
+                "tollfree engine %s: note: %s stores no instrument list (written before "
+                "tollfree kept one, or not by an engine): using the default 1-16; if the engine "
+                "that wrote it had others, give them with --instruments LIST\n",
+                sub, o->input);
+    note_list(used, *ids, *n, o->instruments ? "option" : "default");
+    return 0;
+}
+
+/* A fresh engine from the options, or the snapshot's. 0, or the exit status after a line on
+ * stderr. */
+static int open_engine(const char *sub, const struct opts *o, tf_engine **e, struct inst_used *used)
 {
     uint32_t max_orders;
     if (max_orders_of(sub, o, &max_orders))
-        return -1;
+        return 2;
     int rc;
     if (o->snapshot_in) {
         tf_engine_config over = {.size = sizeof over, .max_orders = (uint32_t)o->max_orders};
         rc = tf_engine_snapshot_load(o->snapshot_in, &over, e);
         if (rc)
             fprintf(stderr, "tollfree engine %s: %s: %s\n", sub, o->snapshot_in, tf_strerror(rc));
-        return rc ? -1 : 0;
+        used->from = "snapshot";
+        return rc ? 1 : 0;
     }
     uint64_t *ids;
-    int n = instruments_of(sub, o->instruments ? o->instruments : "1-16", &ids);
-    if (n < 0)
-        return -1;
-    tf_engine_config cfg = {.size = sizeof cfg,
-                            .instruments = ids,
-                            .n_instruments = (uint32_t)n,
-                            .max_orders = max_orders};
+    uint32_t n;
+    int st = resolve_instruments(sub, o, &ids, &n, used);
+    if (st)
+        return st < 0 ? 1 : 2;
+    tf_engine_config cfg = {
+        .size = sizeof cfg, .instruments = ids, .n_instruments = n, .max_orders = max_orders};
     rc = tf_engine_create(&cfg, e);
     if (rc)
         fprintf(stderr, "tollfree engine %s: cannot create the engine: %s\n", sub, tf_strerror(rc));
-    return rc ? -1 : 0;
+    return rc ? 2 : 0;
 }
 
 static int map_input(const char *sub, const char *path, tf_journal_map *map)
@@ -442,9 +546,10 @@ static int close_events(const char *path, tf_journal *j)
 static int cmd_run(int argc, char **argv)
 {
     struct opts o = {0};
-    int rc = parse_opts("run", run_usage,
-                        "--instruments --max-orders --events --book --from-snapshot --quiet ", argc,
-                        argv, &o);
+    int rc =
+        parse_opts("run", run_usage,
+                   "--instruments --force --max-orders --events --book --from-snapshot --quiet ",
+                   argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : 2;
     if (!o.input || o.out) {
@@ -458,8 +563,9 @@ static int cmd_run(int argc, char **argv)
     }
     tf_journal_map map;
     tf_engine *e = NULL;
-    if (open_engine("run", &o, &e))
-        return o.snapshot_in ? 1 : 2;
+    struct inst_used used = {.from = "default"};
+    if ((rc = open_engine("run", &o, &e, &used)))
+        return rc;
     if (map_input("run", o.input, &map)) {
         tf_engine_destroy(e);
         return 1;
@@ -493,7 +599,7 @@ static int cmd_run(int argc, char **argv)
     if (w.journal && (close_events(o.events, w.journal) || status))
         status = 1;
     if (!status)
-        print_summary(e, &st, t1 - t0, o.book);
+        print_summary(e, &st, t1 - t0, o.book, &used);
     free(ev);
     tf_engine_destroy(e);
     tf_journal_map_close(&map);
@@ -505,8 +611,8 @@ static int cmd_run(int argc, char **argv)
 static int cmd_snapshot(int argc, char **argv)
 {
     struct opts o = {0};
-    int rc = parse_opts("snapshot", snapshot_usage, "--out --at --instruments --max-orders ", argc,
-                        argv, &o);
+    int rc = parse_opts("snapshot", snapshot_usage,
+                        "--out --at --instruments --force --max-orders ", argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : 2;
     if (!o.input || !o.out) {
@@ -516,8 +622,9 @@ static int cmd_snapshot(int argc, char **argv)
     }
     tf_journal_map map;
     tf_engine *e = NULL;
-    if (open_engine("snapshot", &o, &e))
-        return 2;
+    struct inst_used used = {.from = "default"};
+    if ((rc = open_engine("snapshot", &o, &e, &used)))
+        return rc;
     if (map_input("snapshot", o.input, &map)) {
         tf_engine_destroy(e);
         return 1;
@@ -544,9 +651,11 @@ static int cmd_snapshot(int argc, char **argv)
         tf_engine_get_counters(e, &c);
         char h[19];
         printf("{\"last_command_seq\":%" PRIu64 ",\"resting_orders\":%" PRIu64
-               ",\"state_hash\":\"%s\",\"bytes\":%" PRIu64 "}\n",
+               ",\"state_hash\":\"%s\",\"bytes\":%" PRIu64,
                c.last_command_seq, c.resting_orders, hash_str(tf_engine_state_hash(e), h),
                tf_engine_snapshot_size(e));
+        print_used(&used);
+        printf("}\n");
     }
     tf_engine_destroy(e);
     tf_journal_map_close(&map);

@@ -16,6 +16,7 @@
 #include "cli/sweep_run.h"
 #include "cli/sweep_table.h"
 #include "tollfree/kernel.h"
+#include "tollfree/research.h"
 
 static const char usage[] =
     "usage: tollfree sweep [options]\n"
@@ -34,15 +35,11 @@ static const char usage[] =
     "                    CRLF, quoted fields and blank lines are fine; streamed, so any size),\n"
     "                    or raw little-endian f64 (*.f64, *.bin, *.raw, or --raw). Every close\n"
     "                    must be a positive finite number. Default: the embedded data set\n"
-    "                    (150,000 bars, docs/definition.md section 1)\n"
-    "  --column NAME     the close column, any case (default: close; e.g. 'Adj Close'); in a\n"
-    "                    file without a header line, its 1-based number\n"
-    "  --date-column NAME  the date column (default: the first named date, datetime, time,\n"
-    "                    timestamp, ...; 'none': no dates). Newest-first files are reversed to\n"
-    "                    oldest first (said on stderr); dates out of order are an error\n"
-    "  --skip-bad-rows   skip rows whose close is empty, not a number, not finite or <= 0, and\n"
-    "                    count them on stderr (default: stop at the first, with line and column)\n"
-    "  --raw             read FILE as raw little-endian f64 whatever its name\n"
+    "                    (150,000 bars, docs/definition.md section 1). docs/research.md,\n"
+    "                    \"Price files\", gives every rule\n";
+
+/* After tf_cli_series_help (--column, --date-column, --assume-sorted, --sep, ...). */
+static const char usage_grid[] =
     "  --grid SPEC       default            the 80-combo grid, L = 6..200\n"
     "                    LO:HI:N            N Hull lengths from LO to HI, each expanded to six\n"
     "                                       windows as docs/definition.md section 2\n"
@@ -53,8 +50,9 @@ static const char usage_out[] =
     "out of sample:\n"
     "  --split F         in-sample = the first floor(n*F) bars, out-of-sample = the rest\n"
     "                    (0 < F < 1), each swept cold; prints one row per fold, not per combo\n"
-    "  --walk-forward K  K folds: the bars cut into K+1 equal segments; fold k picks its winner\n"
-    "                    on segment k-1 and tests it on segment k\n"
+    "  --walk-forward K  K folds (1..1000): the bars cut into K+1 equal segments; fold k picks\n"
+    "                    its winner on segment k-1 and tests it on segment k. With either,\n"
+    "                    --columns, --sort and --top are refused (the rows are folds)\n"
     "  --metric NAME     what picks the winner and ranks combos out of sample, higher is\n"
     "                    better: pnl (default) or any other output column (e.g. avg_trade,\n"
     "                    sharpe_per_trade, profit_factor, win_rate), or -COLUMN where lower\n"
@@ -66,11 +64,15 @@ static const char usage_out[] =
     "  --sort COLUMN     order the rows by any column, highest first (-COLUMN: lowest\n"
     "                    first, e.g. -max_dd), NaN last\n"
     "  --top K           only the first K rows after sorting (by pnl without --sort)\n"
-    "  --fee F           fee per closed trade in percent points (default 0.09)\n"
+    "  --fee F           fee per closed trade in percent points, 0 <= F < 100 (default 0.09;\n"
+    "                    a negative fee, a rebate, is refused)\n"
     "  --report FILE.html  also write a self-contained HTML report: inputs, ranked table, plots,\n"
     "                    the best combo's equity, the out-of-sample table (python3-matplotlib)\n"
-    "  --heatmap X,Y     in the report, pnl over two grid columns (others maximised over)\n"
+    "  --heatmap X,Y     in the report, pnl over two of the six windows (others maximised\n"
+    "                    over); checked before the sweep\n"
     "  --quiet           no summary or progress on stderr\n"
+    "  A note on stderr (not an error) names combos that can never trade on the series (their\n"
+    "  warm-up is longer: docs/research.md) and combos that repeat an earlier one.\n"
     "engine:\n"
     "  --threads N       worker threads (default 0 = all cores); results never depend on it\n"
     "  --isa NAME        auto, scalar, sse2, avx2, avx512, or reference (the literal spec);\n"
@@ -94,11 +96,16 @@ static const char usage_panel[] =
     "  --panel PATH      many instruments: a directory with one file per instrument (CSV with\n"
     "                    the --column column, or raw f64), or one wide CSV (a column each; a\n"
     "                    first date column dropped; NaN padding at a column's ends ignored).\n"
+    "                    Every other price must be positive and finite: a gap (an empty or\n"
+    "                    NaN cell inside a column), inf, 0 or a negative price is refused\n"
+    "                    with the file, line and column (exit 1).\n"
     "                    Prints one CSV row per (instrument, combo): instrument, then the\n"
     "                    columns above (--columns, default all; basic = instrument,L,half,sq,p,\n"
     "                    p3,p2,pnl,trades), instruments in file/column order. Each instrument's\n"
     "                    rows are the plain sweep's rows for that series, same text; --sort and\n"
     "                    --top K rank and cut per instrument (--top alone: the K best pnl)\n"
+    "  --fill forward    give each gap inside a --panel column the last price before it; a\n"
+    "                    note on stderr says how many bars of which instrument were filled\n"
     "  --scheduler ADDR  sweep on Dask: tcp://HOST:PORT (a 'dask scheduler') or local[:N] (a\n"
     "                    LocalCluster of N processes); the same bits (docs/distributed.md)\n"
     "  --chunk N         combos per Dask task (default: sized so a task runs 0.1-2 s)\n"
@@ -144,10 +151,11 @@ static int exec_panel(int argc, char **argv)
 
 /* Everything the command line says, checked. */
 typedef struct sweep_args {
-    const char *input, *column, *gridspec, *out, *isa_name, *report, *heatmap, *metric_name;
+    const char *input, *gridspec, *out, *isa_name, *report, *heatmap, *metric_name;
     const char *split_arg, *folds_arg, *fee_arg; /* as given: passed on to the report */
+    const char *columns_arg, *sort_arg;          /* as given: refused with the folds */
     long long top, threads;
-    int raw, quiet, reference;
+    int quiet, reference;
     tf_isa isa;
     double fee;
     tf_cli_series_opts sopts;
@@ -157,8 +165,7 @@ typedef struct sweep_args {
 } sweep_args;
 
 static const struct option long_opts[] = {{"input", required_argument, 0, 'i'},
-                                          {"column", required_argument, 0, 'c'},
-                                          {"raw", no_argument, 0, 'r'},
+                                          TF_CLI_SERIES_OPTIONS,
                                           {"grid", required_argument, 0, 'g'},
                                           {"out", required_argument, 0, 'o'},
                                           {"top", required_argument, 0, 'k'},
@@ -166,8 +173,6 @@ static const struct option long_opts[] = {{"input", required_argument, 0, 'i'},
                                           {"isa", required_argument, 0, 'a'},
                                           {"quiet", no_argument, 0, 'q'},
                                           {"help", no_argument, 0, 'h'},
-                                          {"skip-bad-rows", no_argument, 0, 'S'},
-                                          {"date-column", required_argument, 0, 'D'},
                                           {"split", required_argument, 0, 'F'},
                                           {"walk-forward", required_argument, 0, 'W'},
                                           {"metric", required_argument, 0, 'M'},
@@ -196,22 +201,18 @@ static int int_arg(const char *name, const char *arg, long long lo, long long hi
 static const struct {
     int c;
     size_t off;
-} string_opts[] = {{'i', offsetof(sweep_args, input)},
-                   {'c', offsetof(sweep_args, column)},
-                   {'g', offsetof(sweep_args, gridspec)},
-                   {'o', offsetof(sweep_args, out)},
-                   {'a', offsetof(sweep_args, isa_name)},
-                   {'D', offsetof(sweep_args, sopts.date_column)},
-                   {'R', offsetof(sweep_args, report)},
-                   {'H', offsetof(sweep_args, heatmap)}},
-  flag_opts[] = {{'r', offsetof(sweep_args, raw)},
-                 {'q', offsetof(sweep_args, quiet)},
-                 {'S', offsetof(sweep_args, sopts.skip_bad_rows)}};
+} string_opts[] = {{'i', offsetof(sweep_args, input)},  {'g', offsetof(sweep_args, gridspec)},
+                   {'o', offsetof(sweep_args, out)},    {'a', offsetof(sweep_args, isa_name)},
+                   {'R', offsetof(sweep_args, report)}, {'H', offsetof(sweep_args, heatmap)}},
+  flag_opts[] = {{'q', offsetof(sweep_args, quiet)}};
 
 /* One option with its value (getopt's c and optarg): 0, or 2 after one line on stderr. */
 static int take_option(int c, const char *arg, void *ctx)
 {
     sweep_args *a = ctx;
+    int taken = tf_cli_series_option(c, arg, &a->sopts);
+    if (taken != 1)
+        return taken;
     for (size_t i = 0; i < sizeof string_opts / sizeof string_opts[0]; i++)
         if (string_opts[i].c == c) {
             memcpy((char *)a + string_opts[i].off, &arg, sizeof arg);
@@ -248,24 +249,48 @@ static int take_option(int c, const char *arg, void *ctx)
         return 0;
     case 'M':
         a->metric_name = arg;
-        if (tf_cli_order_parse(arg, &a->oos.metric))
+        if (tf_cli_order_parse("--metric", arg, &a->oos.metric))
             return 2;
-        if (a->oos.metric.col < 6) { /* one of the six windows */
-            if (a->oos.metric.col >= 0)
-                fprintf(stderr, "tollfree sweep: --metric %s: a window is not a metric\n", arg);
+        if (tf_column_flags(a->oos.metric.col) & TF_COLUMN_WINDOW) {
+            fprintf(stderr, "tollfree sweep: --metric %s: a window is not a metric\n", arg);
             return 2;
         }
         return 0;
     case 'C':
+        a->columns_arg = arg;
         return tf_cli_columns_parse(arg, &a->cols) ? 2 : 0;
     case 'O':
-        return tf_cli_order_parse(arg, &a->order) ? 2 : 0;
+        a->sort_arg = arg;
+        return tf_cli_order_parse("--sort", arg, &a->order) ? 2 : 0;
     case 'f':
         a->fee_arg = arg;
         return tf_cli_parse_fee("tollfree sweep", arg, &a->fee) ? 2 : 0;
     default:
         return 2;
     }
+}
+
+/* --heatmap X,Y: two of the six windows, checked before the sweep (the report draws it after).
+ * 0, or -1 after one line on stderr. */
+static int check_heatmap(const char *spec)
+{
+    const char *comma = strchr(spec, ',');
+    int ok = comma && !strchr(comma + 1, ',');
+    for (int k = 0; ok && k < 2; k++) {
+        const char *p = k ? comma + 1 : spec, *e = k ? p + strlen(p) : comma;
+        while (p < e && (*p == ' ' || *p == '\t')) /* the report strips each name */
+            p++;
+        while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        int col = tf_column_find(p, (size_t)(e - p), NULL, NULL, 0);
+        ok = col >= 0 && (tf_column_flags(col) & TF_COLUMN_WINDOW);
+    }
+    if (!ok)
+        fprintf(stderr,
+                "tollfree sweep: --heatmap wants two of the windows L,half,sq,p,p3,p2 as X,Y "
+                "(e.g. L,sq), got '%s'\n",
+                spec);
+    return ok ? 0 : -1;
 }
 
 /* The options that go together or name files must agree. 0, or 2 after one line on stderr. */
@@ -300,6 +325,20 @@ static int check_args(sweep_args *a)
         fputs("tollfree sweep: --heatmap goes with --report FILE.html\n", stderr);
         return 2;
     }
+    if (a->heatmap && check_heatmap(a->heatmap))
+        return 2;
+    if (a->split_arg || a->folds_arg) {
+        const char *opt = a->columns_arg ? "--columns" : a->sort_arg ? "--sort" : NULL;
+        opt = a->top > 0 ? "--top" : opt;
+        if (opt) {
+            fprintf(stderr,
+                    "tollfree sweep: %s does not apply to --%s: the output is one row per fold "
+                    "(its columns fixed), not per combo; rank the combos without --%s\n",
+                    opt, a->split_arg ? "split" : "walk-forward",
+                    a->split_arg ? "split" : "walk-forward");
+            return 2;
+        }
+    }
     a->reference = !strcmp(a->isa_name, "reference");
     a->isa = TF_ISA_AUTO;
     if (!a->reference && tf_isa_parse(a->isa_name, &a->isa)) {
@@ -321,25 +360,27 @@ static int check_args(sweep_args *a)
                 "tollfree sweep: ignoring TF_ISA_MAX='%s' (wants scalar, sse2, avx2 or avx512)\n",
                 isa_max);
     if (a->top > 0 && a->order.col < 0)
-        a->order.col = tf_cli_column_find("pnl");
+        a->order.col = TF_COLUMN_PNL;
     return 0;
 }
 
 /* Parses argv into a. -1: go on; else the exit status (0 after --help, 2 on a usage error). */
 static int parse_args(int argc, char **argv, sweep_args *a)
 {
-    *a = (sweep_args){.column = "close",
+    *a = (sweep_args){.sopts = {.column = "close"},
                       .gridspec = "default",
                       .isa_name = "auto",
                       .metric_name = "pnl",
                       .top = -1,
                       .fee = TF_FEE_DEFAULT,
-                      .oos = {.metric = {tf_cli_column_find("pnl"), 1}},
+                      .oos = {.metric = {TF_COLUMN_PNL, 1}},
                       .order = {-1, 1}};
     tf_cli_columns_parse("all", &a->cols);
     int rc = tf_cli_options("tollfree sweep", argc, argv, long_opts, take_option, a);
     if (rc == 0) {
         fputs(usage, stdout);
+        fputs(tf_cli_series_help, stdout);
+        fputs(usage_grid, stdout);
         fputs(usage_out, stdout);
         fputs(usage_panel, stdout);
     }
@@ -355,8 +396,6 @@ static int load_inputs(sweep_args *a, double **close, int64_t *n, int64_t **grid
     *close = NULL;
     *grid = NULL;
     if (a->input) {
-        a->sopts.column = a->column;
-        a->sopts.raw = a->raw;
         if (tf_cli_read_series_ex(a->input, &a->sopts, close, n, NULL))
             return 1;
     } else {
@@ -466,7 +505,7 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
         fprintf(stderr, "tollfree sweep: %s: %s\n", a->out, strerror(errno));
         goto done;
     }
-    tf_cli_results res = {grid, pnl, trades, stats, m};
+    tf_results res = {grid, pnl, trades, stats, m};
     if (tf_cli_table_write(f, &res, &a->cols, &a->order, a->top))
         goto done;
     if (!a->quiet)
@@ -516,14 +555,18 @@ static int run_report(const sweep_args *a, const double *series, int64_t n)
     ARG2("--threads", tbuf);
     if (src) {
         ARG2("--input", src);
-        ARG2("--column", a->column);
+        ARG2("--column", a->sopts.column);
     }
-    if (a->raw || src == stdin_tmp)
+    if (a->sopts.raw || src == stdin_tmp)
         args[k++] = "--raw";
     if (a->sopts.skip_bad_rows)
         args[k++] = "--skip-bad-rows";
     if (a->sopts.date_column)
         ARG2("--date-column", a->sopts.date_column);
+    if (a->sopts.sep && src != stdin_tmp)
+        ARG2("--sep", a->sopts.sep == '\t' ? "tab" : a->sopts.sep == ';' ? ";" : ",");
+    if (a->sopts.assume_sorted && src != stdin_tmp)
+        args[k++] = "--assume-sorted";
     if (a->split_arg)
         ARG2("--split", a->split_arg);
     if (a->folds_arg)
@@ -542,6 +585,31 @@ static int run_report(const sweep_args *a, const double *series, int64_t n)
     return status;
 }
 
+/* A NOTE (not a refusal) when combos can never trade on the series (with --split or
+ * --walk-forward: on the shortest part a fold sweeps) or repeat an earlier combo
+ * (tf_grid_check). */
+static void grid_note(const sweep_args *a, int64_t n, const int64_t *grid, int64_t m)
+{
+    int64_t bars = n;
+    if (a->split_arg || a->folds_arg) {
+        tf_oos_opts o = {.size = sizeof o,
+                         .split = a->folds_arg ? 0.0 : a->oos.split,
+                         .walk_forward = a->oos.folds};
+        tf_fold f[TF_OOS_MAX_FOLDS];
+        int nf = tf_folds(n, &o, f, TF_OOS_MAX_FOLDS, NULL, 0);
+        for (int k = 0; k < nf; k++) {
+            if (f[k].is_end - f[k].is_start < bars)
+                bars = f[k].is_end - f[k].is_start;
+            if (f[k].oos_end - f[k].oos_start < bars)
+                bars = f[k].oos_end - f[k].oos_start;
+        }
+    }
+    char msg[1024];
+    if (tf_grid_check(grid, m, bars, NULL, msg, sizeof msg) > 0)
+        fprintf(stderr, "tollfree sweep: note: %s%s\n", msg,
+                bars < n ? " (on the shortest part of a fold)" : "");
+}
+
 int tf_cmd_sweep(int argc, char **argv)
 {
     if (wants_panel(argc, argv))
@@ -556,6 +624,7 @@ int tf_cmd_sweep(int argc, char **argv)
     if (status)
         return status;
     const double *series = close ? close : tf_default_close;
+    grid_note(&a, n, grid, m);
     if (a.split_arg || a.folds_arg)
         status = run_oos(&a, series, n, grid, m);
     else

@@ -1,5 +1,6 @@
-/* The researcher's side of `tollfree sweep`: metrics, out-of-sample / walk-forward folds, and
- * the HTML report (written by the Python package, which this launches). */
+/* The researcher's side of `tollfree sweep`: printing the out-of-sample / walk-forward folds
+ * (computed by the library, tollfree/research.h), and the HTML report (written by the Python
+ * package, which this launches). */
 #ifndef TF_CLI_RESEARCH_H
 #define TF_CLI_RESEARCH_H
 
@@ -9,20 +10,19 @@
 #include "cli/sweep_table.h"
 #include "tollfree/kernel.h"
 
-/* How a sweep is split into folds. split in (0, 1): one fold, in-sample = the first
- * floor(n * split) bars. folds >= 1: walk-forward, the bars cut into folds + 1 equal segments
- * (the last takes the remainder); fold k trains on segment k-1 and tests on segment k. */
+/* How a sweep is split into folds (tf_oos_opts: split, or walk_forward folds) and the metric
+ * that picks the winner (sweep_table.h: a column, or -column). */
 typedef struct tf_cli_oos {
     double split;
     int folds;
-    tf_cli_order metric; /* what picks the winner (sweep_table.h): a column, or -column */
+    tf_cli_order metric;
 } tf_cli_oos;
 
-/* Runs every fold (each segment a cold-started sweep, with the statistics when the metric needs
- * them) and writes one CSV row per fold to f:
- * the in-sample winner by the metric, its figures in and out of sample, and its rank out of
- * sample among all combos. A verdict goes to stderr unless quiet. 0, or -1 after one line on
- * stderr. */
+/* Runs every fold by the library's tf_oos_run (each part a cold-started sweep) and writes one CSV
+ * row per fold to f: the in-sample winner by the metric, its figures in and out of sample, and
+ * its rank out of sample among all combos. One line per fold and a verdict go to stderr unless
+ * quiet. 0, or -1 after one line on stderr (none when o->progress was cancelled: the caller
+ * says so). */
 int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid, int64_t m,
                    const tf_cli_oos *oos, const tf_sweep_opts *o, int reference, int quiet);
 

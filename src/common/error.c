@@ -15,6 +15,7 @@ static const struct entry table[] = {
     {TF_E_NOMEM, "out of memory"},
     {TF_E_UNSUPPORTED, "not supported by this build or CPU"},
     {TF_E_LIMIT, "a configured limit would be exceeded"},
+    {TF_E_BAD_INPUT, "input data refused (the message names what and where)"},
 #include "errors_kernel.inc"
 #include "errors_wire.inc"
 #include "errors_shm.inc"

@@ -214,43 +214,6 @@ int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_confi
     return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, uint64_t n)
-{
-    while (n) {
-        ssize_t w = tfo_fio->write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (w == 0)
-            return -EIO;
-        p += w;
-        n -= (uint64_t)w;
-    }
-    return 0;
-}
-
-static int sync_dir_of(const char *path)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else
-        return -ENAMETOOLONG;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = tfo_fio->fsync(fd) ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 int tf_engine_snapshot_save(const tf_engine *e, const char *path)
 {
     if (!e || !path)
@@ -269,7 +232,7 @@ int tf_engine_snapshot_save(const tf_engine *e, const char *path)
         if (fd < 0) {
             rc = -errno;
         } else {
-            rc = write_all(fd, buf, len);
+            rc = tfo_write_all(fd, buf, len);
             if (!rc && tfo_fio->fsync(fd))
                 rc = -errno;
             if (close(fd) && !rc)
@@ -279,7 +242,7 @@ int tf_engine_snapshot_save(const tf_engine *e, const char *path)
             if (rc)
                 unlink(tmp);
             else
-                rc = sync_dir_of(path);
+                rc = tfo_sync_parent_dir(path);
         }
     }
     free(buf);

@@ -127,6 +127,59 @@ void tfes_recovered_fini(tfes_recovered *r)
     memset(r, 0, sizeof *r);
 }
 
+/* The instrument list stored beside commands.ofl (tf_journal_instruments_save), which `engine
+ * run` replays with. Without --instruments the stored list is used; a --instruments that differs
+ * from it is refused (the journal's commands were applied to those books). A list of another
+ * session (commands.ofl was replaced) or none yet: the one in use is stored. 0, or an error after
+ * a line on stderr. */
+static int keep_instruments(const tfes_config *cfg, const char *name, const char *cmd_path,
+                            uint64_t session, uint64_t *ids, int *n_ids)
+{
+    uint64_t *stored = malloc(TF_ENGINE_MAX_INSTRUMENTS * sizeof *stored);
+    if (!stored)
+        return TF_E_NOMEM;
+    uint64_t s_session = 0;
+    uint32_t ns = 0;
+    int rc =
+        tf_journal_instruments_load(cmd_path, &s_session, stored, TF_ENGINE_MAX_INSTRUMENTS, &ns);
+    if (rc == 0 && s_session == session) {
+        int same = ns == (uint32_t)*n_ids && !memcmp(stored, ids, ns * sizeof *ids);
+        if (!same && cfg->instruments) {
+            char have[256];
+            if (tf_journal_instruments_format(stored, ns, have, sizeof have) < 0)
+                memcpy(have + sizeof have - 4, "...", 4);
+            fprintf(stderr,
+                    "%s: --instruments %s: %s was written by an engine with instruments %s "
+                    "(%s%s): start without --instruments (the stored list is used) or with a "
+                    "new --journal DIR\n",
+                    name, cfg->instruments, cmd_path, have, cmd_path,
+                    TF_JOURNAL_INSTRUMENTS_SUFFIX);
+            free(stored);
+            return TF_E_INVALID_ARG;
+        }
+        memcpy(ids, stored, ns * sizeof *ids);
+        *n_ids = (int)ns;
+        free(stored);
+        return 0;
+    }
+    free(stored);
+    if (rc != 0 && rc != -ENOENT && rc != TF_E_BAD_INPUT) {
+        fprintf(stderr, "%s: %s%s: %s\n", name, cmd_path, TF_JOURNAL_INSTRUMENTS_SUFFIX,
+                tf_strerror(rc));
+        return rc;
+    }
+    /* None (a new journal, or one from before the list was kept), another session's, or a
+     * damaged one: the list in use is the journal's from now on. */
+    if (rc == TF_E_BAD_INPUT || rc == 0)
+        fprintf(stderr, "%s: %s%s: %s: replaced with the list in use\n", name, cmd_path,
+                TF_JOURNAL_INSTRUMENTS_SUFFIX, rc ? "damaged" : "another journal's (session)");
+    rc = tf_journal_instruments_save(cmd_path, session, ids, (uint32_t)*n_ids);
+    if (rc)
+        fprintf(stderr, "%s: %s%s: %s\n", name, cmd_path, TF_JOURNAL_INSTRUMENTS_SUFFIX,
+                tf_strerror(rc));
+    return rc;
+}
+
 int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
 {
     memset(out, 0, sizeof *out);
@@ -173,6 +226,12 @@ int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
                 (unsigned long long)(rec.file_bytes - rec.valid_bytes),
                 (unsigned long long)rec.records);
     out->session_id = tf_journal_header(out->commands)->session_id;
+    rc = keep_instruments(cfg, name, cmd_path, out->session_id, ids, &n_ids);
+    if (rc) {
+        free(ids);
+        tfes_recovered_fini(out);
+        return rc;
+    }
 
     /* events.ofl: how many of its events are whole and belong to this journal. */
     uint64_t have = 0;

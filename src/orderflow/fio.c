@@ -1,4 +1,8 @@
 /* The file I/O table (fio.h): the real system calls, or a test's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "orderflow/fio.h"
@@ -19,4 +23,40 @@ const tfo_fio_ops *tfo_fio_set(const tfo_fio_ops *ops)
     const tfo_fio_ops *old = tfo_fio;
     tfo_fio = ops ? ops : &real_ops;
     return old;
+}
+
+int tfo_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        /* at most 1 GiB a call: Linux writes at most 0x7ffff000 bytes anyway */
+        ssize_t w = tfo_fio->write(fd, c, n > (1u << 30) ? (1u << 30) : n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -EIO;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int tfo_sync_parent_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else
+        return -ENAMETOOLONG;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = tfo_fio->fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc == -EINVAL ? 0 : rc;
 }

@@ -25,4 +25,13 @@ extern const tfo_fio_ops *tfo_fio;
  * it while no journal or snapshot I/O runs on another thread. */
 const tfo_fio_ops *tfo_fio_set(const tfo_fio_ops *ops);
 
+/* Writes p[0..n) at fd's offset through tfo_fio->write, on through short writes and EINTR. 0, or
+ * -errno (-EIO for a write that returns 0). */
+int tfo_write_all(int fd, const void *p, size_t n);
+
+/* fsyncs the directory holding path, so that a file just created or renamed there is durable
+ * too. 0 or -errno; a file system that refuses fsync on a directory (EINVAL) counts as done:
+ * the file itself is synced by its writer. */
+int tfo_sync_parent_dir(const char *path);
+
 #endif

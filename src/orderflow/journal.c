@@ -558,30 +558,6 @@ void tf_journal_get_stats(const tf_journal *j, tf_journal_stats *out)
     out->bytes = j->file_off + j->staged;
 }
 
-/* fsync the directory holding path, so a newly created file's entry is durable too. */
-static int sync_parent_dir(const char *path)
-{
-    char dir[4096];
-    size_t n = strlen(path);
-    if (n >= sizeof dir)
-        return -ENAMETOOLONG;
-    memcpy(dir, path, n + 1);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = tfo_fio->fsync(fd) == 0 ? 0 : -errno;
-    close(fd);
-    /* Some file systems refuse fsync on a directory; the file itself is synced anyway. */
-    return rc == -EINVAL ? 0 : rc;
-}
-
 /* Writes the header and its protection block in one write, then syncs the file and its
  * directory. On failure the file is cut back to empty, so that opening it again starts afresh. */
 static int create_header(tf_journal *j, const char *path, const tf_journal_opts *o)
@@ -602,7 +578,7 @@ static int create_header(tf_journal *j, const char *path, const tf_journal_opts 
     if (!rc) {
         j->stats.syncs++;
         j->file_off = sizeof h;
-        rc = sync_parent_dir(path);
+        rc = tfo_sync_parent_dir(path);
     }
     if (rc)
         (void)tfo_fio->ftruncate(j->fd, 0); /* best effort: an error is already being returned */

@@ -11,6 +11,9 @@
 #include "tollfree/journal.h"
 #include "tollfree/kernel.h"
 #include "tollfree/orderflow.h"
+#include "tollfree/paper.h"
+#include "tollfree/prices.h"
+#include "tollfree/research.h"
 
 #define STRUCT(T) printf("struct %s %zu\n", #T, sizeof(T))
 #define FIELD(T, f) printf("field %s.%s %zu %zu\n", #T, #f, offsetof(T, f), sizeof(((T *)0)->f))
@@ -71,5 +74,106 @@ int main(void)
     FIELD(tf_ofl_msg, kind);
     FIELD(tf_ofl_msg, journal_seq);
     FIELD(tf_ofl_msg, session_id);
+    STRUCT(tf_paper_config);
+    FIELD(tf_paper_config, size);
+    FIELD(tf_paper_config, combo);
+    FIELD(tf_paper_config, tick);
+    FIELD(tf_paper_config, fee);
+    FIELD(tf_paper_config, instrument);
+    FIELD(tf_paper_config, half_spread);
+    FIELD(tf_paper_config, coarse_tick);
+    FIELD(tf_paper_config, timeout_ms);
+    FIELD(tf_paper_config, engine_url);
+    FIELD(tf_paper_config, journal_dir);
+    FIELD(tf_paper_config, progress);
+
+    STRUCT(tf_paper_result);
+    FIELD(tf_paper_result, size);
+    FIELD(tf_paper_result, fill_log);
+    FIELD(tf_paper_result, fill_log_cap);
+    FIELD(tf_paper_result, equity);
+    FIELD(tf_paper_result, mtm);
+    FIELD(tf_paper_result, tick);
+    FIELD(tf_paper_result, tick_source);
+    FIELD(tf_paper_result, position);
+    FIELD(tf_paper_result, rounded_closes);
+    FIELD(tf_paper_result, first_rounded);
+    FIELD(tf_paper_result, bars);
+    FIELD(tf_paper_result, orders);
+    FIELD(tf_paper_result, fills);
+    FIELD(tf_paper_result, lots);
+    FIELD(tf_paper_result, commands);
+    FIELD(tf_paper_result, events);
+    FIELD(tf_paper_result, pnl);
+    FIELD(tf_paper_result, trades);
+    FIELD(tf_paper_result, kernel_pnl);
+    FIELD(tf_paper_result, kernel_trades);
+    FIELD(tf_paper_result, stream_pnl);
+    FIELD(tf_paper_result, stream_trades);
+    FIELD(tf_paper_result, unrounded_pnl);
+    FIELD(tf_paper_result, unrounded_trades);
+    FIELD(tf_paper_result, unrounded_diff);
+    FIELD(tf_paper_result, spread_cost);
+    FIELD(tf_paper_result, parity);
+    FIELD(tf_paper_result, unrounded_parity);
+    FIELD(tf_paper_result, has_state_hash);
+    FIELD(tf_paper_result, in_process);
+    FIELD(tf_paper_result, state_hash);
+    FIELD(tf_paper_result, venue_fills);
+    FIELD(tf_paper_result, fills_dropped);
+    FIELD(tf_paper_result, seconds);
+
+    STRUCT(tf_paper_fill);
+
+    STRUCT(tf_prices_opts);
+    FIELD(tf_prices_opts, size);
+    FIELD(tf_prices_opts, name);
+    FIELD(tf_prices_opts, column);
+    FIELD(tf_prices_opts, date_column);
+    FIELD(tf_prices_opts, raw);
+    FIELD(tf_prices_opts, skip_bad_rows);
+    FIELD(tf_prices_opts, sep);
+    FIELD(tf_prices_opts, assume_sorted);
+    FIELD(tf_prices_opts, keep_dates);
+    STRUCT(tf_results);
+    FIELD(tf_results, params);
+    FIELD(tf_results, pnl);
+    FIELD(tf_results, trades);
+    FIELD(tf_results, stats);
+    FIELD(tf_results, m);
+    STRUCT(tf_fold);
+    FIELD(tf_fold, is_start);
+    FIELD(tf_fold, is_end);
+    FIELD(tf_fold, oos_start);
+    FIELD(tf_fold, oos_end);
+    STRUCT(tf_oos_opts);
+    FIELD(tf_oos_opts, size);
+    FIELD(tf_oos_opts, split);
+    FIELD(tf_oos_opts, walk_forward);
+    FIELD(tf_oos_opts, metric);
+    FIELD(tf_oos_opts, reference);
+    STRUCT(tf_grid_report);
+    FIELD(tf_grid_report, too_long);
+    FIELD(tf_grid_report, first_too_long);
+    FIELD(tf_grid_report, first_warmup);
+    FIELD(tf_grid_report, duplicates);
+    FIELD(tf_grid_report, first_duplicate);
+    FIELD(tf_grid_report, duplicate_of);
+    STRUCT(tf_derived);
+    FIELD(tf_derived, win_rate);
+    FIELD(tf_derived, profit_factor);
+    FIELD(tf_derived, sharpe_per_trade);
+    FIELD(tf_derived, avg_trade);
+    STRUCT(tf_oos_row);
+    FIELD(tf_oos_row, fold);
+    FIELD(tf_oos_row, winner);
+    FIELD(tf_oos_row, is_value);
+    FIELD(tf_oos_row, is_pnl);
+    FIELD(tf_oos_row, is_trades);
+    FIELD(tf_oos_row, oos_value);
+    FIELD(tf_oos_row, oos_pnl);
+    FIELD(tf_oos_row, oos_trades);
+    FIELD(tf_oos_row, oos_rank);
+    FIELD(tf_oos_row, oos_best_value);
     return ferror(stdout) ? 1 : 0;
 }

@@ -1,0 +1,197 @@
+/* The researcher's side of the sweep, once, for the `tollfree` program and the Python package
+ * alike: the figures derived from tf_stats, the table of result columns and the ranking by one
+ * of them, the fee check, the grid check, and the out-of-sample / walk-forward folds.
+ *
+ * Nothing here prints. Functions that can refuse their input take `msg`, NULL or msg_cap bytes
+ * that receive one NUL-terminated line saying what was refused and what to do (truncated to
+ * fit); it is written on every non-zero return and left untouched on success. No function
+ * keeps a pointer past its call. */
+#ifndef TOLLFREE_RESEARCH_H
+#define TOLLFREE_RESEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tollfree/api.h"
+#include "tollfree/kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Derived figures (docs/definition.md section 8) ----
+ *
+ * From one combo's tf_stats, where they are shown, never in the loop:
+ *   win_rate = wins / trades                      NaN without trades
+ *   profit_factor = gross_win / -gross_loss       inf with gains and no loss; NaN with neither
+ *   std = sqrt(m2 / (trades - 1))                 NaN under two trades
+ *   sharpe_per_trade = mean / std                 NaN where std is NaN or 0
+ *   avg_trade = pnl / trades                      NaN without trades
+ * (counts converted to double first; each a single IEEE operation sequence, so the same bits
+ * wherever they are computed). */
+typedef struct tf_derived {
+    double win_rate;
+    double profit_factor;
+    double sharpe_per_trade;
+    double avg_trade;
+} tf_derived;
+
+/* out[j] = the derived figures of stats[j] for j < n. 0; TF_E_INVALID_ARG for n < 0;
+ * TF_E_NULL_ARG for a NULL array with n > 0. */
+TF_API int tf_stats_derive(const tf_stats *stats, int64_t n, tf_derived *out);
+
+/* ---- Result columns ----
+ *
+ * Every column a sweep's table can show, in this order: the six windows (L, half, sq, p, p3,
+ * p2), pnl, trades, the other tf_stats fields (wins, gross_win, gross_loss, best, worst, mean,
+ * m2, max_dd, exposure_bars), then the derived figures (win_rate, profit_factor,
+ * sharpe_per_trade, avg_trade). Column numbers are the positions in this list. */
+enum {
+    TF_COLUMN_WINDOW = 1, /* one of the six window lengths (not a metric) */
+    TF_COLUMN_INT = 2,    /* an integer (printed as one) */
+    TF_COLUMN_STATS = 4,  /* needs the kernel's statistics (tf_sweep_opts.stats) */
+};
+#define TF_COLUMN_PNL 6 /* the column of pnl */
+
+/* A sweep's results, read in place during a call: params [m][6], pnl [m], trades [m], stats
+ * NULL or [m] (without it only the windows, pnl and trades can be read). */
+typedef struct tf_results {
+    const int64_t *params;
+    const double *pnl;
+    const int64_t *trades;
+    const tf_stats *stats;
+    int64_t m;
+} tf_results;
+
+/* How many columns there are. */
+TF_API int tf_column_count(void);
+/* Column col's name; NULL outside 0 .. tf_column_count() - 1. */
+TF_API const char *tf_column_name(int col);
+/* Column col's TF_COLUMN_* flags; 0 outside the table. */
+TF_API int tf_column_flags(int col);
+/* Looks up name[0..len): a column name, or "-name" where lower is better (*sign = -1; else
+ * +1; sign may be NULL). Returns the column, or TF_E_INVALID_ARG with msg "unknown column
+ * 'x'; columns: L, half, ..." (TF_E_NULL_ARG for a NULL name). */
+TF_API int tf_column_find(const char *name, size_t len, int *sign, char *msg, size_t msg_cap);
+/* Column col of combo j as a double (integers converted exactly: every count and window of a
+ * sweep is below 2^53). NaN where col or j is out of range, r is NULL or the column needs
+ * statistics that r lacks: check with tf_column_values when that can happen. */
+TF_API double tf_column_value(const tf_results *r, int col, int64_t j);
+/* out[j] = sign * column col of combo j for every combo (sign -1 negates: higher is better
+ * either way), the values a ranking compares. 0; TF_E_INVALID_ARG for a column outside the
+ * table, a sign other than +1 and -1, m < 0, or a statistics column without r->stats;
+ * TF_E_NULL_ARG for NULL arrays. */
+TF_API int tf_column_values(const tf_results *r, int col, int sign, double *out);
+
+/* order[0..m) = the combos 0..m-1 ranked by value, highest first, NaN last, ties (and NaNs) in
+ * combo order: a stable sort, the one behind `--sort`, `--top` and sweep_frame(sort=). 0;
+ * TF_E_INVALID_ARG for m < 0; TF_E_NULL_ARG; TF_E_NOMEM (it allocates 16 bytes per combo). */
+TF_API int tf_rank(const double *value, int64_t m, int64_t *order);
+
+/* ---- The fee ----
+ *
+ * A fee is the cost of one closed trade in percent points of the entry price: a finite number,
+ * 0 <= fee < 100. A negative fee (a rebate) is refused: it would reward trading for its own
+ * sake and turn the sweep's ranking upside down without a word; 100 or more would cost a whole
+ * position per trade. The kernel itself takes any finite fee (tf_sweep_opts.fee); the command
+ * and the Python package check it here first. */
+#define TF_FEE_MAX 100.0
+
+/* 0 when fee is a valid fee, else TF_E_INVALID_ARG with a message naming it and the rule. */
+TF_API int tf_fee_check(double fee, char *msg, size_t msg_cap);
+/* Parses text as a fee: a whole C strtod number (no trailing characters, not out of range)
+ * that tf_fee_check accepts, into *fee. 0, or TF_E_INVALID_ARG with a message (TF_E_NULL_ARG
+ * for NULL text or fee). */
+TF_API int tf_fee_parse(const char *text, double *fee, char *msg, size_t msg_cap);
+
+/* ---- The grid against the data: notes, not refusals ----
+ *
+ * A combo needs warmup = max(max(L, half) + sq - 1, max(p, p3, p2) + p - 1) bars before both
+ * lines exist, and one bar more to close a trade: on a series of at most `warmup` bars it can
+ * never trade (pnl 0, trades 0, every statistic 0). A combo equal to an earlier one only repeats
+ * its row. Both are worth a word to the user, not a refusal. */
+typedef struct tf_grid_report {
+    int64_t too_long;        /* combos that can never trade on n_bars bars */
+    int64_t first_too_long;  /* the first of them (-1: none) */
+    int64_t first_warmup;    /* its warm-up in bars (0: none) */
+    int64_t duplicates;      /* combos equal to an earlier combo */
+    int64_t first_duplicate; /* the first of them (-1: none) */
+    int64_t duplicate_of;    /* the earlier combo it repeats (-1: none) */
+} tf_grid_report;
+
+/* Checks the m valid combos params[m][6] (tf_params_check) against a series of n_bars bars.
+ * Returns how many notes there are (0, 1 or 2) with *out (may be NULL) filled, and msg the
+ * notes as one line ("" when there are none; combos numbered from 1, as the CLI's grid
+ * messages); TF_E_NULL_ARG, TF_E_INVALID_ARG (m or n_bars < 0, a window outside 1 ..
+ * TF_MAX_WINDOW), TF_E_NOMEM (it allocates 16 bytes per combo). */
+TF_API int tf_grid_check(const int64_t *params, int64_t m, int64_t n_bars, tf_grid_report *out,
+                         char *msg, size_t msg_cap);
+
+/* ---- Out of sample and walk-forward ---- */
+
+#define TF_OOS_MAX_FOLDS 1000
+
+/* One fold, in bars (0-based, end exclusive): in sample [is_start, is_end), out of sample
+ * [oos_start, oos_end); oos_start == is_end. */
+typedef struct tf_fold {
+    int64_t is_start, is_end, oos_start, oos_end;
+} tf_fold;
+
+/* What an out-of-sample run does. Zero-initialise, then set one of split and walk_forward.
+ * `size` as in tf_sweep_opts (0 or sizeof: this layout; see kernel.h). */
+typedef struct tf_oos_opts {
+    size_t size;
+    double split;       /* 0 < split < 1: one fold, in sample = the first floor(n * split) bars */
+    int walk_forward;   /* 1 .. TF_OOS_MAX_FOLDS folds: the bars cut into walk_forward + 1 equal
+                           segments (the last takes the remainder); fold k picks its winner on
+                           segment k-1 and tests it on segment k */
+    const char *metric; /* NULL = "pnl"; else a column name (not a window), "-name" = lower is
+                           better: what picks the in-sample winner and ranks out of sample */
+    int reference;      /* non-zero: sweep with tf_sweep_reference */
+} tf_oos_opts;
+
+/* The folds of opts over n_bars bars into out[cap]. Returns the number of folds (1 for a split,
+ * walk_forward otherwise; out may be NULL with cap 0 to ask for it) or: TF_E_INVALID_ARG with a
+ * message (neither or both of split and walk_forward, either out of range, a bad size or
+ * metric, cap too small); TF_E_BAD_INPUT with "fold k has an empty in-sample or out-of-sample
+ * part (n bars)" when the series is too short for the folds; TF_E_NULL_ARG. */
+TF_API int tf_folds(int64_t n_bars, const tf_oos_opts *opts, tf_fold *out, int cap, char *msg,
+                    size_t msg_cap);
+
+/* One fold's result: the in-sample winner by the metric (NaN never wins; ties: the first in
+ * combo order) and how it did out of sample. Values are the metric's, signed so that higher is
+ * better ("-max_dd" gives -max_dd). */
+typedef struct tf_oos_row {
+    tf_fold fold;
+    int64_t winner; /* the combo (row of params) */
+    double is_value, is_pnl;
+    int64_t is_trades;
+    double oos_value, oos_pnl;
+    int64_t oos_trades;
+    int64_t oos_rank;      /* 1 + the combos strictly better out of sample; NaN ranks after
+                              every number (1 + the combos that are not NaN) */
+    double oos_best_value; /* the best out-of-sample value (NaN when all are) */
+} tf_oos_row;
+
+/* Runs every fold of oos over close[n_bars] with the combos params[m][6]: each part of the
+ * series swept cold by tf_sweep (or tf_sweep_reference) with sweep's threads, isa, fee,
+ * max_bytes and progress (sweep may be NULL; its stats must be NULL: statistics are computed
+ * here when the metric needs them). rows[cap] receive one row per fold. Returns the number of
+ * folds, or an error of tf_folds, TF_E_NOMEM (16 + 96 bytes per combo and part with
+ * statistics), or the first sweep's error (TF_E_CANCELLED when progress is cancelled, with a
+ * message on each). The sweep options come last, as in tf_sweep. */
+TF_API int tf_oos_run(const double *close, int64_t n_bars, const int64_t *params, int64_t m,
+                      const tf_oos_opts *oos, tf_oos_row *rows, int cap, char *msg, size_t msg_cap,
+                      const tf_sweep_opts *sweep);
+
+/* The verdict on n folds' rows over m combos: "the in-sample winner's mean out-of-sample rank is
+ * 12.5 of 80 (holds up: top quarter; random choice: 40.5), its oos pnl summed over folds
+ * 123.4" (top quarter / top half / bottom half by the mean rank against m). 0, or
+ * TF_E_INVALID_ARG (n < 1, m < 1) / TF_E_NULL_ARG with msg unwritten. */
+TF_API int tf_oos_verdict(const tf_oos_row *rows, int n, int64_t m, char *msg, size_t msg_cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
