@@ -265,7 +265,54 @@ static int plain_number(const char *s, const char *e, tfr_date *d)
     return 0;
 }
 
+/* The commonest cells, "YYYY-MM-DD" and "YYYY-MM-DD HH:MM:SS" (or 'T'), without the general
+ * walk (it costs ~600 instructions a cell): 1 when the cell is one of them and valid (*d set
+ * exactly as the general path sets it), 0 to take the general path. */
+static int iso_fast(const char *s, const char *e, tfr_date *d)
+{
+    static const char shape[] = "dddd-dd-dd dd:dd:dd";
+    size_t n = (size_t)(e - s);
+    if (n != 10 && n != 19)
+        return 0;
+    int v[19];
+    for (size_t i = 0; i < n; i++) {
+        char want = shape[i];
+        if (want == 'd') {
+            if (s[i] < '0' || s[i] > '9')
+                return 0;
+            v[i] = s[i] - '0';
+        } else if (s[i] != want && !(i == 10 && s[i] == 'T'))
+            return 0;
+    }
+    int64_t y = v[0] * 1000 + v[1] * 100 + v[2] * 10 + v[3];
+    int m = v[5] * 10 + v[6], dd = v[8] * 10 + v[9];
+    if (!valid_ymd(y, m, dd))
+        return 0;
+    int64_t hh = 0, mm = 0, ss = 0;
+    if (n == 19) {
+        hh = v[11] * 10 + v[12];
+        mm = v[14] * 10 + v[15];
+        ss = v[17] * 10 + v[18];
+        if (hh > 23 || mm > 59 || ss > 59)
+            return 0;
+    }
+    memset(d, 0, sizeof *d);
+    d->form = TFR_DATE_YMD;
+    d->year = y;
+    d->a = m;
+    d->b = dd;
+    d->day_ns = ((hh * 60 + mm) * 60 + ss) * 1000000000;
+    return 1;
+}
+
 int tfr_date_parse(const char *s, const char *e, tfr_date *d)
+{
+    if (iso_fast(s, e, d))
+        return 0;
+    return tfr_date_parse_general(s, e, d);
+}
+
+int tfr_date_parse_general(const char *s, const char *e, tfr_date *d)
 {
     memset(d, 0, sizeof *d);
     if (s >= e)

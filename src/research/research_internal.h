@@ -33,6 +33,8 @@ typedef struct tfr_date {
 /* Parses the trimmed cell [s, e). 0 and *d on success; -1 when it is no date form tollfree reads
  * (bad month or day numbers included: 2024-02-30 is no date). */
 int tfr_date_parse(const char *s, const char *e, tfr_date *d);
+/* The same without the fast path for "YYYY-MM-DD[ HH:MM:SS]" (tests check the two agree). */
+int tfr_date_parse_general(const char *s, const char *e, tfr_date *d);
 
 /* The unit of epoch numbers whose integer part is v: 1 (s), 1000 (ms), 1000000 (us) or
  * 1000000000 (ns), by its size (below 1e11 seconds, 1e14 ms, 1e17 us, else ns). */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "research/research_internal.h"
 #include "tollfree/error.h"
 #include "tollfree/prices.h"
 
@@ -181,8 +182,48 @@ static void test_fd_and_messages(void)
     tf_prices_free(p);
 }
 
+/* The ISO fast path gives exactly what the general parser gives, on valid and near-valid cells:
+ * random digits (so invalid months, days, hours), 'T' or ' ' or another byte between, and
+ * lengths 10 and 19 (and 18, 20: the general path alone). */
+static void test_iso_fast_path(void)
+{
+    static const char shape[] = "dddd-dd-dd dd:dd:dd?";
+    uint64_t x = 88172645463325252ull;
+    int mismatches = 0, parsed = 0;
+    for (int t = 0; t < 200000; t++) {
+        char cell[24];
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (x & 3) == 0 ? 10 : (x & 3) == 1 ? 19 : (x & 3) == 2 ? 18 : 20;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            char c = shape[i];
+            if (c == 'd')
+                /* mostly plausible: 0-2 in the tens of month/day/hour fields, any digit else */
+                c = (char)('0' + (x >> 8) % ((i == 5 || i == 8 || i == 11) ? 3 : 10));
+            else if (c == '?')
+                c = (char)('0' + (x >> 8) % 10);
+            if ((x & 0xff) < 3) /* now and then a wrong byte anywhere */
+                c = "T/:x. "[(x >> 16) % 6];
+            cell[i] = c;
+        }
+        if (n == 10 && (x & 0x300) == 0x100)
+            cell[0] = '1';
+        tfr_date a, b;
+        memset(&a, 0x55, sizeof a);
+        memset(&b, 0x55, sizeof b);
+        int ra = tfr_date_parse(cell, cell + n, &a);
+        int rb = tfr_date_parse_general(cell, cell + n, &b);
+        parsed += ra == 0;
+        if (ra != rb || (ra == 0 && memcmp(&a, &b, sizeof a)))
+            mismatches++;
+    }
+    CHECK_EQ(mismatches, 0);
+    CHECK(parsed > 10000); /* the test reached the fast path's successes */
+}
+
 int main(void)
 {
+    test_iso_fast_path();
     test_check();
     test_errors();
     test_values_dates_times();
