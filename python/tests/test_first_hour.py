@@ -1,6 +1,7 @@
 """What a researcher meets in the first hour with the Python package (issue 21): the sweeps take
 pandas and lists and refuse a bad price by index and label (the raw path stays zero-copy), a live
-bar that is not a price is refused in the library (in-process and over the wire), the version is
+bar that is not a price is refused by Strategy.on_bar (validate=False streams it as the kernel
+takes it), the version is
 one number everywhere, every public callable shows its parameters, and the report names the data
 it was given."""
 from __future__ import annotations
@@ -220,3 +221,21 @@ def test_docs_make_venvs_with_debians_python():
     assert steps, "no venv step in the docs"
     bad = [(name, line) for name, line in steps if not re.search(r"/usr/bin/python3 -m venv", line)]
     assert not bad
+
+
+def test_help_names_the_version_option(tf_bin):
+    """`tollfree --help` lists --version (it worked but was not said)."""
+    r = subprocess.run([tf_bin, "--help"], capture_output=True, text=True, timeout=DEADLINE)
+    assert r.returncode == 0 and "tollfree --version" in r.stdout + r.stderr
+
+
+def test_demo_names_its_data_and_the_next_commands():
+    """`make demo` says the default data is synthetic, how it was made and where it is, and ends
+    with the next three commands (issue 27)."""
+    from tollfree import demo
+
+    note = demo.DATA_NOTE.format(path="data/default_close.f64")
+    assert "SYNTHETIC" in note and "seed 42" in note and "data/default_close.f64" in note
+    steps = demo.next_steps()
+    assert steps.count("--input prices.csv") == 3
+    assert "--report" in steps and " paper " in steps

@@ -306,3 +306,10 @@ def test_service_state_hash_matches_replay(tmp_path_factory):
 
     assert json.loads(run.stdout)["state_hash"] == summary["state_hash"]
     assert os.path.exists(svc.journal / "events.ofl")
+
+
+def test_rejected_prints_its_reason_by_name():
+    """A printed Rejected says why by name (it printed reason=2 before)."""
+    r = o.Rejected(event_seq=3, command_seq=2, timestamp_ns=0, client_order_id=7, reason=2)
+    assert "reason=OrderNotFound(2)" in repr(r) and "client_order_id=7" in repr(r)
+    assert "reason=?(9)" in repr(o.Rejected(1, 1, 1, 1, 9))

@@ -142,10 +142,30 @@ def main(argv=None) -> int:
     close, params = data.synthetic_close(), grid.default_grid()
     print("tollfree demo: the HMA/HMA3 stop-and-reverse sweep of 'The IPC Tax' "
           "(docs/definition.md)\n")
+    print(DATA_NOTE.format(path=os.path.relpath(data.default_close_path())) + "\n")
     pnl, trades = kernel_section(close, params)
     service_section(close, params, pnl, trades)
     headline_section(verbose)
+    print(next_steps())
     return 0
+
+
+# What the default data is: said before any figure, so nobody takes the figures for a market's.
+DATA_NOTE = ("the data: SYNTHETIC, not market prices: a geometric random walk of 150,000 bars,\n"
+             "  100 * exp(cumsum(normal(0, 0.0008))) from numpy's PCG64 with seed 42, committed as\n"
+             "  {path} (raw little-endian f64; tollfree.data.generate_close makes others)")
+
+
+def next_steps() -> str:
+    """The three commands a user tries next: their own file, the report, paper trading."""
+    from tollfree._lib import bin_path
+
+    exe = os.path.relpath(bin_path()) if os.path.exists(bin_path()) else "tollfree"
+    return ("\nnext, on your own prices (a CSV with a date and a close column):\n"
+            f"  {exe} sweep --input prices.csv --column close --top 10\n"
+            f"  {exe} sweep --input prices.csv --walk-forward 4 --report report.html\n"
+            f"  {exe} paper --combo 6,3,2,3,1,2 --input prices.csv --column close\n"
+            "(every command has --help; docs/research.md says how files are read)")
 
 
 if __name__ == "__main__":

@@ -140,6 +140,12 @@ class Rejected:
     def reason_name(self) -> str:
         return REASONS[self.reason]
 
+    def __repr__(self) -> str:
+        # The reason by its name (reason=1 said nothing to a reader); the number stays beside it.
+        return (f"Rejected(event_seq={self.event_seq}, command_seq={self.command_seq}, "
+                f"timestamp_ns={self.timestamp_ns}, client_order_id={self.client_order_id}, "
+                f"reason={REASONS.get(self.reason, '?')}({self.reason}))")
+
 
 @dataclass(frozen=True)
 class Replaced:
