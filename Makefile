@@ -13,7 +13,7 @@ export TOLLFREE_BIN := $(CURDIR)/$(BUILD)/tollfree
 C_SOURCES = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all setup build test test-c test-asan test-py format format-check demo \
-        bench bench-kernel bench-orderflow bench-engine bench-orders bench-distributed bench-contention fuzz fuzz-smoke clean help \
+        bench bench-kernel bench-orderflow bench-engine bench-orders bench-distributed bench-contention bench-strategies fuzz fuzz-smoke clean help \
         install soak tsan
 
 all: build
@@ -27,6 +27,7 @@ help:
 	@echo "make bench-kernel / bench-orderflow / bench-engine   the kernel, order-flow and engine benchmarks"
 	@echo "make bench-distributed   the panel sweep in-process vs on Dask (docs/distributed.md)"
 	@echo "make bench-contention    shm vs unix live sessions and batch, quiet and beside a CPU hog"
+	@echo "make bench-strategies    the built-ins, a C plugin and a numba strategy against numba (docs/benchmarks.md)"
 	@echo "make fuzz       build libFuzzer targets with clang (build-fuzz/fuzz/)"
 	@echo "make fuzz-smoke run each fuzzer FUZZ_SECONDS (default 8) from its corpus"
 	@echo "make soak       the soak and hostile suite against both servers, SOAK_SECONDS each (default 90)"
@@ -119,6 +120,12 @@ bench-orders: setup build
 # --instruments 100; docs/distributed.md).
 bench-distributed: setup build
 	$(PY) -m tollfree.bench_distributed $(BENCH_DIST_ARGS)
+
+# Strategies: each built-in's sweep of 1,000 combos against its numba reference, a numba strategy
+# through tollfree against the same numba loop per combo, a C plugin against the same built-in.
+bench-strategies: setup build
+	@if [ -x $(BUILD)/bench/bench_strategies ]; then $(BUILD)/bench/bench_strategies; fi
+	$(PY) -m tollfree.bench_strategies
 
 bench: setup build
 	$(PY) -m tollfree.bench

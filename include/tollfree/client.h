@@ -103,6 +103,30 @@ TF_API int tf_client_session_bar(tf_client *c, uint64_t session, double close,
 TF_API int tf_client_session_query(tf_client *c, uint64_t session, tf_session_state *st);
 TF_API int tf_client_session_close(tf_client *c, uint64_t session, tf_session_state *st);
 
+/* ---- strategies by name (HELLO caps TF_CAP_STRATEGIES; docs/protocol.md, "Strategies") ---- */
+
+/* STRATEGIES: what the server offers ("hma" and its --strategy ones), one line per strategy:
+ * its name, then its parameter names in order, separated by single spaces, each line ending in
+ * '\n'. The text is copied into text[cap] NUL-terminated (cut to cap - 1 bytes; cap 0: not
+ * copied); *len (may be NULL) gets its whole length. Returns the number of strategies. */
+TF_API int tf_client_strategies(tf_client *c, char *text, size_t cap, size_t *len);
+/* SWEEP_WITH: a sweep of the strategy the server offers under that name. handle != 0: against a
+ * loaded dataset (close NULL, n_bars 0); handle 0: close[n_bars] travels with the call.
+ * params[n_combos][n_params] (row-major, the strategy's parameter order), f64. fee NULL: the
+ * default 0.09; rows NULL: no statistics (else rows[n_combos], docs/definition.md section 8).
+ * pnl and trades as tf_sweep_with gives them, bit for bit. An unknown name, a wrong n_params or a
+ * combo the strategy refuses: TF_E_STRATEGY with the server's message (which names it);
+ * TF_E_INVALID_ARG for n_params outside 1..TF_WIRE_MAX_PARAMS or a name longer than
+ * TF_WIRE_MAX_NAME, before anything is sent. */
+TF_API int tf_client_sweep_with(tf_client *c, const char *strategy, uint64_t handle,
+                                const double *close, uint64_t n_bars, const double *params,
+                                uint32_t n_params, uint32_t n_combos, const double *fee,
+                                double *pnl, int64_t *trades, tf_stats *rows);
+/* SESSION_OPEN_WITH: a live session of a named strategy for one combo params[n_params]; then
+ * tf_client_session_bar / _query / _close as for HMA. Errors as tf_client_sweep_with. */
+TF_API int tf_client_session_open_with(tf_client *c, const char *strategy, const double *params,
+                                       uint32_t n_params, uint64_t *session);
+
 /* ---- v1 (the published protocol) ---- */
 TF_API int tf_client_v1_sweep(tf_client *c, const double *close, uint32_t n_bars,
                               const int64_t *params, uint32_t n_combos, double *pnl,

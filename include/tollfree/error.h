@@ -32,6 +32,8 @@ typedef enum tf_error {
     TF_E_ISA_UNAVAILABLE = -1104,  /* forced ISA path not supported by this CPU */
     TF_E_THREADS = -1105,          /* thread count < 0 or > TF_MAX_THREADS, or a thread failed */
     TF_E_CANCELLED = -1106,        /* the sweep was cancelled through its tf_progress */
+    TF_E_STRATEGY = -1107,         /* a strategy, a plugin or a combo's parameters were refused
+                                      (the call's message says which and why) */
 
     /* -1200..-1299: engine wire protocol (v1/v2). Values are also the v2 error frame codes. */
     TF_E_WIRE_BASE = -1200,

@@ -52,7 +52,8 @@ typedef struct tf_stats {
     double mean;           /* running mean of the returns (Welford) */
     double m2;             /* running sum of squared deviations (Welford) */
     double max_dd;         /* largest drop of pnl from its running peak (which starts at 0.0) */
-    int64_t exposure_bars; /* bars from the first open position to the end (0 if none) */
+    int64_t exposure_bars; /* bars that end in a position (for HMA, which never goes flat once
+                              in: from the first open position to the end; 0 if none) */
 } tf_stats;
 
 /* Progress of a running sweep, and the way to stop it. The caller owns the struct, zeroes it,
@@ -145,7 +146,9 @@ TF_API void tf_series_close(tf_series *s);
 /* ---- Streaming: one combo, one bar at a time (the live path). ----
  *
  * Fed the same bars in order, a strategy reproduces the batch sweep's (pnl, trades) for its combo
- * exactly. All state is sized at open (window rings); tf_strategy_step never allocates. */
+ * exactly. All state is sized at open (window rings); tf_strategy_step never allocates. A handle
+ * runs HMA/HMA3 (tf_strategy_open) or any strategy (tf_strategy_open_with, strategy.h); the
+ * functions below work for both. */
 typedef struct tf_strategy tf_strategy;
 
 /* Opens a strategy for params[6] into *out, with the default fee. TF_E_WINDOW_TOO_SHORT,
@@ -156,8 +159,10 @@ TF_API int tf_strategy_open(tf_strategy **out, const int64_t params[TF_PARAMS_PE
 TF_API int tf_strategy_set_fee(tf_strategy *s, double fee);
 /* Bytes a strategy for these params holds (for memory accounting); 0 if params are invalid. */
 TF_API size_t tf_strategy_footprint(const int64_t params[TF_PARAMS_PER_COMBO]);
-/* Feeds one close; returns the position after this bar: -1, 0 (not yet in the market) or +1,
- * or TF_E_NULL_ARG for a NULL s. */
+/* Feeds one close; returns the position after this bar: -1, 0 (flat, or not yet in the market)
+ * or +1, or TF_E_NULL_ARG for a NULL s. A handle of tf_strategy_open_with (strategy.h) returns
+ * TF_E_STRATEGY when its strategy's step gives a target outside the contract: that bar is not
+ * booked (reset the handle before using it again). */
 TF_API int tf_strategy_step(tf_strategy *s, double close);
 /* Back to the state right after open (the fee is kept). Accepts NULL. */
 TF_API void tf_strategy_reset(tf_strategy *s);

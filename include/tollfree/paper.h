@@ -25,6 +25,7 @@
 #include "tollfree/api.h"
 #include "tollfree/error.h"
 #include "tollfree/kernel.h"
+#include "tollfree/strategy.h"
 
 /* Decimal ticks 10^-k are tried and recognised for k = 0 .. TF_PAPER_MAX_DECIMALS. */
 #define TF_PAPER_MAX_DECIMALS 10
@@ -72,8 +73,8 @@ typedef struct tf_paper_fill {
 } tf_paper_fill;
 
 /* What to run. Zero-initialise, then set what you need: zero is the default of every field but
- * combo. `size` makes the struct extensible (0 or sizeof as the caller knows it; the rules of
- * tf_sweep_opts). Read by tf_paper_run only. */
+ * combo (or strategy and params). `size` makes the struct extensible (0 or sizeof as the caller
+ * knows it; the rules of tf_sweep_opts). Read by tf_paper_run only. */
 typedef struct tf_paper_config {
     size_t size;
     int64_t combo[TF_PARAMS_PER_COMBO]; /* six window lengths (tf_params_check), <= 2^24 each */
@@ -96,6 +97,13 @@ typedef struct tf_paper_config {
     tf_progress *progress;   /* NULL, or the caller's counters: total = bars, done = bars traded
                                 (read with tf_progress_read from another thread); cancel stops
                                 the run at the next bar with TF_E_CANCELLED */
+    /* Appended (a caller of the layout above passes its size and gets HMA with combo). Any
+     * strategy: NULL is HMA with combo; else def (strategy.h; it must outlive the call) with
+     * params[def->n_params] (combo is then ignored): the loop streams it through
+     * tf_strategy_open_with and the kernel's figures are tf_sweep_with's. The "hma" built-in
+     * here is HMA with combo = params (whole numbers). */
+    const tf_strategy_def *strategy;
+    const double *params;
 } tf_paper_config;
 
 /* What a run did. The caller sets size and the four optional outputs (in); tf_paper_run writes
@@ -118,7 +126,7 @@ typedef struct tf_paper_result {
     int64_t bars, orders, fills, lots, commands, events;
     double pnl; /* from the fills, the kernel's expression per closed trade */
     int64_t trades;
-    double kernel_pnl; /* the sweep (tf_sweep, one thread) on the rounded series */
+    double kernel_pnl; /* the sweep (tf_sweep / tf_sweep_with, one thread) on the rounded series */
     int64_t kernel_trades;
     double stream_pnl; /* the strategy's own books (tf_strategy_pnl) */
     int64_t stream_trades;
@@ -136,17 +144,18 @@ typedef struct tf_paper_result {
     double seconds;         /* wall time of the bar loop */
 } tf_paper_result;
 
-/* Paper-trades cfg->combo on close[0 .. n_bars) (positive finite prices). Checks the
- * configuration and rounds the series before any venue is opened or file made. Returns 0 (the
- * run happened: res->parity says whether it matched), or a negative code with one line in
- * msg[0 .. msg_cap) (msg may be NULL when msg_cap is 0; the text is cut to fit, NUL-terminated):
- * TF_E_NULL_ARG, TF_E_INVALID_ARG (a bad size, tick, fee, half spread, or a journal with a
- * service), TF_E_WINDOW_TOO_SHORT / TOO_LONG, TF_E_TOO_MANY_BARS, TF_E_BAD_INPUT (a close that
- * is no positive price in ticks, or, unless coarse_tick, a tick coarser than the data's),
- * TF_E_CANCELLED, TF_E_NOMEM, TF_E_PROTOCOL (the venue refused or did not fill an order the loop
- * needs: the bar and the reason are in the message), TF_E_LIMIT (a reply too long), the journal's
- * and the engine's codes, and the order client's (-errno, -ETIMEDOUT, ...). On failure the
- * outputs of res are unspecified. */
+/* Paper-trades cfg->combo (or cfg->strategy with cfg->params) on close[0 .. n_bars) (positive
+ * finite prices). Checks the configuration and rounds the series before any venue is opened or file
+ * made. Returns 0 (the run happened: res->parity says whether it matched), or a negative code with
+ * one line in msg[0 .. msg_cap) (msg may be NULL when msg_cap is 0; the text is cut to fit,
+ * NUL-terminated): TF_E_NULL_ARG, TF_E_INVALID_ARG (a bad size, tick, fee, half spread, or a
+ * journal with a service), TF_E_STRATEGY (a def tf_strategy_def_check refuses, or params its init
+ * refuses: the message names them), TF_E_WINDOW_TOO_SHORT / TOO_LONG, TF_E_TOO_MANY_BARS,
+ * TF_E_BAD_INPUT (a close that is no positive price in ticks, or, unless coarse_tick, a tick
+ * coarser than the data's), TF_E_CANCELLED, TF_E_NOMEM, TF_E_PROTOCOL (the venue refused or did not
+ * fill an order the loop needs: the bar and the reason are in the message), TF_E_LIMIT (a reply too
+ * long), the journal's and the engine's codes, and the order client's (-errno, -ETIMEDOUT, ...). On
+ * failure the outputs of res are unspecified. */
 TF_API int tf_paper_run(const double *close, int64_t n_bars, const tf_paper_config *cfg,
                         tf_paper_result *res, char *msg, size_t msg_cap);
 

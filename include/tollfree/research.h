@@ -14,6 +14,7 @@
 
 #include "tollfree/api.h"
 #include "tollfree/kernel.h"
+#include "tollfree/strategy.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,13 +55,25 @@ enum {
 #define TF_COLUMN_PNL 6 /* the column of pnl */
 
 /* A sweep's results, read in place during a call: params [m][6], pnl [m], trades [m], stats
- * NULL or [m] (without it only the windows, pnl and trades can be read). */
+ * NULL or [m] (without it only the windows, pnl and trades can be read).
+ *
+ * Any strategy (strategy.h): set dparams [m][n_params] and param_names [n_params] (params is
+ * then unused, may be NULL). Its table is then the strategy's parameter columns, in its order,
+ * followed by pnl, trades and the rest of the list above: column col of such results is
+ * parameter col for col < n_params, else the column col - n_params + TF_COLUMN_PNL of the
+ * HMA table. With dparams NULL (the fields zeroed) the table is the HMA one above, column
+ * numbers and all. The tf_results_column_* functions answer for either; tf_column_value and
+ * tf_column_values number columns by r's table. */
 typedef struct tf_results {
     const int64_t *params;
     const double *pnl;
     const int64_t *trades;
     const tf_stats *stats;
     int64_t m;
+    /* appended for strategies; zero: the HMA table */
+    const double *dparams;
+    uint32_t n_params;              /* 1 .. TF_STRATEGY_MAX_PARAMS (64) when dparams is set */
+    const char *const *param_names; /* n_params names */
 } tf_results;
 
 /* How many columns there are. */
@@ -73,6 +86,18 @@ TF_API int tf_column_flags(int col);
  * +1; sign may be NULL). Returns the column, or TF_E_INVALID_ARG with msg "unknown column
  * 'x'; columns: L, half, ..." (TF_E_NULL_ARG for a NULL name). */
 TF_API int tf_column_find(const char *name, size_t len, int *sign, char *msg, size_t msg_cap);
+/* The table of r (only its dparams, n_params and param_names are read; m may be 0): the number
+ * of columns, the first metric column (pnl: 6 for HMA, n_params for a strategy), a column's
+ * name and flags (a strategy's parameter columns are TF_COLUMN_WINDOW, reals: not
+ * TF_COLUMN_INT), and a name looked up as tf_column_find does (parameters first). A NULL r, or
+ * one with dparams set and no names or n_params outside 1..64: count and pnl TF_E_INVALID_ARG
+ * (TF_E_NULL_ARG for NULL r), name NULL, flags 0, find TF_E_INVALID_ARG. */
+TF_API int tf_results_column_count(const tf_results *r);
+TF_API int tf_results_column_pnl(const tf_results *r);
+TF_API const char *tf_results_column_name(const tf_results *r, int col);
+TF_API int tf_results_column_flags(const tf_results *r, int col);
+TF_API int tf_results_column_find(const tf_results *r, const char *name, size_t len, int *sign,
+                                  char *msg, size_t msg_cap);
 /* Column col of combo j as a double (integers converted exactly: every count and window of a
  * sweep is below 2^53). NaN where col or j is out of range, r is NULL or the column needs
  * statistics that r lacks: check with tf_column_values when that can happen. */
@@ -183,6 +208,15 @@ typedef struct tf_oos_row {
 TF_API int tf_oos_run(const double *close, int64_t n_bars, const int64_t *params, int64_t m,
                       const tf_oos_opts *oos, tf_oos_row *rows, int cap, char *msg, size_t msg_cap,
                       const tf_sweep_opts *sweep);
+
+/* tf_oos_run for any strategy (strategy.h): the combos params[m][def->n_params] as doubles,
+ * each part swept cold by tf_sweep_with (or, with oos->reference, tf_sweep_with_reference).
+ * Everything else as tf_oos_run; a combo init refuses is TF_E_STRATEGY with the combo named
+ * (tf_strategy_params_check) before any sweep. */
+TF_API int tf_oos_run_with(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                           const double *params, int64_t m, const tf_oos_opts *oos,
+                           tf_oos_row *rows, int cap, char *msg, size_t msg_cap,
+                           const tf_sweep_opts *sweep);
 
 /* The verdict on n folds' rows over m combos: "the in-sample winner's mean out-of-sample rank is
  * 12.5 of 80 (holds up: top quarter; random choice: 40.5), its oos pnl summed over folds

@@ -26,10 +26,13 @@
 #define TF_OP_DROP 0x16
 #define TF_OP_STATS 0x17
 #define TF_OP_LOAD_FD 0x18
+#define TF_OP_STRATEGIES 0x1A /* the strategies this server offers, with their parameter names */
+#define TF_OP_SWEEP_WITH 0x1B /* a sweep of a named strategy, f64 params, dataset or inline */
 #define TF_OP_SESSION_OPEN 0x20
 #define TF_OP_SESSION_BAR 0x21
 #define TF_OP_SESSION_QUERY 0x22
 #define TF_OP_SESSION_CLOSE 0x23
+#define TF_OP_SESSION_OPEN_WITH 0x25 /* a live session of a named strategy */
 #define TF_OP_ERROR 0x7F
 
 /* ---- sizes (bytes) ---- */
@@ -43,6 +46,10 @@
 #define TF_WIRE_DEFAULT_MAX_FRAME ((uint64_t)256 << 20)
 #define TF_WIRE_MAX_FRAME_LIMIT ((uint64_t)UINT32_MAX)
 #define TF_WIRE_MAX_ERROR_MSG 1024
+/* SWEEP_WITH / SESSION_OPEN_WITH: parameters per combo (1 .. this; strategy.h's
+ * TF_STRATEGY_MAX_PARAMS) and the longest strategy name a server looks up. */
+#define TF_WIRE_MAX_PARAMS 64
+#define TF_WIRE_MAX_NAME 128
 
 /* Reply payload sizes (after the v2 header). */
 #define TF_WIRE_HELLO_REPLY 32
@@ -53,13 +60,15 @@
 #define TF_WIRE_SESSION_BAR_REPLY 24
 #define TF_WIRE_SESSION_STATE_REPLY 32
 #define TF_WIRE_STATS_REPLY 96
-#define TF_WIRE_ERROR_FIXED 8 /* [i32 code][u32 msg_len], then the message */
+#define TF_WIRE_STRATEGIES_REPLY_FIXED 8 /* [u32 count][u32 text_len], then the text */
+#define TF_WIRE_ERROR_FIXED 8            /* [i32 code][u32 msg_len], then the message */
 
 /* HELLO caps bits. */
 #define TF_CAP_DATASETS 1u
 #define TF_CAP_SESSIONS 2u
 #define TF_CAP_LOAD_FD 4u
 #define TF_CAP_SWEEP_FLAGS 8u /* SWEEP_DS takes flags: statistics in the reply, a fee */
+#define TF_CAP_STRATEGIES 16u /* STRATEGIES, SWEEP_WITH and SESSION_OPEN_WITH */
 
 /* SWEEP_DS flags (the request's u32 after n_combos; 0 = the original request and reply). */
 #define TF_SWEEP_STATS                                                                             \
@@ -105,7 +114,13 @@ typedef struct tf_wire_request {
     double close;         /* SESSION_BAR */
     int64_t params[6];    /* RUN_ONE, SESSION_OPEN */
     uint64_t close_off;   /* the close array in the variable part: n_bars x f64 */
-    uint64_t params_off;  /* the params array in the variable part: n_combos x 6 x i64 */
+    uint64_t params_off;  /* the params array in the variable part: n_combos x 6 x i64, or
+                             (SWEEP_WITH, SESSION_OPEN_WITH) n_combos x n_params x f64 */
+    /* Appended with the strategy requests (SWEEP_WITH, SESSION_OPEN_WITH): */
+    uint32_t n_params;   /* parameters per combo, 1 .. TF_WIRE_MAX_PARAMS */
+    uint32_t name_len;   /* the strategy name's bytes, at name_off (no NUL) */
+    uint64_t name_off;   /* the name in the variable part (0); padded to 8 bytes there */
+    uint64_t params_len; /* bytes of the params array (every request that carries one) */
 } tf_wire_request;
 
 /* Decodes the fixed part of a request body. `body` holds the first `avail` bytes of a body of

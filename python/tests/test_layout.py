@@ -33,6 +33,7 @@ MIRRORS = {
     "tollfree._research.Fold": "tf_fold",
     "tollfree._research.OosOpts": "tf_oos_opts",
     "tollfree._research.GridReport": "tf_grid_report",
+    "tollfree.strategies.StrategyDef": "tf_strategy_def",
 }
 # numpy dtypes that mirror a C struct (arrays the library fills): "module.NAME": the C struct.
 # The itemsize must be the struct's size and each field's offset and size the C field's (a

@@ -7,6 +7,9 @@ failures raise :class:`EngineError`.
 Orders: :func:`tollfree.orders.connect` (OFL1 to ``tollfree engine serve``) and the paper-trading
 loop :func:`tollfree.paper.run`.
 Many instruments: :func:`sweep_panel` in-process, :func:`tollfree.distributed.sweep` on Dask.
+Any strategy: ``strategy=`` on every path takes a built-in name (:func:`strategies.builtins`), a
+plugin .so, or :func:`define` (numba functions, run by the C sweep without the GIL); grids by
+name with :func:`tollfree.grid.product`.
 The close may be a numpy array, a pandas Series or DataFrame, or a list: checked by default
 (``validate=False`` for the raw path). :func:`report` writes the HTML report; ``__version__`` is
 the release; pip's ``tollfree`` command (or ``python -m tollfree``) runs the C program.
@@ -15,7 +18,7 @@ the release; pip's ``tollfree`` command (or ``python -m tollfree``) runs the C p
 # (python/tests/test_first_hour.py checks that all four agree).
 __version__ = "0.2.0"
 
-from tollfree import orders, paper, v1  # noqa: E402
+from tollfree import grid, orders, paper, strategies, v1  # noqa: E402,F401
 from tollfree.binding import Series, Strategy, sweep, sweep_stats  # noqa: E402
 from tollfree.client import connect  # noqa: E402
 from tollfree.errors import EngineError, EngineTimeout  # noqa: E402
@@ -24,8 +27,9 @@ from tollfree.html_report import report  # noqa: E402
 from tollfree.panel import sweep_panel  # noqa: E402
 from tollfree.research import walk_forward  # noqa: E402
 from tollfree.stats import sweep_frame  # noqa: E402
+from tollfree.strategies import define  # noqa: E402
 
 
 __all__ = ["sweep", "sweep_stats", "sweep_frame", "Strategy", "connect", "EngineError",
            "EngineTimeout", "v1", "orders", "paper", "walk_forward", "report", "sweep_panel",
-           "Series"]
+           "Series", "strategies", "define"]

@@ -21,7 +21,9 @@ OOS_MAX_FOLDS = 1000  # TF_OOS_MAX_FOLDS
 
 class Results(ctypes.Structure):  # tf_results
     _fields_ = [("params", ctypes.c_void_p), ("pnl", ctypes.c_void_p),
-                ("trades", ctypes.c_void_p), ("stats", ctypes.c_void_p), ("m", ctypes.c_int64)]
+                ("trades", ctypes.c_void_p), ("stats", ctypes.c_void_p), ("m", ctypes.c_int64),
+                ("dparams", ctypes.c_void_p), ("n_params", ctypes.c_uint32),
+                ("param_names", ctypes.POINTER(ctypes.c_char_p))]
 
 
 class Fold(ctypes.Structure):  # tf_fold
@@ -68,7 +70,17 @@ def L() -> ctypes.CDLL:
         lb.tf_oos_run.argtypes = [p, i64, p, i64, c.POINTER(OosOpts), p, c.c_int, c.c_char_p,
                                   sz, p]
         lb.tf_oos_verdict.argtypes = [p, c.c_int, i64, c.c_char_p, sz]
-        assert ctypes.sizeof(Results) == 40 and OOS_ROW_DTYPE.itemsize == 104
+        lb.tf_oos_run_with.argtypes = [p, p, i64, p, i64, c.POINTER(OosOpts), p, c.c_int,
+                                       c.c_char_p, sz, p]
+        rp = c.POINTER(Results)
+        lb.tf_results_column_count.argtypes = [rp]
+        lb.tf_results_column_pnl.argtypes = [rp]
+        lb.tf_results_column_name.argtypes = [rp, c.c_int]
+        lb.tf_results_column_name.restype = c.c_char_p
+        lb.tf_results_column_flags.argtypes = [rp, c.c_int]
+        lb.tf_results_column_find.argtypes = [rp, c.c_char_p, sz, c.POINTER(c.c_int), c.c_char_p,
+                                              sz]
+        assert ctypes.sizeof(Results) == 64 and OOS_ROW_DTYPE.itemsize == 104
         _declared = lb
     return _declared
 
@@ -101,11 +113,46 @@ def column_find(spec: str, signed: bool = True) -> tuple[int, int]:
     return col, sign.value
 
 
-def results(params=None, pnl=None, trades=None, stats=None, m: int = 0):
-    """A tf_results over the given arrays (kept alive by the caller); None: absent."""
+def results(params=None, pnl=None, trades=None, stats=None, m: int = 0, names=None):
+    """A tf_results over the given arrays (kept alive by the caller); None: absent. With
+    ``names`` (a strategy's parameter names), ``params`` is its float64 [m][k] grid and the
+    table is the strategy's: its parameters, then pnl, trades, ... (research.h)."""
     def ptr(a):
         return None if a is None else a.ctypes.data
-    return Results(ptr(params), ptr(pnl), ptr(trades), ptr(stats), m)
+    if names is None:
+        return Results(ptr(params), ptr(pnl), ptr(trades), ptr(stats), m)
+    raw = [n.encode() for n in names]
+    arr = (ctypes.c_char_p * len(raw))(*raw)
+    if params is None:  # the table alone (m = 0): dparams must still be set to select it
+        params = np.zeros((1, len(raw)), dtype=np.float64)
+    r = Results(None, ptr(pnl), ptr(trades), ptr(stats), m, ptr(params), len(raw),
+                ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)))
+    r._keep = (arr, raw, params)
+    return r
+
+
+def table_find(res: Results, spec: str) -> tuple[int, int]:
+    """(column, sign) of ``name`` or ``-name`` in res's table (tf_results_column_find)."""
+    if not isinstance(spec, str):
+        raise TypeError(f"a column name must be a str, got {spec!r}")
+    raw = spec.encode()
+    sign = ctypes.c_int(1)
+    buf = ctypes.create_string_buffer(_MSG)
+    col = L().tf_results_column_find(ctypes.byref(res), raw, len(raw), ctypes.byref(sign), buf,
+                                     _MSG)
+    if col < 0:
+        raise _fail(col, buf, "column")
+    return col, sign.value
+
+
+def table_flags(res: Results, col: int) -> int:
+    return L().tf_results_column_flags(ctypes.byref(res), col)
+
+
+def table_names(res: Results) -> tuple[str, ...]:
+    lb = L()
+    n = lb.tf_results_column_count(ctypes.byref(res))
+    return tuple(lb.tf_results_column_name(ctypes.byref(res), k).decode() for k in range(n))
 
 
 def column_values(res: Results, col: int, sign: int = 1) -> np.ndarray:

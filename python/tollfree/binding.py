@@ -220,7 +220,8 @@ def _check(rc: int, what: str) -> None:
 
 def sweep(close, params: np.ndarray, threads: int | None = None,
           isa: str = "auto", fee: float = FEE_DEFAULT, progress=None, *,
-          column: str = "close", validate: bool = True) -> tuple[np.ndarray, np.ndarray]:
+          column: str = "close", validate: bool = True,
+          strategy=None) -> tuple[np.ndarray, np.ndarray]:
     """Runs the sweep in-process: ``(pnl float64[m], trades int64[m])``.
 
     ``close``: a numpy array, a pandas Series, a pandas DataFrame (its ``column``, any case) or
@@ -235,26 +236,52 @@ def sweep(close, params: np.ndarray, threads: int | None = None,
     ``fee``: percent points per closed trade (default 0.09). ``progress``: True (tqdm when
     installed, else a line on stderr) or a callable(done, total). Ctrl-C stops a long sweep
     (KeyboardInterrupt).
+
+    ``strategy``: ``None`` or ``"hma"`` (HMA/HMA3, ``params`` int64 (m, 6)), another built-in
+    name, a path to a plugin .so, or a strategy of :func:`tollfree.strategies.define`; for
+    those ``params`` is an (m, k) float64 array in the strategy's parameter order (integers
+    accepted), and ``isa="reference"`` runs the library's plain model
+    (``tf_sweep_with_reference``). See :mod:`tollfree.strategies`.
     """
     pnl, trades, _ = _run(close_series(close, column, validate), params, threads, isa, fee,
-                          progress, False)
+                          progress, False, strategy)
     return pnl, trades
 
 
 def sweep_stats(close, params: np.ndarray, threads: int | None = None, isa: str = "auto",
                 fee: float = FEE_DEFAULT, progress=None, *, column: str = "close",
-                validate: bool = True) -> dict:
+                validate: bool = True, strategy=None) -> dict:
     """Every output of every combo (docs/definition.md section 8): a dict of numpy arrays named
     ``pnl, trades, wins, gross_win, gross_loss, best, worst, mean, m2, max_dd, exposure_bars``
     (int64 for the counts, float64 otherwise), bit-identical on every path. Same arguments as
-    :func:`sweep`."""
+    :func:`sweep` (``strategy`` included)."""
     _, _, rows = _run(close_series(close, column, validate), params, threads, isa, fee, progress,
-                      True)
+                      True, strategy)
     return {n: np.ascontiguousarray(rows[n]) for n in STAT_NAMES}
 
 
-def _run(close, params, threads, isa, fee, progress, with_stats):
-    close, params = as_close(close), as_params(params)
+def hma_params(params) -> np.ndarray:
+    """HMA's grid from what ``strategy="hma"`` was given: int64 (m, 6) as is (checked by
+    :func:`as_params`); a float array of whole numbers (a :func:`tollfree.grid.product` grid)
+    converted exactly."""
+    if isinstance(params, np.ndarray) and params.dtype.kind == "f" and params.ndim == 2:
+        if params.size and not (np.all(np.isfinite(params)) and
+                                np.array_equal(params, np.floor(params))):
+            raise ValueError("hma's six window lengths must be whole numbers")
+        if params.size and (params.min() < 1 or params.max() > MAX_WINDOW):
+            raise ValueError("hma's window lengths must be in 1 .. 2**31")
+        params = np.ascontiguousarray(params, dtype=np.int64)
+    return as_params(params)
+
+
+def _run(close, params, threads, isa, fee, progress, with_stats, strategy=None):
+    from tollfree import strategies as _st
+    r = _st.resolve(strategy)
+    if not r.is_hma:
+        return _run_with(r, as_close(close), params, threads, isa, fee, progress, with_stats)
+    # strategy="hma" named takes whole-number floats (grid.product); the default keeps int64
+    close = as_close(close)
+    params = as_params(params) if strategy is None else hma_params(params)
     m = params.shape[0]
     pnl = np.empty(m, dtype=np.float64)
     trades = np.empty(m, dtype=np.int64)
@@ -267,6 +294,39 @@ def _run(close, params, threads, isa, fee, progress, with_stats):
         rc = lib().tf_sweep_reference(*args, ctypes.addressof(opts))
     else:
         rc = _call(lib().tf_sweep, float(close.shape[0]) * float(m), progress, opts, *args)
+    _check(rc, "sweep")
+    return pnl, trades, rows
+
+
+def _run_with(r, close, params, threads, isa, fee, progress, with_stats):
+    """Any strategy (``tf_sweep_with``): r from :func:`tollfree.strategies.resolve`."""
+    from tollfree import strategies as _st
+    p = r.params(params)
+    m = p.shape[0]
+    pnl = np.empty(m, dtype=np.float64)
+    trades = np.empty(m, dtype=np.int64)
+    rows = np.empty(m, dtype=STATS_DTYPE) if with_stats else None
+    reference = isa == "reference"
+    threads = _st.slow_path_note(r, threads) or threads
+    opts, _fee_alive = _opts(threads, "auto" if reference else isa, fee, rows)
+    args = (r.ptr, close.ctypes.data, close.shape[0], p.ctypes.data, m, pnl.ctypes.data,
+            trades.ctypes.data)
+    lb = _st.L()
+    if reference:
+        rc = lb.tf_sweep_with_reference(*args, ctypes.addressof(opts))
+    elif r.kind == "python":  # callbacks into this interpreter: on this thread
+        pg = _Progress()  # a callback that raises cancels the sweep through it
+        opts.progress = ctypes.pointer(pg)
+        r.spec.progress = ctypes.byref(pg)
+        try:
+            rc = lb.tf_sweep_with(*args, ctypes.addressof(opts))
+        finally:
+            r.spec.progress = None
+    else:
+        rc = _call(lb.tf_sweep_with, float(close.shape[0]) * float(m), progress, opts, *args)
+    _st.after_run(r)
+    if rc == _st.E_STRATEGY:
+        raise KernelError(rc, "sweep", r.refusal(p))
     _check(rc, "sweep")
     return pnl, trades, rows
 
@@ -356,15 +416,35 @@ class Strategy:
 
     ``params`` are six integer window lengths, checked as :func:`sweep` checks a grid
     (``TypeError`` for floats, ``ValueError`` out of range). After :meth:`close`, every method
-    raises ``ValueError``."""
+    raises ``ValueError``.
 
-    def __init__(self, params, fee: float = FEE_DEFAULT, *, validate: bool = True):
-        p = as_combo(params)
+    ``strategy`` (as :func:`sweep` takes it): any other strategy streams through
+    ``tf_strategy_open_with``, ``params`` then its k parameters (numbers in its order, or a
+    dict by name), and gives the bits of its batch sweep. A strategy that can go flat returns 0
+    after a bar where it is out of the market."""
+
+    def __init__(self, params, fee: float = FEE_DEFAULT, *, validate: bool = True,
+                 strategy=None):
+        from tollfree import strategies as _st
+        self._h = None
+        r = _st.resolve(strategy)
         self.validate = bool(validate)
         fee = as_fee(fee)
-        self.params = tuple(int(v) for v in p)
         h = ctypes.c_void_p()
-        _check(lib().tf_strategy_open(ctypes.byref(h), p.ctypes.data), "Strategy")
+        if r.is_hma:
+            p = as_combo(params)
+            self.params = tuple(int(v) for v in p)
+            _check(lib().tf_strategy_open(ctypes.byref(h), p.ctypes.data), "Strategy")
+        else:
+            p = r.combo(params, "a combo")
+            self.params = tuple(float(v) for v in p[0])
+            rc = _st.L().tf_strategy_open_with(ctypes.byref(h), r.ptr, p.ctypes.data)
+            if r.kind == "python":
+                r.spec.raise_error()
+            if rc == _st.E_STRATEGY:
+                raise KernelError(rc, "Strategy", r.refusal(p))
+            _check(rc, "Strategy")
+        self.strategy = r  # keeps the def (plugin, compiled functions) alive with the handle
         self._h = h
         _check(lib().tf_strategy_set_fee(h, fee), "Strategy")
         self.fee = fee
@@ -402,6 +482,8 @@ class Strategy:
                 raise TypeError(f"Strategy.on_bar: close must be a real number, got "
                                 f"{type(close).__name__}") from None
             pos = self._step(self._h, float(close))
+        if self.strategy.kind == "python":
+            self.strategy.spec.raise_error()
         if pos < -1:  # a closed handle (NULL)
             self._handle()
             _check(pos, "Strategy.on_bar")
@@ -441,4 +523,7 @@ class Strategy:
         self.close()
 
     def __del__(self):
-        self.close()
+        try:
+            self.close()
+        except TypeError:  # interpreter shutdown: the library's module state is gone already
+            pass

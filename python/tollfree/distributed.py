@@ -32,6 +32,7 @@ from concurrent.futures import CancelledError
 import numpy as np
 
 from tollfree import binding
+from tollfree.grid import PARAM_NAMES
 from tollfree.panel import (_attach, _raw_kw, as_fee, prepare_panel, result_frame,
                             stats_frame, sweep_panel)
 
@@ -41,6 +42,7 @@ from tollfree.panel import (_attach, _raw_kw, as_fee, prepare_panel, result_fram
 # tasks in the 0.1-2 s band of TASK_S when the target is in its middle.
 UNITS_PER_S = 1.5e10
 SAR_UNITS = 12          # the stop-and-reverse loop per combo per bar, in multiply-add units
+STRATEGY_UNITS = 40     # another strategy's step and booking per combo per bar (a rough guess)
 TASK_S = (0.1, 2.0)     # the band a task's estimated run time is kept in
 TASKS_PER_THREAD = 4    # aim for this many tasks per worker thread, within TASK_S
 SMALL_S = 2.0           # client=None: below this estimated work, stay in-process
@@ -59,14 +61,18 @@ class SchedulerUnavailable(ConnectionError):
 # ---- cost model and plan ----
 
 def _first_stage_units(params: np.ndarray) -> int:
-    """Multiply-adds per bar of the distinct first-stage WMAs these combos need."""
-    if params.shape[0] == 0:
+    """Multiply-adds per bar of the distinct first-stage WMAs these combos need (HMA's int64
+    grid; another strategy's float64 grid has no shared first stage in this model)."""
+    if params.shape[0] == 0 or params.dtype != np.int64:
         return 0
     return int(np.unique(params[:, [0, 1, 3, 4, 5]]).sum())
 
 
 def _unit_cost(params: np.ndarray) -> np.ndarray:
-    """Per combo: multiply-adds per bar of its second stage and SAR loop."""
+    """Per combo: multiply-adds per bar of its second stage and SAR loop (another strategy's
+    combo: STRATEGY_UNITS, a step and the booking)."""
+    if params.dtype != np.int64:
+        return np.full(params.shape[0], STRATEGY_UNITS, dtype=np.int64)
     return params[:, 2] + params[:, 3] + SAR_UNITS
 
 
@@ -155,17 +161,21 @@ _CACHE = _SeriesCache()
 
 
 def _block(close: np.ndarray, params: np.ndarray, lo: int, hi: int, key: str, threads: int,
-           isa: str, use_cache: bool, fee: float = binding.FEE_DEFAULT, stats: bool = False):
+           isa: str, use_cache: bool, fee: float = binding.FEE_DEFAULT, stats: bool = False,
+           strategy=None):
     """One task: rows lo:hi of params on close, in this worker process. -> (pnl, trades), or
-    with ``stats`` the block's :func:`binding.sweep_stats` dict."""
+    with ``stats`` the block's :func:`binding.sweep_stats` dict. ``strategy``: None (HMA), a
+    built-in name or plugin path (a string: the path must exist on the worker), or a
+    :class:`tollfree.strategies.UserStrategy` (unpickled from its importable functions,
+    compiled once per worker process)."""
     if not close.flags.aligned or not close.flags.c_contiguous:
         close = np.ascontiguousarray(close).copy()
     p = np.ascontiguousarray(params[lo:hi])
-    if not use_cache:  # the client checked the series (tollfree.panel.prepare_panel)
+    if not use_cache or strategy is not None:  # the client checked the series
         if stats:
             return binding.sweep_stats(close, p, threads=threads, isa=isa, fee=fee,
-                                       **_raw_kw(binding.sweep_stats))
-        return binding.sweep(close, p, threads=threads, isa=isa, fee=fee,
+                                       strategy=strategy, **_raw_kw(binding.sweep_stats))
+        return binding.sweep(close, p, threads=threads, isa=isa, fee=fee, strategy=strategy,
                              **_raw_kw(binding.sweep))
     s = _CACHE.acquire(key, close)
     try:
@@ -341,7 +351,7 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
           threads: int = 1, isa: str = "auto", broadcast: bool | None = None, cache=None,
           progress: bool | None = None, quiet: bool = True, connect_timeout: float = 10.0,
           max_resubmits: int = 3, fee: float | None = None, stats: bool = False,
-          fill: str | None = None, validate: bool = True, _task=None):
+          fill: str | None = None, validate: bool = True, strategy=None, _task=None):
     """Sweeps ``params`` over every instrument of ``panel`` on a Dask cluster.
 
     ``panel`` and the result are those of :func:`tollfree.panel.sweep_panel`, bit for bit.
@@ -360,8 +370,27 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
     checked on the client before anything is sent. Raises :class:`SchedulerUnavailable` when no
     scheduler answers within ``connect_timeout`` s, and RuntimeError when called to start a
     LocalCluster inside a worker process (a script without the ``__main__`` guard).
+
+    ``strategy`` (as :func:`tollfree.sweep` takes it) reaches the workers by name: a built-in
+    name or a plugin path as a string (the .so must be at that path on every worker), a
+    :func:`tollfree.strategies.define` strategy by its functions (pickled by reference: they
+    must be importable on the workers, from a module, not ``__main__``; each worker compiles
+    them once). A plain-Python strategy runs in-process only (it would hold each worker's GIL).
+    ``params`` is then its (n, k) float64 grid.
     """
-    params = binding.as_params(params)
+    from tollfree import strategies as _st
+
+    r_st = _st.resolve(strategy)
+    if r_st.is_hma:
+        params = binding.as_params(params) if strategy is None else binding.hma_params(params)
+        spec = None
+    else:
+        params = r_st.params(params)
+        spec = r_st.spec
+        if r_st.kind == "python" and client is not None:
+            raise ValueError(f"strategy {r_st.name} is plain Python: it runs in-process only "
+                             "(client=None); decorate init and step with numba.njit to send it "
+                             "to Dask workers")
     fee = as_fee(fee)
     stats = bool(stats)
     prep = prepare_panel(panel, names, fill, validate)
@@ -372,9 +401,10 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
     if chunk is not None and int(chunk) < 1:
         raise ValueError(f"chunk must be >= 1, got {chunk}")
     lengths = [s.shape[0] for s in series]
-    if client is None and estimate_seconds(lengths, params) < SMALL_S:
+    if client is None and (estimate_seconds(lengths, params) < SMALL_S
+                           or r_st.kind == "python"):
         return _attach(sweep_panel(dict(zip(names, series)), params, threads=None, isa=isa,
-                                   fee=fee, stats=stats, validate=False), prep)
+                                   fee=fee, stats=stats, validate=False, strategy=r_st), prep)
     own = client is None
     cl, cluster = connect("local" if own else client, timeout=connect_timeout)
     try:
@@ -385,7 +415,8 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
                 raise SchedulerUnavailable(f"tollfree.distributed: the scheduler has no worker "
                                            f"after {connect_timeout:g} s") from None
         return _attach(_run(cl, names, series, params, chunk, threads, isa, broadcast, cache,
-                            progress, quiet, max_resubmits, _task or _block, fee, stats), prep)
+                            progress, quiet, max_resubmits, _task or _block, fee, stats, spec,
+                            r_st), prep)
     finally:
         if cl is not client:
             cl.close()
@@ -410,7 +441,7 @@ def _has_dashboard(client, info) -> bool:
 
 
 def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, progress, quiet,
-         max_resubmits, task, fee, stats):
+         max_resubmits, task, fee, stats, spec=None, r_st=None):
     from dask.distributed import as_completed
 
     info = client.scheduler_info()
@@ -425,7 +456,7 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
     order = np.argsort(params[:, 0], kind="stable")
     sparams = np.ascontiguousarray(params[order])
     lengths = [s.shape[0] for s in series]
-    blocks = plan(lengths, sparams, chunk, n_threads, cache)
+    blocks = plan(lengths, sparams, chunk, n_threads, False if spec is not None else cache)
     if broadcast is None:
         broadcast = (sum(s.nbytes for s in series) <= BROADCAST_BYTES
                      or len(series) < n_threads)
@@ -446,8 +477,9 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
     meta = {}
 
     def submit(i, lo, hi, use):
+        kw = {} if spec is None else {"strategy": spec}  # HMA: the task's signature as before
         f = client.submit(task, sf[i], pf, lo, hi, f"{token}-{i}", int(threads), isa, use,
-                          fee=fee, stats=stats,
+                          fee=fee, stats=stats, **kw,
                           key=f"{token}-{i}-{lo}-{uuid.uuid4().hex[:6]}", pure=False)
         meta[f.key] = (i, lo, hi, use)
         return f
@@ -499,7 +531,9 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
             client.run(_drop_cache, token)
         except Exception:  # noqa: BLE001  (a worker gone: its cache went with it)
             pass
-    df = stats_frame(names, params, srows) if stats else result_frame(names, params, pnl, trades)
+    pnames = r_st.param_names if spec is not None else PARAM_NAMES
+    df = (stats_frame(names, params, srows, pnames) if stats
+          else result_frame(names, params, pnl, trades, pnames))
     df.attrs["tollfree"] = {"tasks": n_tasks, "resubmitted": sum(resubmits.values()),
                             "broadcast": bool(broadcast), "workers": len(info["workers"]),
                             "threads": n_threads,

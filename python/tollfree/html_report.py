@@ -74,11 +74,12 @@ def _fmt(x, d=4) -> str:
     return "nan" if x != x else f"{x:,.{d}f}"
 
 
-def equity(close: np.ndarray, combo, fee: float = FEE_DEFAULT) -> dict:
+def equity(close: np.ndarray, combo, fee: float = FEE_DEFAULT, strategy=None) -> dict:
     """The combo's path bar by bar from the streaming strategy: position, closed-trade equity
     (the pnl booked so far, exactly the kernel's), mark-to-market equity (plus the open trade),
-    drawdown of the closed equity, and the bars where the position flipped."""
-    s = Strategy(combo, fee=fee)
+    drawdown of the closed equity, and the bars where the position changed. ``strategy``: as
+    :func:`tollfree.sweep` takes it (None: HMA)."""
+    s = Strategy(combo, fee=fee, validate=False, strategy=strategy)
     n = close.shape[0]
     pos = np.empty(n, dtype=np.int8)
     closed = np.empty(n, dtype=np.float64)
@@ -117,7 +118,7 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
            split: float | None = None, walk_forward: int | None = None, metric: str = "pnl",
            heatmap: str | None = None, top: int = 20, headline: str | None = None,
            threads: int | None = None, title: str = "tollfree sweep report",
-           fee: float = FEE_DEFAULT, column: str = "close") -> str:
+           fee: float = FEE_DEFAULT, column: str = "close", strategy=None) -> str:
     """Sweeps ``params`` (default grid) on ``close`` (default data; anything
     :func:`tollfree.data.to_close` takes) and writes the report to ``path``; returns ``path``.
 
@@ -128,7 +129,12 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     ``split`` / ``walk_forward`` / ``metric``: the out-of-sample table (:func:`walk_forward`).
     ``heatmap="X,Y"``: pnl over two grid columns (others maximised over) instead of pnl
     against L. ``headline``: text (e.g. :func:`tollfree.bench.headline`) shown verbatim.
-    ``fee``: percent points per closed trade. ``column``: the close column of a DataFrame."""
+    ``fee``: percent points per closed trade. ``column``: the close column of a DataFrame.
+    ``strategy`` (as :func:`tollfree.sweep` takes it): the report of that strategy's sweep,
+    ``params`` its (n, k) grid (required; :func:`tollfree.grid.product`); ``heatmap`` then names
+    two of its parameters (default: its first two; one parameter: pnl against it)."""
+    from tollfree.strategies import resolve
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -138,11 +144,23 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
         source = ("the embedded default data (150,000 bars)" if close is None else
                   f"{_describe(close, column)} given to tollfree.report()")
     close = _data.default_close() if close is None else _data.to_close(close, column=column)
-    params = _grid.default_grid() if params is None else np.ascontiguousarray(params, dtype=np.int64)
+    r_st = resolve(strategy)
+    if r_st.is_hma:
+        params = (_grid.default_grid() if params is None
+                  else np.ascontiguousarray(params, dtype=np.int64))
+        pnames, what = _grid.PARAM_NAMES, "HMA/HMA3 stop-and-reverse sweep"
+    else:
+        if params is None:
+            raise ValueError(f"strategy {r_st.name}: give params, an (n, {r_st.n_params}) grid "
+                             f"of {', '.join(r_st.param_names)} (tollfree.grid.product)")
+        params = r_st.params(params)
+        pnames, what = r_st.param_names, f"{r_st.name} ({r_st.kind}) strategy sweep"
+        if heatmap is None and len(pnames) >= 2:
+            heatmap = f"{pnames[0]},{pnames[1]}"
     n, m = close.shape[0], params.shape[0]
     if dates is not None and len(dates) != n:
         raise ValueError(f"dates has {len(dates)} labels for {n} bars")
-    st = sweep_stats(close, params, threads=threads, fee=fee)
+    st = sweep_stats(close, params, threads=threads, fee=fee, strategy=r_st)
     pnl, trades = st["pnl"], st["trades"]
     d = derived(st)
     avg, sharpe = d["avg_trade"], d["sharpe_per_trade"]
@@ -150,37 +168,37 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     best = int(order[0])
 
     parts = [f"<h1>{html.escape(title)}</h1>",
-             '<p class="note">HMA/HMA3 stop-and-reverse sweep, computed exactly by libtollfree '
+             f'<p class="note">{html.escape(what)}, computed exactly by libtollfree '
              "(docs/definition.md). pnl is in percent points: the sum over closed trades of the "
              f"trade's percent move minus a {fee} fee per round trip; the position open at the "
              "end is not counted.</p>"]
     span = f"{dates[0]} .. {dates[-1]}" if dates is not None else "bar 0 .. " + f"{n - 1:,}"
     inputs = [("input", source),
               ("bars", f"{n:,} ({span})"), ("price range", f"{close.min():.6g} .. {close.max():.6g}"),
-              ("grid", f"{grid_spec or 'given'}: {m:,} combos, L = {params[:, 0].min()} .. "
-                       f"{params[:, 0].max()}"),
+              ("grid", f"{grid_spec or 'given'}: {m:,} combos, {pnames[0]} = "
+                       f"{_pv(params[:, 0].min())} .. {_pv(params[:, 0].max())}"),
               ("kernel", f"{isa_best()}, fee {fee} percent points per round trip")]
     inputs += [("note", s) for s in notes]
     parts += ["<h2>Inputs</h2>", _table(["what", "value"], inputs, left=(0, 1))]
 
     k = min(top, m)
-    head = ["rank", *_grid.PARAM_NAMES, "pnl", "trades", "avg_trade", "win_rate",
+    head = ["rank", *pnames, "pnl", "trades", "avg_trade", "win_rate",
             "profit_factor", "sharpe_per_trade", "max_dd"]
     rows = []
     for r, j in enumerate(order[:k], 1):
-        rows.append([r, *(int(v) for v in params[j]), _fmt(pnl[j]), _fmt(int(trades[j])),
+        rows.append([r, *(_pv(v) for v in params[j]), _fmt(pnl[j]), _fmt(int(trades[j])),
                      _fmt(avg[j]), _fmt(d["win_rate"][j]), _fmt(d["profit_factor"][j]),
                      _fmt(sharpe[j]), _fmt(st["max_dd"][j])])
     parts += [f"<h2>Ranked by pnl (top {k} of {m:,})</h2>", _table(head, rows)]
 
     if heatmap:
         parts += [f"<h2>Heatmap: pnl over {html.escape(heatmap)}</h2>",
-                  _png(_heatmap_fig(plt, params, pnl, heatmap))]
+                  _png(_heatmap_fig(plt, params, pnl, heatmap, pnames))]
     else:
         fig, ax = plt.subplots(figsize=(10, 3.6))
         L = params[:, 0]
         ax.plot(L, pnl, "o-", ms=3, color="#1f5fbf", label="pnl")
-        ax.set_xlabel("L (Hull length)")
+        ax.set_xlabel("L (Hull length)" if r_st.is_hma else pnames[0])
         ax.set_ylabel("pnl, percent points")
         ax.axhline(0, color="#999", lw=0.8)
         ax2 = ax.twinx()
@@ -188,9 +206,9 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
         ax2.set_ylabel("sharpe per trade")
         fig.legend(loc="upper right")
         ax.grid(alpha=0.3)
-        parts += ["<h2>pnl and sharpe per trade against L</h2>", _png(fig)]
+        parts += [f"<h2>pnl and sharpe per trade against {pnames[0]}</h2>", _png(fig)]
 
-    eq = equity(close, params[best], fee)
+    eq = equity(close, params[best], fee, r_st)
     same = (np.float64(eq["pnl"]).view(np.int64) == pnl[best:best + 1].view(np.int64)[0]
             and eq["trades"] == trades[best])
     fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True,
@@ -213,7 +231,7 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     a3.set_xlabel("bar" if dates is None else f"bar ({dates[0]} .. {dates[-1]})")
     for a in (a1, a2, a3):
         a.grid(alpha=0.3)
-    combo = ", ".join(f"{nm}={int(v)}" for nm, v in zip(_grid.PARAM_NAMES, params[best]))
+    combo = ", ".join(f"{nm}={_pv(v)}" for nm, v in zip(pnames, params[best]))
     parts += [f"<h2>Best combo: {combo}</h2>",
               f'<p class="note">pnl {_fmt(pnl[best])} over {int(trades[best]):,} trades; max '
               f"closed-trade drawdown {_fmt(eq['drawdown'].max())} percent points. The curve is "
@@ -222,11 +240,11 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
 
     if split is not None or walk_forward is not None:
         wf = research.walk_forward(close, params, split=split, walk_forward=walk_forward,
-                                   metric=metric, threads=threads, fee=fee)
+                                   metric=metric, threads=threads, fee=fee, strategy=r_st)
         lab = (lambda i: str(dates[min(i, n - 1)])) if dates is not None else (lambda i: f"{i:,}")
         rows = [[int(r.fold), f"{lab(r.is_start)} .. {lab(r.is_end - 1)}",
                  f"{lab(r.oos_start)} .. {lab(r.oos_end - 1)}",
-                 ",".join(str(int(getattr(r, c))) for c in _grid.PARAM_NAMES), _fmt(r.is_value),
+                 ",".join(_pv(wf[c].iloc[r.Index]) for c in pnames), _fmt(r.is_value),
                  _fmt(r.oos_value), _fmt(r.oos_pnl), _fmt(int(r.oos_trades)),
                  f"{int(r.oos_rank)} of {int(r.combos)}", _fmt(r.oos_best_value)]
                 for r in wf.itertuples()]
@@ -259,8 +277,14 @@ def _describe(x, column: str) -> str:
     return f"a {type(x).__name__} of numbers"
 
 
-def _heatmap_fig(plt, params, pnl, spec):
-    names = list(_grid.PARAM_NAMES)
+def _pv(v) -> str:
+    """A parameter value as the tables show it: a whole number without a point."""
+    v = float(v)
+    return str(int(v)) if v.is_integer() and abs(v) < 2**53 else f"{v:g}"
+
+
+def _heatmap_fig(plt, params, pnl, spec, names=_grid.PARAM_NAMES):
+    names = list(names)
     try:
         xn, yn = (s.strip() for s in spec.split(","))
         xi, yi = names.index(xn), names.index(yn)
@@ -276,8 +300,8 @@ def _heatmap_fig(plt, params, pnl, spec):
     im = ax.imshow(z, origin="lower", aspect="auto", cmap="RdYlGn",
                    extent=(-0.5, xs.size - 0.5, -0.5, ys.size - 0.5))
     step_x, step_y = max(1, xs.size // 12), max(1, ys.size // 12)
-    ax.set_xticks(range(0, xs.size, step_x), [str(v) for v in xs[::step_x]])
-    ax.set_yticks(range(0, ys.size, step_y), [str(v) for v in ys[::step_y]])
+    ax.set_xticks(range(0, xs.size, step_x), [_pv(v) for v in xs[::step_x]])
+    ax.set_yticks(range(0, ys.size, step_y), [_pv(v) for v in ys[::step_y]])
     ax.set_xlabel(xn)
     ax.set_ylabel(yn)
     fig.colorbar(im, ax=ax, label="pnl (max over the other columns)")
@@ -297,6 +321,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sep")
     ap.add_argument("--assume-sorted", action="store_true")
     ap.add_argument("--grid", default="default")
+    ap.add_argument("--strategy", help="a built-in name or a plugin .so (default: hma)")
+    ap.add_argument("--where", help="with --strategy: conditions on the grid (fast<slow)")
     ap.add_argument("--split", type=float)
     ap.add_argument("--walk-forward", type=int)
     ap.add_argument("--metric", default="pnl")
@@ -319,12 +345,17 @@ def main(argv=None) -> int:
             source += f" (column '{pr.column}')" if not a.raw else ""
         else:
             close = _data.default_close()
-        params = research.parse_grid(a.grid)
+        strategy = a.strategy if a.strategy and a.strategy != "hma" else None
+        if strategy is None:
+            params = research.parse_grid(a.grid)
+        else:
+            params = _grid.named(strategy, a.grid, a.where)
         headline = open(a.headline).read() if a.headline else None
         t = time.perf_counter()
         report(close, params, a.out, dates=dates, source=source, notes=notes, grid_spec=a.grid,
                split=a.split, walk_forward=a.walk_forward, metric=a.metric, heatmap=a.heatmap,
-               top=a.top, headline=headline, threads=a.threads or None, fee=a.fee)
+               top=a.top, headline=headline, threads=a.threads or None, fee=a.fee,
+               strategy=strategy)
     except (ValueError, OSError) as e:
         print(f"tollfree sweep: --report: {e}", file=sys.stderr)
         return 1

@@ -285,11 +285,12 @@ def as_panel(panel, names=None, fill=None, validate: bool = True
     return p.names, p.series
 
 
-def _key_columns(names, params: np.ndarray) -> dict:
+def _key_columns(names, params: np.ndarray, pnames=PARAM_NAMES) -> dict:
     k, m = len(names), params.shape[0]
     cols = {"instrument": np.repeat(np.array(names, dtype=object), m)}
-    tiled = np.tile(params, (k, 1)) if k else np.empty((0, 6), dtype=np.int64)
-    for j, n in enumerate(PARAM_NAMES):
+    tiled = (np.tile(params, (k, 1)) if k
+             else np.empty((0, len(pnames)), dtype=params.dtype))
+    for j, n in enumerate(pnames):
         cols[n] = np.ascontiguousarray(tiled[:, j])
     return cols
 
@@ -298,28 +299,29 @@ def _cat(parts: list, dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
-def result_frame(names, params: np.ndarray, pnl: list, trades: list):
-    """The result DataFrame from per-instrument ``pnl[i]``/``trades[i]`` arrays (grid order)."""
+def result_frame(names, params: np.ndarray, pnl: list, trades: list, pnames=PARAM_NAMES):
+    """The result DataFrame from per-instrument ``pnl[i]``/``trades[i]`` arrays (grid order);
+    ``pnames``: the parameter columns (a strategy's names; HMA's six by default)."""
     import pandas as pd
 
-    cols = _key_columns(names, params)
+    cols = _key_columns(names, params, pnames)
     cols["pnl"] = _cat(pnl, np.float64)
     cols["trades"] = _cat(trades, np.int64)
-    return pd.DataFrame(cols, columns=list(COLUMNS))
+    return pd.DataFrame(cols, columns=["instrument", *pnames, "pnl", "trades"])
 
 
-def stats_frame(names, params: np.ndarray, rows: list):
+def stats_frame(names, params: np.ndarray, rows: list, pnames=PARAM_NAMES):
     """The ``stats=True`` result DataFrame (:data:`STATS_COLUMNS`) from per-instrument
     statistics ``rows[i]`` (grid order): a :func:`tollfree.sweep_stats` dict or a
     ``binding.STATS_DTYPE`` array, anything indexed by the names of ``binding.STAT_NAMES``."""
     import pandas as pd
 
-    cols = _key_columns(names, params)
+    cols = _key_columns(names, params, pnames)
     for n in binding.STAT_NAMES:
         dt = np.int64 if n in INT_COLUMNS else np.float64
         cols[n] = _cat([np.asarray(r[n], dtype=dt) for r in rows], dt)
     cols.update(derived(cols))  # elementwise: the same bits as per instrument
-    return pd.DataFrame(cols, columns=list(STATS_COLUMNS))
+    return pd.DataFrame(cols, columns=["instrument", *pnames, *binding.STAT_NAMES, *DERIVED])
 
 
 def as_fee(fee) -> float:
@@ -338,7 +340,7 @@ def _attach(df, p: PanelInput):
 
 def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=None,
                 isa: str = "auto", fee: float | None = None, stats: bool = False,
-                fill: str | None = None, validate: bool = True):
+                fill: str | None = None, validate: bool = True, *, strategy=None):
     """Sweeps ``params`` (int64, n_combos x 6) over every instrument of ``panel``, in-process.
 
     One kernel call per instrument over the whole grid: the kernel computes each distinct
@@ -352,22 +354,33 @@ def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=Non
     Returns the DataFrame described in the module docstring; ``df.attrs["tollfree"]`` holds
     ``filled`` (instrument -> bars filled forward) and ``notes`` (one line per such
     instrument).
+
+    ``strategy`` (as :func:`tollfree.sweep` takes it): that strategy's sweep, ``params`` its
+    (n, k) float64 grid; the parameter columns are then its parameter names.
     """
-    params = binding.as_params(params)
+    from tollfree.strategies import resolve
+
+    r_st = resolve(strategy)
+    if r_st.is_hma:
+        params = binding.as_params(params) if strategy is None else binding.hma_params(params)
+        pnames = PARAM_NAMES
+    else:
+        params, pnames = r_st.params(params), r_st.param_names
     fee = as_fee(fee)
     p = prepare_panel(panel, names, fill, validate)
     if stats:
         kw = _raw_kw(binding.sweep_stats)
-        rows = [binding.sweep_stats(close, params, threads=threads, isa=isa, fee=fee, **kw)
+        rows = [binding.sweep_stats(close, params, threads=threads, isa=isa, fee=fee,
+                                    strategy=r_st, **kw)
                 for close in p.series]
-        return _attach(stats_frame(p.names, params, rows), p)
+        return _attach(stats_frame(p.names, params, rows, pnames), p)
     pnl, trades = [], []
     kw = _raw_kw(binding.sweep)
     for close in p.series:
-        r = binding.sweep(close, params, threads=threads, isa=isa, fee=fee, **kw)
+        r = binding.sweep(close, params, threads=threads, isa=isa, fee=fee, strategy=r_st, **kw)
         pnl.append(r[0])
         trades.append(r[1])
-    return _attach(result_frame(p.names, params, pnl, trades), p)
+    return _attach(result_frame(p.names, params, pnl, trades, pnames), p)
 
 
 # ---- files ----
@@ -499,21 +512,36 @@ def _column_list() -> str:
     return ", ".join(TABLE_COLUMNS)
 
 
-def parse_columns(spec: str) -> tuple:
+def _table(names) -> tuple[tuple, tuple]:
+    """(all columns, basic columns) of HMA's table (names None) or a strategy's."""
+    if names is None:
+        return TABLE_COLUMNS, BASIC_COLUMNS
+    names = tuple(names)
+    return names + binding.STAT_NAMES + DERIVED, names + ("pnl", "trades")
+
+
+def parse_columns(spec: str, names=None) -> tuple:
     """``--columns``: ``all``, ``basic`` (the windows, pnl, trades) or a comma-separated list of
     the plain sweep's column names (:data:`TABLE_COLUMNS`; ``instrument`` is always printed
     first, so naming it is allowed and changes nothing). Raises ValueError naming the unknown
-    column and listing the known ones."""
+    column and listing the known ones. ``names``: a strategy's parameter names (its table: the
+    parameters in place of the windows)."""
+    every, basic = _table(names)
     if spec == "all":
-        return TABLE_COLUMNS
+        return every
     if spec == "basic":
-        return BASIC_COLUMNS
+        return basic
     out = []
     for name in spec.split(","):
         if name == "instrument":
             continue
         try:  # the library's table of columns (tf_column_find), the one the plain sweep reads
-            _research.column_find(name, signed=False)
+            if names is None:
+                _research.column_find(name, signed=False)
+            else:
+                col, sign = _research.table_find(_research.results(m=0, names=names), name)
+                if sign < 0:
+                    raise ValueError(f"unknown column '{name}'")
         except ValueError as e:
             raise ValueError(f"--columns: {e} (or all, basic)") from None
         out.append(name)
@@ -522,13 +550,18 @@ def parse_columns(spec: str) -> tuple:
     return tuple(out)
 
 
-def parse_sort(spec: str) -> tuple[str, int]:
-    """``--sort``: ``COLUMN`` (highest first) or ``-COLUMN`` (lowest first) -> (name, sign)."""
+def parse_sort(spec: str, names=None) -> tuple[str, int]:
+    """``--sort``: ``COLUMN`` (highest first) or ``-COLUMN`` (lowest first) -> (name, sign);
+    ``names``: a strategy's parameter names (its table)."""
     try:
-        col, sign = _research.column_find(spec)
+        if names is None:
+            col, sign = _research.column_find(spec)
+            return _research.column_names()[col], sign
+        res = _research.results(m=0, names=names)
+        col, sign = _research.table_find(res, spec)
+        return _research.table_names(res)[col], sign
     except ValueError as e:
         raise ValueError(f"--sort: {e}") from None
-    return _research.column_names()[col], sign
 
 
 def parse_fee(text: str) -> float:
@@ -541,13 +574,13 @@ def parse_fee(text: str) -> float:
         raise ValueError(f"--fee {e}") from None
 
 
-def needs_stats(columns, sort: str | None) -> bool:
+def needs_stats(columns, sort: str | None, names=None) -> bool:
     """Whether the columns (or the sort column) need the kernel's statistics."""
-    names = list(columns) + ([parse_sort(sort)[0]] if sort else [])
-    return any(n not in BASIC_COLUMNS for n in names)
+    cols = list(columns) + ([parse_sort(sort, names)[0]] if sort else [])
+    return any(n not in _table(names)[1] for n in cols)
 
 
-def rank(df, sort: str | None = None, top: int | None = None) -> np.ndarray:
+def rank(df, sort: str | None = None, top: int | None = None, names=None) -> np.ndarray:
     """Row numbers of ``df`` to print, instrument by instrument (panel order): per instrument,
     its combos in grid order, or ranked by ``sort`` (``COLUMN`` highest first, ``-COLUMN``
     lowest first; NaN last; ties in grid order) as the plain sweep ranks them, then at most
@@ -557,7 +590,7 @@ def rank(df, sort: str | None = None, top: int | None = None) -> np.ndarray:
         return np.arange(n)
     if sort is None:
         sort = "pnl"
-    name, sign = parse_sort(sort)
+    name, sign = parse_sort(sort, names)
     if name not in df.columns:
         raise ValueError(f"sort: the frame has no column {name!r} (sweep with stats=True)")
     inst = df["instrument"].to_numpy()
@@ -586,22 +619,23 @@ def _csv_field(name: str) -> str:
     return name
 
 
-def write_csv(df, f, top: int | None = None, columns=None, sort: str | None = None) -> int:
+def write_csv(df, f, top: int | None = None, columns=None, sort: str | None = None,
+              names=None) -> int:
     """Writes ``instrument`` then ``columns`` (default: every table column the frame has, in the
     plain sweep's order: :data:`TABLE_COLUMNS` for a ``stats=True`` frame, else the windows,
     pnl, trades), one row per printed combo, formatted as ``tollfree sweep`` prints them:
     integers in decimal, reals with ``%.17g`` (exact; ``nan``/``-nan``, ``inf``/``-inf``);
     an instrument name with a comma, quote or line break is quoted as RFC 4180 says.
     Rows: :func:`rank` (``sort``; ``top`` per instrument, by pnl without ``sort``). Returns the
-    number of rows written."""
+    number of rows written. ``names``: a strategy's parameter names (its table)."""
     if columns is None:
-        columns = [c for c in TABLE_COLUMNS if c in df.columns]
+        columns = [c for c in _table(names)[0] if c in df.columns]
     columns = list(columns)
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(f"columns: the frame has no column {missing[0]!r} (sweep with "
                          "stats=True)")
-    idx = rank(df, sort, top)
+    idx = rank(df, sort, top, names)
     f.write(",".join(("instrument",) + tuple(columns)) + "\n")
     inst = df["instrument"].to_numpy()
     data = [df[c].to_numpy() for c in columns]
@@ -627,6 +661,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--column", default="close")
     ap.add_argument("--raw", action="store_true")
     ap.add_argument("--grid", default="default")
+    ap.add_argument("--strategy", help="a built-in name or a plugin .so (default: hma); --grid "
+                                       "is then name=LO:HI:STEP,...")
+    ap.add_argument("--where", help="with --strategy: conditions on the grid (fast<slow)")
     ap.add_argument("--out")
     ap.add_argument("--columns", default="all",
                     help="all (default), basic (windows, pnl, trades) or a list of: "
@@ -689,16 +726,27 @@ def main(argv=None) -> int:
             raise ValueError("--fill is for --panel (a gap in --input is refused by the reader)")
         if a.isa == "reference":
             raise ValueError("--isa reference is the plain sweep's (no --panel/--scheduler)")
-        columns = parse_columns(a.columns)
+        strategy = a.strategy if a.strategy and a.strategy != "hma" else None
+        pnames = None
+        if strategy is not None:
+            from tollfree.strategies import resolve
+            pnames = resolve(strategy).param_names
+        elif a.where:
+            raise ValueError("--where is for a strategy's named grid (--strategy)")
+        columns = parse_columns(a.columns, pnames)
         if a.sort is not None:
-            parse_sort(a.sort)
+            parse_sort(a.sort, pnames)
         fee = None if a.fee is None else parse_fee(a.fee)
-        want_stats = needs_stats(columns, a.sort)
+        want_stats = needs_stats(columns, a.sort, pnames)
     except ValueError as e:
         print(f"tollfree sweep: {e}", file=err)
         return 2  # a bad option value: a usage error, as the plain sweep's
     try:
-        params = parse_grid(a.grid)
+        if strategy is None:
+            params = parse_grid(a.grid)
+        else:
+            from tollfree.grid import named
+            params = named(strategy, a.grid, a.where)
         if a.panel:
             panel = load_panel(a.panel, a.column, a.raw, fill=a.fill, _cli=True)
         elif a.input:
@@ -725,10 +773,11 @@ def main(argv=None) -> int:
             df = distributed.sweep(panel, params, client=a.scheduler, chunk=a.chunk,
                                    threads=1 if a.threads is None else a.threads, isa=a.isa,
                                    progress=None if not a.quiet else False, quiet=a.quiet,
-                                   connect_timeout=a.connect_timeout, fee=fee, stats=want_stats)
+                                   connect_timeout=a.connect_timeout, fee=fee, stats=want_stats,
+                                   strategy=strategy)
         else:
             df = sweep_panel(panel, params, threads=a.threads, isa=a.isa, fee=fee,
-                             stats=want_stats)
+                             stats=want_stats, strategy=strategy)
     except (ValueError, OSError, binding.KernelError) as e:
         print(f"tollfree sweep: {e}", file=err)
         return 1
@@ -737,7 +786,7 @@ def main(argv=None) -> int:
         to_file = a.out not in (None, "-")
         f = open(a.out, "w") if to_file else sys.stdout
         try:
-            write_csv(df, f, a.top, columns, a.sort)
+            write_csv(df, f, a.top, columns, a.sort, pnames)
             f.flush()
         finally:
             if to_file:

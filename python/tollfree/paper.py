@@ -47,7 +47,7 @@ FILL_SIZE = 32  # sizeof(tf_paper_fill): bar, dir, qty_lots, px_ticks (int64 eac
 TICK_SOURCES = ("given", "data", "default")  # tf_paper_tick_source
 
 # tf_error values this module tells apart (include/tollfree/error.h)
-_E_INVALID_ARG, _E_BAD_INPUT, _E_CANCELLED = -1002, -1006, -1106
+_E_INVALID_ARG, _E_BAD_INPUT, _E_CANCELLED, _E_STRATEGY = -1002, -1006, -1106, -1107
 _E_WINDOW = (-1100, -1101)
 
 __all__ = ["run", "PaperResult", "PaperError", "tick_from_data", "price", "round_to_ticks",
@@ -69,7 +69,8 @@ class _Config(ctypes.Structure):
                 ("instrument", ctypes.c_uint64), ("half_spread", ctypes.c_int64),
                 ("coarse_tick", ctypes.c_int), ("timeout_ms", ctypes.c_int),
                 ("engine_url", ctypes.c_char_p), ("journal_dir", ctypes.c_char_p),
-                ("progress", ctypes.POINTER(_Progress))]
+                ("progress", ctypes.POINTER(_Progress)), ("strategy", ctypes.c_void_p),
+                ("params", ctypes.POINTER(ctypes.c_double))]
 
 
 _I64, _D = ctypes.c_int64, ctypes.c_double
@@ -129,7 +130,7 @@ class PaperResult:
 
     mode: str
     engine: str
-    combo: tuple
+    combo: tuple  # HMA's six lengths, or the strategy's parameters (in its order)
     tick: float
     half_spread: int
     fee: float = FEE
@@ -163,11 +164,12 @@ class PaperResult:
     fill_log: np.ndarray = field(default_factory=lambda: np.empty((0, 4), np.int64), repr=False)
     equity: Optional[np.ndarray] = field(default=None, repr=False)
     mtm: Optional[np.ndarray] = field(default=None, repr=False)
+    strategy: str = "hma"
 
     def summary(self, as_json: bool = False) -> str:
         """The summary ``tollfree paper`` prints (its ``--json`` line with ``as_json``): the
         library's ``tf_paper_format``, so the two print the same text."""
-        cfg, res = self._c
+        cfg, res = self._c[:2]
         L = _lib()
         buf = ctypes.create_string_buffer(4096)
         n = L.tf_paper_format(ctypes.byref(cfg), ctypes.byref(res), 1 if as_json else 0, buf,
@@ -247,7 +249,7 @@ def _raise(rc: int, msg: str) -> None:
         from tollfree.data import BadInput
 
         raise BadInput(text)
-    if rc == _E_INVALID_ARG or rc in _E_WINDOW:
+    if rc in (_E_INVALID_ARG, _E_STRATEGY) or rc in _E_WINDOW:
         raise ValueError(text)
     raise PaperError(text, rc)
 
@@ -260,14 +262,30 @@ def _progress_line(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def run(combo: Sequence[int], close=None, *, tick: Optional[float] = None,
+def _strategy_params(r, combo, params) -> np.ndarray:
+    """One combo of strategy r as float64[k]: ``params`` (or ``combo``) as numbers in its
+    parameter order, or a dict {name: value} naming each parameter once."""
+    given = params if params is not None else combo
+    if given is None:
+        raise ValueError(f"strategy {r.name} needs params= ({', '.join(r.param_names)})")
+    return r.combo(given)[0].copy()
+
+
+def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[float] = None,
         engine: Optional[str] = None, half_spread: int = 0, journal: Optional[str] = None,
         instrument: int = 1, timeout: Optional[float] = 60.0,
         progress: Union[None, bool, Callable[[int, int], None]] = None,
-        plot: Optional[str] = None, fee: float = FEE, coarse_tick: bool = False) -> PaperResult:
+        plot: Optional[str] = None, fee: float = FEE, coarse_tick: bool = False,
+        strategy=None, params=None) -> PaperResult:
     """Paper-trades ``combo`` (six window lengths) on ``close`` (a numpy array, pandas Series or
     DataFrame with a ``close`` column, any sequence of positive prices; default: the default
     data) through libtollfree's ``tf_paper_run``.
+
+    ``strategy`` (as :func:`tollfree.sweep` takes it: a built-in name, a plugin path, a
+    :func:`tollfree.strategies.define` strategy) trades one combo of that strategy instead:
+    ``params`` its parameters (numbers in its order, or a dict by name; ``combo`` is taken
+    when ``params`` is not given). The kernel's figures are then its sweep's, and parity is
+    checked the same way (``tollfree paper --strategy NAME --params a=V,...``).
 
     ``tick``: None to choose it from the data (:func:`tick_from_data`), else the tick size;
     ``coarse_tick``: trade a tick under which rounding changes the data's closes (else refused).
@@ -284,10 +302,23 @@ def run(combo: Sequence[int], close=None, *, tick: Optional[float] = None,
     loop needs or cannot be reached, KeyboardInterrupt after Ctrl-C (the run is cancelled)."""
     from tollfree.data import default_close, to_close
 
+    from tollfree import strategies as _st
+
     fee = as_fee(fee)
-    combo = tuple(int(v) for v in combo)
-    if len(combo) != 6 or min(combo) < 1:
-        raise ValueError(f"a combo is six window lengths >= 1, got {combo}")
+    r_st = _st.resolve(strategy)
+    p_st = None
+    if r_st.is_hma:
+        combo = params if params is not None else combo
+        if combo is None:
+            raise ValueError("a combo is six window lengths >= 1 (combo=, or params=)")
+        if isinstance(combo, dict):
+            combo = _strategy_params(r_st, None, combo)
+        combo = tuple(int(v) for v in combo)
+        if len(combo) != 6 or min(combo) < 1:
+            raise ValueError(f"a combo is six window lengths >= 1, got {combo}")
+    else:
+        p_st = _strategy_params(r_st, combo, params)
+        combo = tuple(float(v) for v in p_st)
     tick_v = 0.0 if tick is None else _check_tick(tick)
     half_spread = int(half_spread)
     if half_spread < 0:
@@ -306,7 +337,11 @@ def run(combo: Sequence[int], close=None, *, tick: Optional[float] = None,
                   engine_url=engine.encode() if engine else None,
                   journal_dir=str(journal).encode() if journal else None,
                   progress=ctypes.pointer(pg))
-    cfg.combo[:] = combo
+    if p_st is None:
+        cfg.combo[:] = combo
+    else:
+        cfg.strategy = r_st.ptr
+        cfg.params = p_st.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
     fill_log = np.empty((2 * n + 1, 4), dtype=np.int64)  # at most two fills a bar
     equity = np.empty(n, dtype=np.float64)
     mtm = np.empty(n, dtype=np.float64)
@@ -340,12 +375,14 @@ def run(combo: Sequence[int], close=None, *, tick: Optional[float] = None,
         if show is _progress_line:
             sys.stderr.write("\n")
     rc = out[0]
+    _st.after_run(r_st)
     if rc:
         _raise(rc, msg.value.decode(errors="replace"))
 
     r = PaperResult(mode="half_spread" if half_spread else "auction",
                     engine=engine or "in-process", combo=combo, tick=res.tick,
-                    half_spread=half_spread, fee=fee, parity_expected=not half_spread)
+                    half_spread=half_spread, fee=fee, parity_expected=not half_spread,
+                    strategy=r_st.name)
     r.tick_source = TICK_SOURCES[res.tick_source]
     for k in ("bars", "orders", "fills", "lots", "commands", "events", "trades", "kernel_trades",
               "stream_trades", "rounded_closes", "unrounded_trades", "position"):
@@ -365,7 +402,7 @@ def run(combo: Sequence[int], close=None, *, tick: Optional[float] = None,
     r.fill_log = fill_log[:min(r.fills, fill_log.shape[0])].copy()
     r.equity, r.mtm = equity, mtm
     cfg.progress = None  # pg is this call's; the summary reads neither it nor the arrays
-    r._c = (cfg, res)
+    r._c = (cfg, res, r_st, p_st)  # the summary reads cfg: its strategy and params live here
     if plot:
         plot_equity(r, plot)
     return r
@@ -428,7 +465,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tollfree.paper",
                                  description="Paper-trade one combo through the order engine "
                                              "(see `tollfree paper --help`).")
-    ap.add_argument("--combo", required=True, type=_parse_combo)
+    ap.add_argument("--combo", type=_parse_combo)
+    ap.add_argument("--strategy", help="a built-in name or a plugin .so (default: hma)")
+    ap.add_argument("--params", help="the strategy's combo: name=V,name=V,...")
     ap.add_argument("--input")
     ap.add_argument("--column", default="close")
     ap.add_argument("--date-column")
@@ -447,7 +486,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--plot")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
+    if a.combo is None and a.params is None:
+        ap.error("give --combo (HMA) or --strategy NAME --params a=V,...")
     try:
+        params = None
+        if a.params is not None:
+            params = {}
+            for part in a.params.split(","):
+                k, eq, v = part.partition("=")
+                if not eq:
+                    raise ValueError(f"--params {a.params}: want name=V,name=V,...")
+                params[k.strip()] = float(v)
         close = None
         if a.input:
             from tollfree.data import load_close
@@ -457,7 +506,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                assume_sorted=a.assume_sorted)
         r = run(a.combo, close, tick=a.tick, engine=a.engine, half_spread=a.half_spread,
                 journal=a.journal, instrument=a.instrument, fee=a.fee,
-                progress=False if a.quiet else None, plot=a.plot, coarse_tick=a.coarse_tick)
+                progress=False if a.quiet else None, plot=a.plot, coarse_tick=a.coarse_tick,
+                strategy=a.strategy, params=params)
     except KeyboardInterrupt:
         print("tollfree paper: interrupted", file=sys.stderr)
         return 130

@@ -70,7 +70,7 @@ def folds(n: int, split: float | None = None, walk_forward: int | None = None):
 
 def walk_forward(close, params=None, split: float | None = None, walk_forward: int | None = None,
                  metric: str = "pnl", threads: int | None = None, isa: str = "auto",
-                 fee: float = FEE_DEFAULT):
+                 fee: float = FEE_DEFAULT, *, strategy=None):
     """Out-of-sample check of the sweep: a pandas DataFrame with one row per fold.
 
     ``split=F``: in-sample = the first floor(n*F) bars, out-of-sample = the rest.
@@ -82,10 +82,20 @@ def walk_forward(close, params=None, split: float | None = None, walk_forward: i
     NaN last) and ``oos_best_value``. ``close``: anything :func:`tollfree.data.to_close` takes;
     ``fee``: percent points per closed trade. Computed by the library's ``tf_oos_run`` (Ctrl-C
     stops a long run). Combos that can never trade on the shortest part, or repeat an earlier
-    combo, are said in a ``UserWarning``."""
+    combo, are said in a ``UserWarning``.
+
+    ``strategy`` (as :func:`tollfree.sweep` takes it): the folds of that strategy
+    (``tf_oos_run_with``), ``params`` its (n, k) grid (required); the winner's columns are then
+    its parameters, by name, in place of the six lengths."""
     import pandas as pd
 
+    from tollfree import strategies as _st
+
     close = to_close(close)
+    r = _st.resolve(strategy)
+    if not r.is_hma:
+        return _walk_forward_with(r, close, params, split, walk_forward, metric, threads, isa,
+                                  fee)
     params = _grid.default_grid() if params is None else binding.as_params(
         np.ascontiguousarray(params, dtype=np.int64))
     _check_metric(metric)
@@ -110,6 +120,43 @@ def walk_forward(close, params=None, split: float | None = None, walk_forward: i
             int(r["oos_trades"]), int(r["oos_rank"]), m, float(r["oos_best_value"])]
            for k, r in enumerate(rows, 1)]
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+def _walk_forward_with(r, close, params, split, walk_forward, metric, threads, isa, fee):
+    import pandas as pd
+
+    from tollfree import strategies as _st
+
+    if params is None:
+        raise ValueError(f"strategy {r.name}: give params, an (n, {r.n_params}) grid of "
+                         f"{', '.join(r.param_names)} (tollfree.grid.product)")
+    params = r.params(params)
+    _check_metric(metric)
+    oos = _r.oos_opts(split, walk_forward, metric, reference=isa == "reference")
+    n, m = close.shape[0], params.shape[0]
+    if m < 1:
+        raise ValueError("an empty grid (no combos)")
+    parts = _r.folds(n, oos)
+    rows = np.zeros(len(parts), dtype=_r.OOS_ROW_DTYPE)
+    threads = _st.slow_path_note(r, threads) or threads
+    so, _fee_alive = binding._opts(threads, "auto" if isa == "reference" else isa, fee)
+    buf = ctypes.create_string_buffer(1024)
+    args = (r.ptr, close.ctypes.data, n, params.ctypes.data, m, ctypes.byref(oos),
+            rows.ctypes.data, len(parts), buf, len(buf))
+    if r.kind == "python":
+        rc = _r.L().tf_oos_run_with(*args, ctypes.addressof(so))
+    else:
+        rc = binding._call(_r.L().tf_oos_run_with, 2.0 * n * m, None, so, *args)
+    _st.after_run(r)
+    if rc < 0:
+        raise binding.KernelError(rc, f"walk_forward: {buf.value.decode(errors='replace')}")
+    out = [[k, int(x["is_start"]), int(x["is_end"]), int(x["oos_start"]), int(x["oos_end"]),
+            *(float(v) for v in params[x["winner"]]), metric, float(x["is_value"]),
+            float(x["is_pnl"]), int(x["is_trades"]), float(x["oos_value"]), float(x["oos_pnl"]),
+            int(x["oos_trades"]), int(x["oos_rank"]), m, float(x["oos_best_value"])]
+           for k, x in enumerate(rows, 1)]
+    cols = COLUMNS[:5] + list(r.param_names) + COLUMNS[11:]
+    return pd.DataFrame(out, columns=cols)
 
 
 def verdict(frame) -> str:

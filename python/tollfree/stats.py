@@ -67,41 +67,54 @@ def grid_note(params: np.ndarray, n_bars: int, stacklevel: int = 3) -> str | Non
     return note
 
 
-def _order(sort: str | None, top) -> tuple[int | None, int]:
-    """(column, sign) that ranks the rows (None: grid order), sort and top checked."""
+def _order(sort: str | None, top, names=None) -> tuple[int | None, int]:
+    """(column, sign) that ranks the rows (None: grid order), sort and top checked; ``names``:
+    a strategy's parameter names (its table), None: HMA's."""
     if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer))
                             or top < 1):
         raise ValueError(f"top must be a positive integer, got {top!r}")
     if sort is None and top is None:
         return None, 1
+    spec = "pnl" if sort is None else sort
     try:
-        return _r.column_find("pnl" if sort is None else sort)
+        if names is None:
+            return _r.column_find(spec)
+        return _r.table_find(_r.results(m=0, names=names), spec)
     except (ValueError, TypeError):
-        raise ValueError(f"sort must be one of {', '.join(_r.column_names())} (or -name), "
+        cols = (_r.column_names() if names is None
+                else _r.table_names(_r.results(m=0, names=names)))
+        raise ValueError(f"sort must be one of {', '.join(cols)} (or -name), "
                          f"got {sort!r}") from None
 
 
 def rank(params: np.ndarray, st: dict, sort: str | None = None,
-         top: int | None = None) -> np.ndarray:
+         top: int | None = None, names=None) -> np.ndarray:
     """Row numbers of the combos to show, as ``tollfree sweep --sort/--top`` chooses them: grid
     order without ``sort`` and ``top``; else ranked by ``sort`` (a column name, highest first, or
     ``-name``, lowest first; ``pnl`` when only ``top`` is given), NaN last, ties in grid order,
-    then at most ``top``."""
+    then at most ``top``. ``names``: the parameter names of a strategy's float64 ``params``
+    (None: HMA's int64 grid)."""
     m = params.shape[0]
-    col, sign = _order(sort, top)
+    col, sign = _order(sort, top, names)
     if col is None:
         return np.arange(m)
     pnl = np.ascontiguousarray(st["pnl"], dtype=np.float64)
     trades = np.ascontiguousarray(st["trades"], dtype=np.int64)
-    rows = stats_rows(st) if _r.column_flags(col) & _r.COLUMN_STATS else None
-    res = _r.results(params, pnl, trades, rows, m)
+    if names is None:
+        rows = stats_rows(st) if _r.column_flags(col) & _r.COLUMN_STATS else None
+        res = _r.results(params, pnl, trades, rows, m)
+    else:
+        p = np.ascontiguousarray(params, dtype=np.float64)
+        flags = _r.table_flags(_r.results(m=0, names=names), col)
+        rows = stats_rows(st) if flags & _r.COLUMN_STATS else None
+        res = _r.results(p, pnl, trades, rows, m, names=names)
     order = _r.rank(_r.column_values(res, col, sign))
     return order if top is None else order[:int(top)]
 
 
 def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto",
                 fee: float = FEE_DEFAULT, progress=None, sort: str | None = None,
-                top: int | None = None):
+                top: int | None = None, *, strategy=None):
     """The sweep as a pandas DataFrame: one row per combo with the six windows, every output of
     :func:`tollfree.sweep_stats` and the derived figures (module docstring). ``params``
     defaults to the 80-combo default grid; ``close`` may be anything
@@ -111,18 +124,39 @@ def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto
     highest first (``"-name"``: lowest first), NaN last, ties in grid order; ``top=K`` keeps the
     first K rows **ranked by pnl** when ``sort`` is not given (as ``--top``). The index keeps
     each row's position in the grid. Combos that can never trade on the series, or repeat an
-    earlier combo, are said in a ``UserWarning``."""
+    earlier combo, are said in a ``UserWarning``.
+
+    ``strategy`` (as :func:`tollfree.sweep` takes it): the sweep of that strategy, ``params``
+    its (n, k) grid (required; :func:`tollfree.grid.product`); the first columns are then its
+    parameters, by name, and ``sort`` may name one of them."""
     import pandas as pd
 
     from tollfree.data import to_close
+    from tollfree.strategies import resolve
 
     close = to_close(close)
-    params = _grid.default_grid() if params is None else np.ascontiguousarray(params)
-    _order(sort, top)  # a bad sort or top is refused before the sweep, not after
-    st = sweep_stats(close, params, threads=threads, isa=isa, fee=fee, progress=progress)
-    order = rank(params, st, sort, top)  # checks sort and top before building the frame
-    grid_note(params, close.shape[0])
-    cols = {n: params[:, k] for k, n in enumerate(_grid.PARAM_NAMES)}
+    r = resolve(strategy)
+    if r.is_hma:
+        names, pnames = None, _grid.PARAM_NAMES
+        if params is None:
+            params = _grid.default_grid()
+        elif strategy is not None:
+            from tollfree.binding import hma_params
+            params = hma_params(np.ascontiguousarray(params))
+        params = np.ascontiguousarray(params)
+    else:
+        if params is None:
+            raise ValueError(f"strategy {r.name}: give params, an (n, {r.n_params}) grid of "
+                             f"{', '.join(r.param_names)} (tollfree.grid.product)")
+        names = pnames = r.param_names
+        params = r.params(params)
+    _order(sort, top, names)  # a bad sort or top is refused before the sweep, not after
+    st = sweep_stats(close, params, threads=threads, isa=isa, fee=fee, progress=progress,
+                     strategy=r)
+    order = rank(params, st, sort, top, names)
+    if names is None:
+        grid_note(params, close.shape[0])
+    cols = {n: params[:, k] for k, n in enumerate(pnames)}
     cols.update({n: st[n] for n in STAT_NAMES})
     cols.update(derived(st))
     frame = pd.DataFrame(cols)

@@ -100,6 +100,7 @@ E_WINDOW_TOO_SHORT = -1100
 E_WINDOW_TOO_LONG = -1101
 E_TOO_MANY_BARS = -1102
 E_TOO_MANY_COMBOS = -1103
+E_STRATEGY = -1107
 E_FRAME_TOO_LARGE = -1201
 E_FRAME_TOO_SHORT = -1202
 E_LENGTH_MISMATCH = -1203
@@ -123,7 +124,7 @@ CODE_NAMES = {
     E_NULL_ARG: "NULL_ARG", E_INVALID_ARG: "INVALID_ARG", E_NOMEM: "NOMEM",
     E_UNSUPPORTED: "UNSUPPORTED", E_LIMIT: "LIMIT", E_BAD_INPUT: "BAD_INPUT",
     E_WINDOW_TOO_SHORT: "WINDOW_TOO_SHORT", E_WINDOW_TOO_LONG: "WINDOW_TOO_LONG",
-    E_TOO_MANY_BARS: "TOO_MANY_BARS", E_TOO_MANY_COMBOS: "TOO_MANY_COMBOS",
+    E_TOO_MANY_BARS: "TOO_MANY_BARS", E_TOO_MANY_COMBOS: "TOO_MANY_COMBOS", E_STRATEGY: "STRATEGY",
     E_FRAME_TOO_LARGE: "FRAME_TOO_LARGE", E_FRAME_TOO_SHORT: "FRAME_TOO_SHORT",
     E_LENGTH_MISMATCH: "LENGTH_MISMATCH", E_UNKNOWN_OPCODE: "UNKNOWN_OPCODE",
     E_BAD_HEADER: "BAD_HEADER", E_UNKNOWN_DATASET: "UNKNOWN_DATASET",
@@ -214,3 +215,19 @@ SHM_CTRL_DTYPE = np.dtype({
                 SHM_OFF_CLIENT_SLEEPING, SHM_OFF_SERVER_CLOSED, SHM_OFF_CLIENT_CLOSED],
     "itemsize": SHM_CTRL_BYTES,
 })
+
+# ---- strategies by name (docs/protocol.md, "Strategies"): HELLO caps bit 16 ------------------
+STRATEGIES = 0x1A          # the strategies the server offers, with their parameter names
+SWEEP_WITH = 0x1B          # a sweep of a named strategy: dataset or inline closes, f64 params
+SESSION_OPEN_WITH = 0x25   # a live session of a named strategy
+OPCODE_NAMES.update({STRATEGIES: "STRATEGIES", SWEEP_WITH: "SWEEP_WITH",
+                     SESSION_OPEN_WITH: "SESSION_OPEN_WITH"})
+CAP_STRATEGIES = 16
+MAX_PARAMS = 64            # parameters per combo (TF_WIRE_MAX_PARAMS)
+MAX_NAME = 128             # the longest strategy name a server looks up (TF_WIRE_MAX_NAME)
+STRATEGIES_REP = struct.Struct("<II")      # count, text_len, then "name param ...\n" per strategy
+# handle (0: the closes travel with the call), n_bars (0 with a handle), n_combos, flags
+# (SWEEP_FLAG_*), n_params, name_len; then [f64 fee] if flags & FEE; the name, zero-padded to 8
+# bytes; [n_bars x f64 closes]; n_combos x n_params x f64 params. Reply: as SWEEP_DS.
+SWEEP_WITH_REQ = struct.Struct("<QQIIII")
+SESSION_OPEN_WITH_REQ = struct.Struct("<II")  # n_params, name_len; the name padded; n_params x f64

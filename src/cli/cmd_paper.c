@@ -17,20 +17,24 @@
 #include "cli/sweep_run.h"
 #include "tollfree/kernel.h"
 #include "tollfree/paper.h"
+#include "tollfree/strategy.h"
 
 static const char usage[] =
     "usage: tollfree paper --combo L,half,sq,p,p3,p2 [options]\n"
+    "       tollfree paper --strategy NAME|PATH.so --params a=V,b=V [options]\n"
     "\n"
-    "Paper-trades one combo through the order engine. Each bar's close is rounded to a whole\n"
-    "number of ticks (half to even) and the strategy (the kernel's streaming API) sees that\n"
-    "price; when its position changes it sends an order for the change (1 lot to open, 2 to\n"
-    "reverse) from its account (1). By default the venue fills it in a closing auction at the\n"
-    "bar's price: a counterparty account (2) rests a limit order at that tick price on the other\n"
-    "side, and the strategy's limit order crosses it, so every fill is at the bar's rounded\n"
-    "close. The PnL is computed from the fills with the kernel's formula (docs/definition.md\n"
-    "section 5). Two comparisons are printed: parity against the rounded series (pnl and trades\n"
-    "equal the sweep's on the closes as traded, bit for bit: what the exit status checks) and,\n"
-    "beside it, the sweep on the series as given and the difference (zero when the rounding\n"
+    "Paper-trades one combo through the order engine (HMA/HMA3 by default; any strategy\n"
+    "with --strategy: its position is +1, -1 or 0, and flat closes the trade). Each bar's\n"
+    "close is rounded to a whole number of ticks (half to even) and the strategy (the\n"
+    "kernel's streaming API) sees that price; when its position changes it sends an order for\n"
+    "the change (1 lot to open or close, 2 to reverse) from its account (1). By default the\n"
+    "venue fills it in a closing auction at the bar's price: a counterparty account (2)\n"
+    "rests a limit order at that tick price on the other side, and the strategy's limit\n"
+    "order crosses it, so every fill is at the bar's rounded close. The PnL is computed from\n"
+    "the fills with the kernel's formula (docs/definition.md section 5). Two comparisons are\n"
+    "printed: parity against the rounded series (pnl and trades equal the sweep's on the\n"
+    "closes as traded, bit for bit: what the exit status checks) and, beside it, the sweep on\n"
+    "the series as given and the difference (zero when the rounding\n"
     "changed no close).\n"
     "\n"
     "The tick: without --tick it is chosen from the data: the coarsest power of ten 10^-k\n"
@@ -45,7 +49,12 @@ static const char usage_options[] =
     "\n"
     "options:\n"
     "  --combo SPEC      six window lengths L,half,sq,p,p3,p2, or one Hull length L (expanded\n"
-    "                    as docs/definition.md section 2). Required.\n"
+    "                    as docs/definition.md section 2). Required without --strategy.\n"
+    "  --strategy NAME|PATH.so  a built-in (hma, sma_cross, ema_cross, donchian, rsi,\n"
+    "                    bollinger) or a plugin (tollfree sweep --list-strategies); the kernel's\n"
+    "                    figures are that strategy's sweep (tf_sweep_with)\n"
+    "  --params a=V,...  the strategy's combo: every parameter named once\n"
+    "                    (e.g. fast=5,slow=20). Required with --strategy\n"
     "  --input FILE      close series: CSV with a header line, or raw little-endian f64 (*.f64,\n"
     "                    *.bin, *.raw). Default: the embedded data set (150,000 bars)\n"
     "  --tick T          tick size (default: chosen from the data, above)\n"
@@ -83,7 +92,8 @@ static const char usage_tail[] =
     "examples:\n"
     "  tollfree paper --combo 6,3,2,3,1,2 --json\n"
     "  tollfree paper --combo 6,3,2,3,1,2 --engine unix:/tmp/engine.sock\n"
-    "  tollfree paper --combo 20 --input prices.csv --column close --half-spread 2\n";
+    "  tollfree paper --combo 20 --input prices.csv --column close --half-spread 2\n"
+    "  tollfree paper --strategy sma_cross --params fast=5,slow=20 --json\n";
 
 /* ---------------------------------------------------------------- options */
 
@@ -119,7 +129,10 @@ typedef struct paper_args {
     double fee;
     tf_cli_series_opts sopts;
     const char *input, *plot;
+    const char *strategy, *params; /* --strategy, --params as given */
     int json, quiet, have_combo;
+    tf_strategy_lib *lib; /* a plugin's, unloaded at the end */
+    double pv[TF_STRATEGY_MAX_PARAMS];
 } paper_args;
 
 static const struct option long_opts[] = {{"combo", required_argument, 0, 'C'},
@@ -136,6 +149,8 @@ static const struct option long_opts[] = {{"combo", required_argument, 0, 'C'},
                                           {"plot", required_argument, 0, 'p'},
                                           {"quiet", no_argument, 0, 'q'},
                                           {"help", no_argument, 0, 'h'},
+                                          {"strategy", required_argument, 0, 'S'},
+                                          {"params", required_argument, 0, 'P'},
                                           {0, 0, 0, 0}};
 
 /* One option with its value: 0, or 2 after one line on stderr. */
@@ -201,6 +216,12 @@ static int take_option(int c, const char *arg, void *ctx)
     case 'p':
         a->plot = arg;
         return 0;
+    case 'S':
+        a->strategy = arg;
+        return 0;
+    case 'P':
+        a->params = arg;
+        return 0;
     case 'J':
         a->json = 1;
         return 0;
@@ -210,6 +231,44 @@ static int take_option(int c, const char *arg, void *ctx)
     default:
         return 2;
     }
+}
+
+/* --strategy and --params into a->cfg (strategy, params). 0, or 2 after one line on stderr. */
+static int resolve_strategy(paper_args *a)
+{
+    if (!a->strategy || !a->params) {
+        fprintf(stderr, "tollfree paper: --strategy and --params go together (try --help)\n");
+        return 2;
+    }
+    if (a->have_combo) {
+        fprintf(stderr, "tollfree paper: --combo is HMA's: with --strategy give --params\n");
+        return 2;
+    }
+    char msg[2048];
+    const tf_strategy_def *def;
+    if (tf_strategy_resolve(a->strategy, &def, &a->lib, msg, sizeof msg)) {
+        fprintf(stderr, "tollfree paper: --strategy: %s\n", msg);
+        return 2;
+    }
+    double *p = NULL;
+    int64_t m = 0;
+    int rc = tf_grid_named(def, a->params, NULL, &p, &m, msg, sizeof msg);
+    if (!rc && m != 1) {
+        snprintf(msg, sizeof msg, "one value per parameter (a=V,b=V), not ranges");
+        rc = TF_E_BAD_INPUT;
+    }
+    if (rc) {
+        fprintf(stderr, "tollfree paper: --params %s: %s\n", a->params, msg);
+        free(p);
+        tf_strategy_unload(a->lib);
+        a->lib = NULL;
+        return 2;
+    }
+    memcpy(a->pv, p, sizeof(double) * def->n_params);
+    free(p);
+    a->cfg.strategy = def;
+    a->cfg.params = a->pv;
+    return 0;
 }
 
 /* Parses argv into a. -1: go on; else the exit status (0 after --help, 2 on a usage error). */
@@ -227,7 +286,11 @@ static int parse_args(int argc, char **argv, paper_args *a)
     }
     if (rc >= 0)
         return rc;
-    if (!a->have_combo) {
+    if (a->strategy || a->params) {
+        rc = resolve_strategy(a);
+        if (rc)
+            return rc;
+    } else if (!a->have_combo) {
         fprintf(stderr, "tollfree paper: --combo is required (try --help)\n");
         return 2;
     }
@@ -311,16 +374,20 @@ int tf_cmd_paper(int argc, char **argv)
 {
     paper_args a;
     int status = parse_args(argc, argv, &a);
-    if (status >= 0)
+    if (status >= 0) {
+        tf_strategy_unload(a.lib);
         return status;
+    }
     if (a.plot)
         return exec_python(argc, argv);
     double *owned = NULL;
     const double *close = tf_default_close;
     int64_t n = (int64_t)(tf_default_close_bytes / sizeof(double));
     if (a.input) {
-        if (tf_cli_read_series_ex(a.input, &a.sopts, &owned, &n, NULL))
+        if (tf_cli_read_series_ex(a.input, &a.sopts, &owned, &n, NULL)) {
+            tf_strategy_unload(a.lib);
             return 2;
+        }
         close = owned;
     }
     tf_paper_result res;
@@ -330,6 +397,7 @@ int tf_cmd_paper(int argc, char **argv)
     if (!j) {
         fprintf(stderr, "tollfree paper: out of memory\n");
         free(owned);
+        tf_strategy_unload(a.lib);
         return 2;
     }
     *j = (job){.close = close, .n = n, .cfg = &a.cfg, .res = &res};
@@ -351,5 +419,6 @@ int tf_cmd_paper(int argc, char **argv)
     }
     free(j);
     free(owned);
+    tf_strategy_unload(a.lib);
     return status;
 }

@@ -46,13 +46,21 @@ static const char usage[] =
     "  --conn-reserve N     the last N slots only go to peers holding fewer than 4\n"
     "                       connections, so a new client gets in when others fill the server\n"
     "                       (default max-conns/16, 0 = none)\n"
+    "  --strategy NAME|PATH.so  offer this strategy too (repeatable): a built-in (sma_cross,\n"
+    "                       ema_cross, donchian, rsi, bollinger) or a C plugin, loaded at\n"
+    "                       start (one that cannot be loaded: the server does not start,\n"
+    "                       exit 2, naming the file and the reason).\n"
+    "                       'hma' is always offered; v2 clients list them (STRATEGIES) and\n"
+    "                       sweep or stream any of them by name (SWEEP_WITH,\n"
+    "                       SESSION_OPEN_WITH); v1 and the other requests are HMA's\n"
     "  --quiet              no per-connection or per-error log lines\n"
     "  --help               this text\n"
     "\n"
     "SIGINT/SIGTERM: stop accepting, finish running requests, remove socket files, exit 0.\n"
     "Examples:\n"
     "  tollfree serve --unix /tmp/tollfree.sock\n"
-    "  tollfree serve --unix /tmp/tf.sock --shm /tmp/tf-shm.sock --tcp 127.0.0.1:7070\n";
+    "  tollfree serve --unix /tmp/tf.sock --shm /tmp/tf-shm.sock --tcp 127.0.0.1:7070\n"
+    "  tollfree serve --unix /tmp/tf.sock --strategy sma_cross --strategy ./my_strategy.so\n";
 
 /* "123", "64K", "256M", "4G" (binary units), "1KiB". */
 static int parse_bytes(const char *s, uint64_t *out)
@@ -138,6 +146,13 @@ int tf_cmd_serve(int argc, char **argv)
                 return 2;
             }
             slot[(*count)++] = v;
+        } else if (!strcmp(a, "--strategy")) {
+            if (cfg.n_strategies >= TF_SERVER_MAX_STRATEGIES) {
+                fprintf(stderr, "tollfree serve: at most %d --strategy options\n",
+                        TF_SERVER_MAX_STRATEGIES);
+                return 2;
+            }
+            cfg.strategies[cfg.n_strategies++] = v;
         } else if (!strcmp(a, "--threads") && !parse_int(v, 0, TF_MAX_THREADS, &n)) {
             cfg.threads = (int)n;
         } else if (!strcmp(a, "--max-frame") && !parse_bytes(v, &b) && b >= 1 &&
@@ -182,5 +197,6 @@ int tf_cmd_serve(int argc, char **argv)
               stderr);
         return 2;
     }
-    return srv_run(&cfg) == 0 ? 0 : 1;
+    int rc = srv_run(&cfg);
+    return rc == 0 ? 0 : rc == TF_E_STRATEGY ? 2 : 1;
 }

@@ -17,12 +17,14 @@
 #include "cli/sweep_table.h"
 #include "tollfree/kernel.h"
 #include "tollfree/research.h"
+#include "tollfree/strategy.h"
 
 static const char usage[] =
     "usage: tollfree sweep [options]\n"
     "\n"
-    "Runs the HMA/HMA3 stop-and-reverse sweep (docs/definition.md) and prints one CSV row per\n"
-    "combo: the six windows L,half,sq,p,p3,p2, then pnl,trades, the statistics wins,\n"
+    "Runs a strategy's sweep (default the HMA/HMA3 stop-and-reverse of docs/definition.md;\n"
+    "--strategy picks another) and prints one CSV row per combo: the parameters (for HMA the\n"
+    "six windows L,half,sq,p,p3,p2), then pnl,trades, the statistics wins,\n"
     "gross_win,gross_loss,best,worst,mean,m2,max_dd,exposure_bars and the derived win_rate,\n"
     "profit_factor,sharpe_per_trade,avg_trade (docs/research.md defines each).\n"
     "pnl is in percent points: the sum over closed trades of the trade's percent move minus\n"
@@ -40,10 +42,24 @@ static const char usage[] =
 
 /* After tf_cli_series_help (--column, --date-column, --assume-sorted, --sep, ...). */
 static const char usage_grid[] =
-    "  --grid SPEC       default            the 80-combo grid, L = 6..200\n"
+    "strategy and grid:\n"
+    "  --strategy NAME|PATH.so  hma (default), sma_cross, ema_cross, donchian, rsi, bollinger\n"
+    "                    (docs/strategies.md), or a plugin: a shared object exporting\n"
+    "                    tollfree_strategy (a name with a '/' or ending in .so)\n"
+    "  --list-strategies (or --strategy list) print the built-ins and their parameters\n"
+    "  --grid SPEC       a=LO:HI:STEP,b=V,...  by name: every parameter of the strategy once,\n"
+    "                                       ranges inclusive (LO + k*STEP <= HI), the\n"
+    "                                       cartesian product with the LAST parameter varying\n"
+    "                                       fastest; at most 10,000,000 combos. The only form\n"
+    "                                       for a strategy other than hma\n"
+    "                    for hma also:\n"
+    "                    default            the 80-combo grid, L = 6..200\n"
     "                    LO:HI:N            N Hull lengths from LO to HI, each expanded to six\n"
     "                                       windows as docs/definition.md section 2\n"
-    "                    FILE               CSV rows L,half,sq,p,p3,p2 (optional header line)\n";
+    "                    FILE               CSV rows L,half,sq,p,p3,p2 (optional header line)\n"
+    "  --where EXPR      keep the combos for which every condition holds: conditions joined\n"
+    "                    by ',' or '&&', each A OP B with A, B a parameter or a number and OP\n"
+    "                    one of < <= > >= == != (e.g. 'fast<slow'); none kept is an error\n";
 
 /* Kept apart: one string literal may not pass 4095 bytes (-Wpedantic). */
 static const char usage_out[] =
@@ -69,7 +85,8 @@ static const char usage_out[] =
     "  --report FILE.html  also write a self-contained HTML report: inputs, ranked table, plots,\n"
     "                    the best combo's equity, the out-of-sample table (python3-matplotlib)\n"
     "  --heatmap X,Y     in the report, pnl over two of the six windows (others maximised\n"
-    "                    over); checked before the sweep\n"
+    "                    over; with --strategy two of its parameters); checked before the\n"
+    "                    sweep\n"
     "  --quiet           no summary or progress on stderr\n"
     "  A note on stderr (not an error) names combos that can never trade on the series (their\n"
     "  warm-up is longer: docs/research.md) and combos that repeat an earlier one.\n"
@@ -85,7 +102,9 @@ static const char usage_out[] =
     "  tollfree sweep --top 5\n"
     "  tollfree sweep --sort sharpe_per_trade --top 5 --columns L,pnl,trades,sharpe_per_trade\n"
     "  tollfree sweep --input prices.csv --column Close --grid 10:300:50 --out results.csv\n"
-    "  tollfree sweep --input prices.csv --walk-forward 4 --report report.html\n";
+    "  tollfree sweep --input prices.csv --walk-forward 4 --report report.html\n"
+    "  tollfree sweep --strategy sma_cross --grid fast=2:50:2,slow=10:200:10 --where 'fast<slow'\n"
+    "      --sort sharpe_per_trade --top 5\n";
 
 /* Kept apart: one string literal may not pass 4095 bytes (-Wpedantic). */
 static const char usage_panel[] =
@@ -111,7 +130,7 @@ static const char usage_panel[] =
     "  --chunk N         combos per Dask task (default: sized so a task runs 0.1-2 s)\n"
     "  With these, --input, --column, --raw, --grid, --out, --columns, --sort, --top, --fee,\n"
     "  --threads (per Dask task: default 1), --isa (not reference) and --quiet apply; the other\n"
-    "  options do not.\n"
+    "  options do not; --strategy (other than hma) and --where are refused with them.\n"
     "  tollfree sweep --panel prices/ --scheduler local:2 --top 3\n"
     "  tollfree sweep --panel prices/ --fee 0.05 --sort sharpe_per_trade --top 3 \\\n"
     "      --columns L,pnl,trades,sharpe_per_trade\n";
@@ -154,8 +173,15 @@ typedef struct sweep_args {
     const char *input, *gridspec, *out, *isa_name, *report, *heatmap, *metric_name;
     const char *split_arg, *folds_arg, *fee_arg; /* as given: passed on to the report */
     const char *columns_arg, *sort_arg;          /* as given: refused with the folds */
+    const char *strategy, *where;                /* --strategy, --where as given */
     long long top, threads;
-    int quiet, reference;
+    int quiet, reference, list_strategies;
+    /* --strategy resolved: def NULL is HMA by the int64 path (by-name HMA grids included);
+     * else a strategy swept by tf_sweep_with over dgrid, lib its plugin (or NULL) */
+    const tf_strategy_def *def;
+    tf_strategy_lib *lib;
+    int hma_by_name;   /* an HMA grid by name or with --where: the report gets it as a file */
+    tf_results schema; /* the table the column names are looked up in */
     tf_isa isa;
     double fee;
     tf_cli_series_opts sopts;
@@ -181,6 +207,9 @@ static const struct option long_opts[] = {{"input", required_argument, 0, 'i'},
                                           {"columns", required_argument, 0, 'C'},
                                           {"sort", required_argument, 0, 'O'},
                                           {"fee", required_argument, 0, 'f'},
+                                          {"strategy", required_argument, 0, 'S'},
+                                          {"where", required_argument, 0, 'w'},
+                                          {"list-strategies", no_argument, 0, 'Z'},
                                           {0, 0, 0, 0}};
 
 /* An integer option in lo..hi; else one line naming what it wants, and -1. */
@@ -201,10 +230,14 @@ static int int_arg(const char *name, const char *arg, long long lo, long long hi
 static const struct {
     int c;
     size_t off;
-} string_opts[] = {{'i', offsetof(sweep_args, input)},  {'g', offsetof(sweep_args, gridspec)},
-                   {'o', offsetof(sweep_args, out)},    {'a', offsetof(sweep_args, isa_name)},
-                   {'R', offsetof(sweep_args, report)}, {'H', offsetof(sweep_args, heatmap)}},
-  flag_opts[] = {{'q', offsetof(sweep_args, quiet)}};
+} string_opts[] =
+    {{'i', offsetof(sweep_args, input)},       {'g', offsetof(sweep_args, gridspec)},
+     {'o', offsetof(sweep_args, out)},         {'a', offsetof(sweep_args, isa_name)},
+     {'R', offsetof(sweep_args, report)},      {'H', offsetof(sweep_args, heatmap)},
+     {'S', offsetof(sweep_args, strategy)},    {'w', offsetof(sweep_args, where)},
+     {'M', offsetof(sweep_args, metric_name)}, {'C', offsetof(sweep_args, columns_arg)},
+     {'O', offsetof(sweep_args, sort_arg)}},
+  flag_opts[] = {{'q', offsetof(sweep_args, quiet)}, {'Z', offsetof(sweep_args, list_strategies)}};
 
 /* One option with its value (getopt's c and optarg): 0, or 2 after one line on stderr. */
 static int take_option(int c, const char *arg, void *ctx)
@@ -247,21 +280,6 @@ static int take_option(int c, const char *arg, void *ctx)
             return 2;
         }
         return 0;
-    case 'M':
-        a->metric_name = arg;
-        if (tf_cli_order_parse("--metric", arg, &a->oos.metric))
-            return 2;
-        if (tf_column_flags(a->oos.metric.col) & TF_COLUMN_WINDOW) {
-            fprintf(stderr, "tollfree sweep: --metric %s: a window is not a metric\n", arg);
-            return 2;
-        }
-        return 0;
-    case 'C':
-        a->columns_arg = arg;
-        return tf_cli_columns_parse(arg, &a->cols) ? 2 : 0;
-    case 'O':
-        a->sort_arg = arg;
-        return tf_cli_order_parse("--sort", arg, &a->order) ? 2 : 0;
     case 'f':
         a->fee_arg = arg;
         return tf_cli_parse_fee("tollfree sweep", arg, &a->fee) ? 2 : 0;
@@ -272,7 +290,7 @@ static int take_option(int c, const char *arg, void *ctx)
 
 /* --heatmap X,Y: two of the six windows, checked before the sweep (the report draws it after).
  * 0, or -1 after one line on stderr. */
-static int check_heatmap(const char *spec)
+static int check_heatmap(const char *spec, const tf_results *schema)
 {
     const char *comma = strchr(spec, ',');
     int ok = comma && !strchr(comma + 1, ',');
@@ -282,20 +300,101 @@ static int check_heatmap(const char *spec)
             p++;
         while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
             e--;
-        int col = tf_column_find(p, (size_t)(e - p), NULL, NULL, 0);
-        ok = col >= 0 && (tf_column_flags(col) & TF_COLUMN_WINDOW);
+        int col = tf_results_column_find(schema, p, (size_t)(e - p), NULL, NULL, 0);
+        ok = col >= 0 && (tf_results_column_flags(schema, col) & TF_COLUMN_WINDOW);
     }
-    if (!ok)
+    if (!ok && !schema->dparams)
         fprintf(stderr,
                 "tollfree sweep: --heatmap wants two of the windows L,half,sq,p,p3,p2 as X,Y "
                 "(e.g. L,sq), got '%s'\n",
                 spec);
+    else if (!ok)
+        fprintf(stderr,
+                "tollfree sweep: --heatmap wants two of the strategy's parameters as X,Y "
+                "(e.g. %s,%s), got '%s'\n",
+                schema->param_names[0],
+                schema->n_params > 1 ? schema->param_names[1] : schema->param_names[0], spec);
     return ok ? 0 : -1;
 }
 
-/* The options that go together or name files must agree. 0, or 2 after one line on stderr. */
+/* Prints the built-in strategies, one a line: "name(param, ...)". */
+static void list_strategies(void)
+{
+    for (int i = 0; tf_strategy_builtin_name(i); i++) {
+        const tf_strategy_def *d = tf_strategy_builtin(tf_strategy_builtin_name(i));
+        printf("%s(", d->name);
+        for (uint32_t k = 0; k < d->n_params; k++)
+            printf("%s%s", k ? ", " : "", d->param_names[k]);
+        printf(")\n");
+    }
+}
+
+static const double schema_dummy = 0.0;
+
+/* --strategy resolved into a->def / a->lib (HMA: def NULL), the table the column names are
+ * looked up in, and the options that name columns parsed against it. 0, or the exit status
+ * after one line on stderr: 2 for the command line (an unknown name, a column or a grid form
+ * the strategy does not have), 1 for a plugin that cannot be used (the loader's reason). */
+static int resolve_strategy(sweep_args *a)
+{
+    a->schema = (tf_results){0};
+    if (a->strategy) {
+        char msg[1024];
+        const tf_strategy_def *def;
+        int rc = tf_strategy_resolve(a->strategy, &def, &a->lib, msg, sizeof msg);
+        if (rc) {
+            int path =
+                strchr(a->strategy, '/') != NULL ||
+                (strlen(a->strategy) > 3 && !strcmp(a->strategy + strlen(a->strategy) - 3, ".so"));
+            fprintf(stderr, "tollfree sweep: --strategy: %s\n", msg);
+            return path ? 1 : 2;
+        }
+        if (def != tf_strategy_builtin("hma")) {
+            a->def = def;
+            a->schema.dparams = &schema_dummy;
+            a->schema.n_params = def->n_params;
+            a->schema.param_names = def->param_names;
+        }
+    }
+    int by_name = strchr(a->gridspec, '=') != NULL;
+    if (a->def && !by_name) {
+        char names[1024];
+        size_t at = 0;
+        for (uint32_t k = 0; k < a->def->n_params && at < sizeof names; k++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s=LO:HI:STEP", k ? "," : "",
+                                   a->def->param_names[k]);
+        fprintf(stderr,
+                "tollfree sweep: --strategy %s wants its grid by name: --grid %s (got '%s')\n",
+                a->def->name, names, a->gridspec);
+        return 2;
+    }
+    a->hma_by_name = !a->def && (by_name || a->where);
+    if (tf_cli_columns_parse(a->columns_arg ? a->columns_arg : "all", &a->schema, &a->cols))
+        return 2;
+    if (a->sort_arg && tf_cli_order_parse("--sort", a->sort_arg, &a->schema, &a->order))
+        return 2;
+    if (a->metric_name) {
+        if (tf_cli_order_parse("--metric", a->metric_name, &a->schema, &a->oos.metric))
+            return 2;
+        if (tf_results_column_flags(&a->schema, a->oos.metric.col) & TF_COLUMN_WINDOW) {
+            fprintf(stderr, "tollfree sweep: --metric %s: a %s is not a metric\n", a->metric_name,
+                    a->def ? "parameter" : "window");
+            return 2;
+        }
+    } else {
+        a->metric_name = "pnl";
+        a->oos.metric = (tf_cli_order){tf_results_column_pnl(&a->schema), 1};
+    }
+    return 0;
+}
+
+/* The options that go together or name files must agree. 0, or the exit status after one line
+ * on stderr (2; 1 for a plugin that cannot be used). */
 static int check_args(sweep_args *a)
 {
+    int st = resolve_strategy(a);
+    if (st)
+        return st;
     if (a->split_arg && a->folds_arg) {
         fputs("tollfree sweep: --split and --walk-forward exclude each other\n", stderr);
         return 2;
@@ -325,7 +424,7 @@ static int check_args(sweep_args *a)
         fputs("tollfree sweep: --heatmap goes with --report FILE.html\n", stderr);
         return 2;
     }
-    if (a->heatmap && check_heatmap(a->heatmap))
+    if (a->heatmap && check_heatmap(a->heatmap, &a->schema))
         return 2;
     if (a->split_arg || a->folds_arg) {
         const char *opt = a->columns_arg ? "--columns" : a->sort_arg ? "--sort" : NULL;
@@ -360,7 +459,7 @@ static int check_args(sweep_args *a)
                 "tollfree sweep: ignoring TF_ISA_MAX='%s' (wants scalar, sse2, avx2 or avx512)\n",
                 isa_max);
     if (a->top > 0 && a->order.col < 0)
-        a->order.col = TF_COLUMN_PNL;
+        a->order.col = tf_results_column_pnl(&a->schema);
     return 0;
 }
 
@@ -370,13 +469,15 @@ static int parse_args(int argc, char **argv, sweep_args *a)
     *a = (sweep_args){.sopts = {.column = "close"},
                       .gridspec = "default",
                       .isa_name = "auto",
-                      .metric_name = "pnl",
                       .top = -1,
                       .fee = TF_FEE_DEFAULT,
                       .oos = {.metric = {TF_COLUMN_PNL, 1}},
                       .order = {-1, 1}};
-    tf_cli_columns_parse("all", &a->cols);
     int rc = tf_cli_options("tollfree sweep", argc, argv, long_opts, take_option, a);
+    if (rc < 0 && (a->list_strategies || (a->strategy && !strcmp(a->strategy, "list")))) {
+        list_strategies();
+        return 0;
+    }
     if (rc == 0) {
         fputs(usage, stdout);
         fputs(tf_cli_series_help, stdout);
@@ -386,39 +487,166 @@ static int parse_args(int argc, char **argv, sweep_args *a)
     }
     if (rc >= 0)
         return rc;
-    return check_args(a) ? 2 : -1;
+    rc = check_args(a);
+    return rc ? rc : -1;
 }
 
-/* The inputs: the series (the file's, or the embedded data: *close stays NULL) and the grid.
- * 0, or the exit status after one line on stderr (2: a malformed --grid spec). */
-static int load_inputs(sweep_args *a, double **close, int64_t *n, int64_t **grid, int64_t *m)
+/* One line naming the combo (numbered from 1, as every grid message) that def's init refused. */
+static void refused_combo(const tf_strategy_def *def, const double *dgrid, int64_t bad)
+{
+    if (bad < 0) {
+        fprintf(stderr, "tollfree sweep: %s refused the grid\n", def->name);
+        return;
+    }
+    fprintf(stderr, "tollfree sweep: grid combo %lld (", (long long)bad + 1);
+    for (uint32_t k = 0; k < def->n_params; k++)
+        fprintf(stderr, "%s%s=%.17g", k ? ", " : "", def->param_names[k],
+                dgrid[(size_t)bad * def->n_params + k]);
+    fprintf(stderr,
+            ") is refused by %s's init: invalid parameters (docs/strategies.md gives "
+            "each strategy's rules)\n",
+            def->name);
+}
+
+/* A grid by name (tf_grid_named, with --where) for def: 0 and *out[*m][def->n_params], or the
+ * exit status after one line on stderr (2: the spec or --where, 1: out of memory). */
+static int named_grid(const sweep_args *a, const tf_strategy_def *def, double **out, int64_t *m)
+{
+    char msg[2048];
+    int rc = tf_grid_named(def, a->gridspec, a->where, out, m, msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "tollfree sweep: %s\n", msg);
+        return rc == TF_E_NOMEM ? 1 : 2;
+    }
+    return 0;
+}
+
+/* HMA by name or with --where: the grid as the six windows (whole numbers), *grid replaced.
+ * 0, or the exit status after one line on stderr. */
+static int hma_grid(const sweep_args *a, int64_t **grid, int64_t *m)
+{
+    const tf_strategy_def *hma = tf_strategy_builtin("hma");
+    double *d = NULL;
+    char msg[2048];
+    int rc = 0;
+    if (strchr(a->gridspec, '=')) {
+        rc = named_grid(a, hma, &d, m);
+        if (rc)
+            return rc;
+        free(*grid);
+        *grid = malloc(sizeof(int64_t) * 6 * (size_t)*m);
+        if (!*grid) {
+            free(d);
+            fputs("tollfree sweep: out of memory\n", stderr);
+            return 1;
+        }
+        for (int64_t j = 0; j < 6 * *m; j++) {
+            double v = d[j];
+            if (!(v >= 1.0 && v <= (double)TF_MAX_WINDOW && v == floor(v))) {
+                fprintf(stderr,
+                        "tollfree sweep: --grid: hma's %s must be whole numbers 1..%lld, got "
+                        "%.17g\n",
+                        hma->param_names[j % 6], (long long)TF_MAX_WINDOW, v);
+                free(d);
+                return 2;
+            }
+            (*grid)[j] = (int64_t)v;
+        }
+        free(d);
+        return 0;
+    }
+    /* a legacy grid with --where: the conditions over its windows */
+    d = malloc(sizeof(double) * 6 * (size_t)(*m ? *m : 1));
+    unsigned char *keep = malloc((size_t)(*m ? *m : 1));
+    if (!d || !keep) {
+        free(d);
+        free(keep);
+        fputs("tollfree sweep: out of memory\n", stderr);
+        return 1;
+    }
+    for (int64_t j = 0; j < 6 * *m; j++)
+        d[j] = (double)(*grid)[j];
+    rc = tf_grid_where(a->where, hma->param_names, 6, d, *m, keep, msg, sizeof msg);
+    int64_t kept = 0;
+    for (int64_t j = 0; !rc && j < *m; j++)
+        if (keep[j]) {
+            memmove(*grid + 6 * kept, *grid + 6 * j, 6 * sizeof(int64_t));
+            kept++;
+        }
+    free(d);
+    free(keep);
+    if (rc) {
+        fprintf(stderr, "tollfree sweep: %s\n", msg);
+        return 2;
+    }
+    if (kept == 0) {
+        fprintf(stderr, "tollfree sweep: --where %s keeps none of the %lld combos of the grid\n",
+                a->where, (long long)*m);
+        return 2;
+    }
+    *m = kept;
+    return 0;
+}
+
+/* The inputs: the series (the file's, or the embedded data: *close stays NULL) and the grid
+ * (HMA: *grid [m][6]; a strategy: *dgrid [m][n_params]). 0, or the exit status after one line
+ * on stderr (2: a malformed --grid spec or --where). */
+static int load_inputs(sweep_args *a, double **close, int64_t *n, int64_t **grid, double **dgrid,
+                       int64_t *m)
 {
     *close = NULL;
     *grid = NULL;
-    if (a->input) {
-        if (tf_cli_read_series_ex(a->input, &a->sopts, close, n, NULL))
+    *dgrid = NULL;
+    int rc;
+    /* the grid first: a command line error is found before a long read */
+    if (a->def) {
+        rc = named_grid(a, a->def, dgrid, m);
+        if (rc)
+            return rc;
+        int64_t bad = -1;
+        rc = tf_strategy_params_check(a->def, *dgrid, *m, &bad, NULL, 0);
+        if (rc) {
+            refused_combo(a->def, *dgrid, bad);
+            free(*dgrid);
+            *dgrid = NULL;
             return 1;
+        }
+    } else if (!strchr(a->gridspec, '=')) {
+        rc = tf_cli_read_grid(a->gridspec, grid, m);
+        if (rc)
+            return rc == -2 ? 2 : 1;
+    }
+    if (a->hma_by_name) {
+        rc = hma_grid(a, grid, m);
+        if (rc) {
+            free(*grid);
+            *grid = NULL;
+            return rc;
+        }
+    }
+    if (*grid) {
+        rc = tf_params_check(*grid, *m);
+        if (rc) {
+            int64_t bad = 0;
+            while (bad < *m && tf_params_check(*grid + 6 * bad, 1) == 0)
+                bad++;
+            fprintf(stderr, "tollfree sweep: grid combo %lld: %s\n", (long long)bad + 1,
+                    tf_strerror(rc));
+            free(*grid);
+            *grid = NULL;
+            return 1;
+        }
+    }
+    if (a->input) {
+        if (tf_cli_read_series_ex(a->input, &a->sopts, close, n, NULL)) {
+            free(*grid);
+            free(*dgrid);
+            *grid = NULL;
+            *dgrid = NULL;
+            return 1;
+        }
     } else {
         *n = (int64_t)(tf_default_close_bytes / sizeof(double));
-    }
-    int rc = tf_cli_read_grid(a->gridspec, grid, m);
-    if (rc) {
-        free(*close);
-        *close = NULL;
-        return rc == -2 ? 2 : 1;
-    }
-    rc = tf_params_check(*grid, *m);
-    if (rc) {
-        int64_t bad = 0;
-        while (bad < *m && tf_params_check(*grid + 6 * bad, 1) == 0)
-            bad++;
-        fprintf(stderr, "tollfree sweep: grid combo %lld: %s\n", (long long)bad + 1,
-                tf_strerror(rc));
-        free(*close);
-        free(*grid);
-        *close = NULL;
-        *grid = NULL;
-        return 1;
     }
     return 0;
 }
@@ -444,7 +672,7 @@ static int write_out(const sweep_args *a, const char *buf, size_t len)
 /* --split / --walk-forward: one row per fold, written once every fold is done (an interrupted
  * run leaves no partial file). The exit status. */
 static int run_oos(const sweep_args *a, const double *series, int64_t n, const int64_t *grid,
-                   int64_t m)
+                   const double *dgrid, int64_t m)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -457,7 +685,8 @@ static int run_oos(const sweep_args *a, const double *series, int64_t n, const i
     tf_sweep_opts o = {
         .threads = (int)a->threads, .isa = a->isa, .fee = &a->fee, .progress = &stop};
     tf_cli_interrupt_arm(&stop);
-    int rc = tf_cli_oos_run(mem, series, n, grid, m, &a->oos, &o, a->reference, a->quiet);
+    int rc =
+        tf_cli_oos_run(mem, series, n, grid, a->def, dgrid, m, &a->oos, &o, a->reference, a->quiet);
     int interrupted = tf_cli_interrupt_disarm();
     int status = 1;
     if (fclose(mem) != 0)
@@ -472,10 +701,24 @@ static int run_oos(const sweep_args *a, const double *series, int64_t n, const i
 }
 
 /* The plain sweep: one row per combo (--columns, --sort, --top). The exit status. */
-static int run_plain(const sweep_args *a, const double *series, int64_t n, const int64_t *grid,
-                     int64_t m)
+/* A strategy's sweep (tf_sweep_with, or its reference) with Ctrl-C armed: the kernel's code. */
+static int sweep_with(const sweep_args *a, const double *series, int64_t n, const double *dgrid,
+                      int64_t m, double *pnl, int64_t *trades, tf_sweep_opts *o)
 {
-    int want_stats = tf_cli_columns_need_stats(&a->cols, a->order.col);
+    tf_progress stop = {0};
+    o->progress = &stop;
+    tf_cli_interrupt_arm(&stop);
+    int rc = a->reference ? tf_sweep_with_reference(a->def, series, n, dgrid, m, pnl, trades, o)
+                          : tf_sweep_with(a->def, series, n, dgrid, m, pnl, trades, o);
+    tf_cli_interrupt_disarm();
+    o->progress = NULL;
+    return rc;
+}
+
+static int run_plain(const sweep_args *a, const double *series, int64_t n, const int64_t *grid,
+                     const double *dgrid, int64_t m)
+{
+    int want_stats = tf_cli_columns_need_stats(&a->cols, a->order.col, &a->schema);
     size_t k = (size_t)(m ? m : 1);
     double *pnl = malloc(sizeof(double) * k);
     int64_t *trades = malloc(sizeof(int64_t) * k);
@@ -488,12 +731,19 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
     }
     tf_sweep_opts o = {.threads = (int)a->threads, .isa = a->isa, .fee = &a->fee, .stats = stats};
     double t0 = now_s();
-    int rc = tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, a->reference,
-                              !a->quiet && isatty(STDERR_FILENO));
+    int rc = a->def ? sweep_with(a, series, n, dgrid, m, pnl, trades, &o)
+                    : tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, a->reference,
+                                       !a->quiet && isatty(STDERR_FILENO));
     double dt = now_s() - t0;
     if (rc == TF_E_CANCELLED) {
         fputs("tollfree sweep: interrupted\n", stderr);
         status = 130;
+        goto done;
+    }
+    if (rc == TF_E_STRATEGY) { /* init refused a combo: name it */
+        int64_t bad = -1;
+        tf_strategy_params_check(a->def, dgrid, m, &bad, NULL, 0);
+        refused_combo(a->def, dgrid, bad);
         goto done;
     }
     if (rc) {
@@ -505,12 +755,17 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
         fprintf(stderr, "tollfree sweep: %s: %s\n", a->out, strerror(errno));
         goto done;
     }
-    tf_results res = {grid, pnl, trades, stats, m};
+    tf_results res = {grid, pnl, trades, stats, m, NULL, 0, NULL};
+    if (a->def) {
+        res.dparams = dgrid;
+        res.n_params = a->def->n_params;
+        res.param_names = a->def->param_names;
+    }
     if (tf_cli_table_write(f, &res, &a->cols, &a->order, a->top))
         goto done;
     if (!a->quiet)
-        fprintf(stderr, "sweep: %lld combos x %lld bars in %.3f s (%s, %lld threads%s)\n",
-                (long long)m, (long long)n, dt,
+        fprintf(stderr, "sweep: %s%s%lld combos x %lld bars in %.3f s (%s, %lld threads%s)\n",
+                a->def ? a->def->name : "", a->def ? ": " : "", (long long)m, (long long)n, dt,
                 a->reference ? "reference"
                              : tf_isa_name(a->isa == TF_ISA_AUTO ? tf_isa_best() : a->isa),
                 a->reference ? 1
@@ -531,18 +786,52 @@ done:
 
 /* --report: the HTML report by the Python side, with the options that shape it. The exit
  * status. */
-static int run_report(const sweep_args *a, const double *series, int64_t n)
+/* The grid as a CSV file L,half,sq,p,p3,p2 (for the report, which reads --grid FILE) at the
+ * mkstemp template path. 0, or -1 after one line on stderr (and no file left). */
+static int write_grid_tmp(const int64_t *grid, int64_t m, char *path)
+{
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "tollfree sweep: %s: %s\n", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(path);
+        }
+        return -1;
+    }
+    for (int64_t j = 0; j < m; j++) {
+        const int64_t *c = grid + 6 * j;
+        fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld\n", (long long)c[0], (long long)c[1],
+                (long long)c[2], (long long)c[3], (long long)c[4], (long long)c[5]);
+    }
+    if (fclose(f) != 0) {
+        fprintf(stderr, "tollfree sweep: %s: %s\n", path, strerror(errno));
+        unlink(path);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_report(const sweep_args *a, const double *series, int64_t n, const int64_t *grid,
+                      int64_t m)
 {
     char stdin_tmp[] = "/tmp/tollfree-stdin-XXXXXX";
+    char grid_tmp[] = "/tmp/tollfree-grid-XXXXXX";
+    if (a->hma_by_name && write_grid_tmp(grid, m, grid_tmp))
+        return 1;
     const char *src = a->input;
     if (src && !strcmp(src, "-")) { /* the report can't read stdin again: pass the bars */
-        if (tf_cli_write_tmp(series, n, stdin_tmp))
+        if (tf_cli_write_tmp(series, n, stdin_tmp)) {
+            if (a->hma_by_name)
+                unlink(grid_tmp);
             return 1;
+        }
         src = stdin_tmp;
     }
     char tbuf[32];
     snprintf(tbuf, sizeof tbuf, "%lld", a->threads);
-    const char *args[32];
+    const char *args[48];
     int k = 0;
 #define ARG2(flag, value)                                                                          \
     do {                                                                                           \
@@ -550,7 +839,12 @@ static int run_report(const sweep_args *a, const double *series, int64_t n)
         args[k++] = value;                                                                         \
     } while (0)
     ARG2("--out", a->report);
-    ARG2("--grid", a->gridspec);
+    ARG2("--grid", a->hma_by_name ? grid_tmp : a->gridspec);
+    if (a->def) { /* the report builds the same grid by name (tollfree.grid.named) */
+        ARG2("--strategy", a->strategy);
+        if (a->where)
+            ARG2("--where", a->where);
+    }
     ARG2("--metric", a->metric_name);
     ARG2("--threads", tbuf);
     if (src) {
@@ -582,6 +876,8 @@ static int run_report(const sweep_args *a, const double *series, int64_t n)
     int status = tf_cli_report((char *const *)args) ? 1 : 0;
     if (src == stdin_tmp)
         unlink(stdin_tmp);
+    if (a->hma_by_name)
+        unlink(grid_tmp);
     return status;
 }
 
@@ -613,25 +909,30 @@ static void grid_note(const sweep_args *a, int64_t n, const int64_t *grid, int64
 int tf_cmd_sweep(int argc, char **argv)
 {
     if (wants_panel(argc, argv))
-        return exec_panel(argc, argv);
+        return exec_panel(argc, argv); /* --strategy and --where go with the arguments */
     sweep_args a;
     int status = parse_args(argc, argv, &a);
     if (status >= 0)
         return status;
-    double *close;
+    double *close, *dgrid;
     int64_t n, m, *grid;
-    status = load_inputs(&a, &close, &n, &grid, &m);
-    if (status)
+    status = load_inputs(&a, &close, &n, &grid, &dgrid, &m);
+    if (status) {
+        tf_strategy_unload(a.lib);
         return status;
+    }
     const double *series = close ? close : tf_default_close;
-    grid_note(&a, n, grid, m);
+    if (!a.def)
+        grid_note(&a, n, grid, m);
     if (a.split_arg || a.folds_arg)
-        status = run_oos(&a, series, n, grid, m);
+        status = run_oos(&a, series, n, grid, dgrid, m);
     else
-        status = run_plain(&a, series, n, grid, m);
+        status = run_plain(&a, series, n, grid, dgrid, m);
     if (status == 0 && a.report)
-        status = run_report(&a, series, n);
+        status = run_report(&a, series, n, grid, m);
     free(close);
     free(grid);
+    free(dgrid);
+    tf_strategy_unload(a.lib);
     return status;
 }

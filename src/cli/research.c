@@ -15,46 +15,84 @@
 
 extern char **environ;
 
-int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid, int64_t m,
+/* The winner's parameters as CSV cells (",5,20") and as words ("fast=5 slow=20"). */
+static void winner_text(const tf_strategy_def *def, const int64_t *grid, const double *dgrid,
+                        int64_t w, char *cells, size_t ccap, char *words, size_t wcap)
+{
+    size_t a = 0, b = 0;
+    cells[0] = words[0] = '\0';
+    uint32_t np = def ? def->n_params : 6;
+    static const char *const hma_names[6] = {"L", "half", "sq", "p", "p3", "p2"};
+    for (uint32_t k = 0; k < np && a < ccap; k++) {
+        if (def)
+            a += (size_t)snprintf(cells + a, ccap - a, ",%.17g", dgrid[(size_t)w * np + k]);
+        else
+            a += (size_t)snprintf(cells + a, ccap - a, ",%lld", (long long)grid[6 * w + k]);
+    }
+    if (def) {
+        for (uint32_t k = 0; k < np && b < wcap; k++)
+            b += (size_t)snprintf(words + b, wcap - b, "%s%s=%.6g", k ? " " : "",
+                                  def->param_names[k], dgrid[(size_t)w * np + k]);
+    } else {
+        snprintf(words, wcap, "%s=%lld", hma_names[0], (long long)grid[6 * w]);
+    }
+}
+
+int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid,
+                   const tf_strategy_def *def, const double *dgrid, int64_t m,
                    const tf_cli_oos *oos, const tf_sweep_opts *o, int reference, int quiet)
 {
-    char mt_name[64], msg[640];
+    char mt_name[160], msg[2048];
+    tf_results schema = {0};
+    if (def) {
+        schema.dparams = dgrid;
+        schema.n_params = def->n_params;
+        schema.param_names = def->param_names;
+    }
     snprintf(mt_name, sizeof mt_name, "%s%s", oos->metric.sign < 0 ? "-" : "",
-             tf_column_name(oos->metric.col));
+             tf_results_column_name(&schema, oos->metric.col));
     tf_oos_opts opts = {.size = sizeof opts,
                         .split = oos->folds > 0 ? 0.0 : oos->split,
                         .walk_forward = oos->folds,
                         .metric = mt_name,
                         .reference = reference};
     tf_oos_row rows[TF_OOS_MAX_FOLDS];
-    int nf = tf_oos_run(close, n, grid, m, &opts, rows, TF_OOS_MAX_FOLDS, msg, sizeof msg, o);
+    int nf = def ? tf_oos_run_with(def, close, n, dgrid, m, &opts, rows, TF_OOS_MAX_FOLDS, msg,
+                                   sizeof msg, o)
+                 : tf_oos_run(close, n, grid, m, &opts, rows, TF_OOS_MAX_FOLDS, msg, sizeof msg, o);
     if (nf == TF_E_CANCELLED)
         return -1;
     if (nf < 0) {
         fprintf(stderr, "tollfree sweep: %s\n", msg);
         return -1;
     }
-    fprintf(f, "fold,is_start,is_end,oos_start,oos_end,L,half,sq,p,p3,p2,metric,is_value,is_pnl,"
-               "is_trades,oos_value,oos_pnl,oos_trades,oos_rank,combos,oos_best_value\n");
+    fputs("fold,is_start,is_end,oos_start,oos_end,", f);
+    if (def)
+        for (uint32_t k = 0; k < def->n_params; k++)
+            fprintf(f, "%s,", def->param_names[k]);
+    else
+        fputs("L,half,sq,p,p3,p2,", f);
+    fputs("metric,is_value,is_pnl,is_trades,oos_value,oos_pnl,oos_trades,oos_rank,combos,"
+          "oos_best_value\n",
+          f);
     for (int k = 0; k < nf; k++) {
         const tf_oos_row *r = &rows[k];
         const tf_fold *d = &r->fold;
-        const int64_t *p = grid + 6 * r->winner;
+        char cells[TF_STRATEGY_MAX_PARAMS * 26], words[TF_STRATEGY_MAX_PARAMS * 40];
+        winner_text(def, grid, dgrid, r->winner, cells, sizeof cells, words, sizeof words);
         fprintf(f,
-                "%d,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%.17g,%.17g,%lld,%.17g,"
-                "%.17g,%lld,%lld,%lld,%.17g\n",
+                "%d,%lld,%lld,%lld,%lld%s,%s,%.17g,%.17g,%lld,%.17g,%.17g,%lld,%lld,%lld,%.17g\n",
                 k + 1, (long long)d->is_start, (long long)d->is_end, (long long)d->oos_start,
-                (long long)d->oos_end, (long long)p[0], (long long)p[1], (long long)p[2],
-                (long long)p[3], (long long)p[4], (long long)p[5], mt_name, r->is_value, r->is_pnl,
+                (long long)d->oos_end, cells, mt_name, r->is_value, r->is_pnl,
                 (long long)r->is_trades, r->oos_value, r->oos_pnl, (long long)r->oos_trades,
                 (long long)r->oos_rank, (long long)m, r->oos_best_value);
         if (!quiet)
             fprintf(stderr,
-                    "fold %d: in-sample bars %lld..%lld winner L=%lld (%s %.4g) -> out of sample "
+                    "fold %d: in-sample bars %lld..%lld winner %s (%s %.4g) -> out of sample "
                     "bars %lld..%lld: %s %.4g, rank %lld of %lld\n",
-                    k + 1, (long long)d->is_start, (long long)d->is_end - 1, (long long)p[0],
-                    mt_name, r->is_value, (long long)d->oos_start, (long long)d->oos_end - 1,
-                    mt_name, r->oos_value, (long long)r->oos_rank, (long long)m);
+                    k + 1, (long long)d->is_start, (long long)d->is_end - 1, words, mt_name,
+                    r->is_value, (long long)d->oos_start, (long long)d->oos_end - 1, mt_name,
+                    r->oos_value, (long long)r->oos_rank, (long long)m);
     }
     if (!quiet && tf_oos_verdict(rows, nf, m, msg, sizeof msg) == 0)
         fprintf(stderr, "out of sample: %s\n", msg);

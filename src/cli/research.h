@@ -9,6 +9,7 @@
 
 #include "cli/sweep_table.h"
 #include "tollfree/kernel.h"
+#include "tollfree/strategy.h"
 
 /* How a sweep is split into folds (tf_oos_opts: split, or walk_forward folds) and the metric
  * that picks the winner (sweep_table.h: a column, or -column). */
@@ -20,10 +21,13 @@ typedef struct tf_cli_oos {
 
 /* Runs every fold by the library's tf_oos_run (each part a cold-started sweep) and writes one CSV
  * row per fold to f: the in-sample winner by the metric, its figures in and out of sample, and
- * its rank out of sample among all combos. One line per fold and a verdict go to stderr unless
- * quiet. 0, or -1 after one line on stderr (none when o->progress was cancelled: the caller
- * says so). */
-int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid, int64_t m,
+ * its rank out of sample among all combos. With def (a strategy, tf_oos_run_with) the combos
+ * are dgrid[m][def->n_params] and the winner's columns are def's parameter names; without, the
+ * six windows of grid[m][6]. oos->metric is a column of that table. One line per fold and a
+ * verdict go to stderr unless quiet. 0, or -1 after one line on stderr (none when o->progress
+ * was cancelled: the caller says so). */
+int tf_cli_oos_run(FILE *f, const double *close, int64_t n, const int64_t *grid,
+                   const tf_strategy_def *def, const double *dgrid, int64_t m,
                    const tf_cli_oos *oos, const tf_sweep_opts *o, int reference, int quiet);
 
 /* Writes the HTML report by running `python3 -m tollfree.html_report` with args (NULL-terminated,

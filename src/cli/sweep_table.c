@@ -6,13 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_BASIC 8 /* the six windows, pnl, trades */
+static const tf_results hma_table;
 
-int tf_cli_columns_parse(const char *spec, tf_cli_columns *out)
+int tf_cli_columns_parse(const char *spec, const tf_results *schema, tf_cli_columns *out)
 {
+    const tf_results *r = schema ? schema : &hma_table;
     out->n = 0;
     if (!strcmp(spec, "all") || !strcmp(spec, "basic")) {
-        int n = !strcmp(spec, "all") ? tf_column_count() : N_BASIC;
+        /* basic: the parameters, pnl and trades */
+        int n = !strcmp(spec, "all") ? tf_results_column_count(r) : tf_results_column_pnl(r) + 2;
         for (int k = 0; k < n; k++)
             out->idx[out->n++] = k;
         return 0;
@@ -20,8 +22,8 @@ int tf_cli_columns_parse(const char *spec, tf_cli_columns *out)
     for (const char *p = spec;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char msg[640];
-        int k = tf_column_find(p, len, NULL, msg, sizeof msg);
+        char msg[2048];
+        int k = tf_results_column_find(r, p, len, NULL, msg, sizeof msg);
         if (k < 0) {
             fprintf(stderr, "tollfree sweep: --columns: %s (or all, basic)\n", msg);
             return -1;
@@ -37,10 +39,12 @@ int tf_cli_columns_parse(const char *spec, tf_cli_columns *out)
     }
 }
 
-int tf_cli_order_parse(const char *opt, const char *spec, tf_cli_order *out)
+int tf_cli_order_parse(const char *opt, const char *spec, const tf_results *schema,
+                       tf_cli_order *out)
 {
-    char msg[640];
-    out->col = tf_column_find(spec, strlen(spec), &out->sign, msg, sizeof msg);
+    char msg[2048];
+    out->col = tf_results_column_find(schema ? schema : &hma_table, spec, strlen(spec), &out->sign,
+                                      msg, sizeof msg);
     if (out->col < 0) {
         fprintf(stderr, "tollfree sweep: %s: %s\n", opt, msg);
         return -1;
@@ -48,11 +52,12 @@ int tf_cli_order_parse(const char *opt, const char *spec, tf_cli_order *out)
     return 0;
 }
 
-int tf_cli_columns_need_stats(const tf_cli_columns *c, int sort_col)
+int tf_cli_columns_need_stats(const tf_cli_columns *c, int sort_col, const tf_results *schema)
 {
-    int need = sort_col >= 0 && (tf_column_flags(sort_col) & TF_COLUMN_STATS);
+    const tf_results *r = schema ? schema : &hma_table;
+    int need = sort_col >= 0 && (tf_results_column_flags(r, sort_col) & TF_COLUMN_STATS);
     for (int k = 0; k < c->n; k++)
-        need |= (tf_column_flags(c->idx[k]) & TF_COLUMN_STATS) != 0;
+        need |= (tf_results_column_flags(r, c->idx[k]) & TF_COLUMN_STATS) != 0;
     return need;
 }
 
@@ -79,7 +84,7 @@ int tf_cli_table_write(FILE *f, const tf_results *r, const tf_cli_columns *c,
     }
     int64_t shown = top > 0 && top < r->m ? top : r->m;
     for (int k = 0; k < c->n; k++)
-        fprintf(f, "%s%s", k ? "," : "", tf_column_name(c->idx[k]));
+        fprintf(f, "%s%s", k ? "," : "", tf_results_column_name(r, c->idx[k]));
     fputc('\n', f);
     for (int64_t i = 0; i < shown; i++) {
         int64_t j = order[i];
@@ -87,7 +92,7 @@ int tf_cli_table_write(FILE *f, const tf_results *r, const tf_cli_columns *c,
             double v = tf_column_value(r, c->idx[k], j);
             if (k)
                 fputc(',', f);
-            if (tf_column_flags(c->idx[k]) & TF_COLUMN_INT)
+            if (tf_results_column_flags(r, c->idx[k]) & TF_COLUMN_INT)
                 fprintf(f, "%lld", (long long)v); /* exact: every count is below 2^53 */
             else
                 fprintf(f, "%.17g", v);

@@ -55,7 +55,9 @@ struct tf_client {
     tfw_ring_cons resp;
 };
 
-/* A reply's layout as the caller expects it: a fixed payload, then up to two arrays. */
+/* A reply's layout as the caller expects it: a fixed payload, then up to three arrays; or, with
+ * narr = -1, a fixed payload and a tail whose length the reply gives (at most arr[0].iov_len
+ * bytes: more is a protocol error), its length left in arr[0].iov_len (STRATEGIES). */
 typedef struct reply_spec {
     void *fixed;
     size_t fixed_len;
@@ -212,6 +214,16 @@ static size_t spec_len(const reply_spec *sp)
     return n;
 }
 
+/* A reply of rlen body bytes carries a tail that fits (narr = -1); sets its length. */
+static int tail_fits(reply_spec *sp, uint64_t rlen)
+{
+    uint64_t fixed = TF_WIRE_V2_HEADER + sp->fixed_len;
+    if (rlen < fixed || rlen - fixed > sp->arr[0].iov_len)
+        return 0;
+    sp->arr[0].iov_len = (size_t)(rlen - fixed);
+    return 1;
+}
+
 /* A v2 call on the socket. hdr holds TF_WIRE_REQ_<OP> bytes: the prefix and v2 header (filled
  * here) and the fixed arguments (filled by the caller at TF_WIRE_REQ_ARGS); arrays follow. */
 static int sock_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len,
@@ -262,12 +274,12 @@ static int sock_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len,
             c->broken = 1; /* the server closes after these */
         return code;
     }
-    if (rlen != TF_WIRE_V2_HEADER + spec_len(sp))
+    if (sp->narr < 0 ? !tail_fits(sp, rlen) : rlen != TF_WIRE_V2_HEADER + spec_len(sp))
         return fail(c, TF_E_PROTOCOL);
     struct iovec in[4];
     int nin = 0;
     in[nin++] = (struct iovec){sp->fixed, sp->fixed_len};
-    for (int i = 0; i < sp->narr; i++)
+    for (int i = 0; i < (sp->narr < 0 ? 1 : sp->narr); i++)
         in[nin++] = sp->arr[i];
     rc = recv_all(c, in, nin, deadline, NULL);
     return rc ? fail(c, rc) : 0;
@@ -348,13 +360,13 @@ static int shm_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, cons
         tfw_ring_consume(&c->resp, rlen);
         return r.code;
     }
-    if (rlen != TF_WIRE_V2_HEADER + spec_len(sp))
+    if (sp->narr < 0 ? !tail_fits(sp, rlen) : rlen != TF_WIRE_V2_HEADER + spec_len(sp))
         return fail(c, TF_E_PROTOCOL);
     const uint8_t *p = f + TF_WIRE_PREFIX + TF_WIRE_V2_HEADER;
     if (sp->fixed_len)
         memcpy(sp->fixed, p, sp->fixed_len);
     p += sp->fixed_len;
-    for (int i = 0; i < sp->narr; i++) {
+    for (int i = 0; i < (sp->narr < 0 ? 1 : sp->narr); i++) {
         if (sp->arr[i].iov_len)
             memmove(sp->arr[i].iov_base, p, sp->arr[i].iov_len);
         p += sp->arr[i].iov_len;
@@ -795,6 +807,116 @@ int tf_client_session_query(tf_client *c, uint64_t session, tf_session_state *st
 int tf_client_session_close(tf_client *c, uint64_t session, tf_session_state *st)
 {
     return session_state_call(c, TF_OP_SESSION_CLOSE, session, st);
+}
+
+/* ---------------------------------------------------------------- strategies by name */
+
+int tf_client_strategies(tf_client *c, char *text, size_t cap, size_t *len)
+{
+    if (!c || (cap && !text))
+        return TF_E_NULL_ARG;
+    /* The server keeps the list under 64 KiB (src/server/strategies.c). */
+    size_t room = (size_t)64 << 10;
+    char *buf = malloc(room);
+    if (!buf)
+        return TF_E_NOMEM;
+    uint8_t hdr[TF_WIRE_REQ_STRATEGIES], rep[TF_WIRE_STRATEGIES_REPLY_FIXED];
+    reply_spec sp = {rep, sizeof rep, {{buf, room}}, -1};
+    int rc = call(c, TF_OP_STRATEGIES, hdr, sizeof hdr, NULL, 0, -1, &sp);
+    size_t n = sp.arr[0].iov_len;
+    if (!rc && tf_le32(rep + 4) != n)
+        rc = fail(c, TF_E_PROTOCOL);
+    if (!rc) {
+        if (len)
+            *len = n;
+        if (cap) {
+            size_t k = n < cap - 1 ? n : cap - 1;
+            memcpy(text, buf, k);
+            text[k] = 0;
+        }
+        rc = (int)tf_le32(rep) < 0 ? fail(c, TF_E_PROTOCOL) : (int)tf_le32(rep);
+    }
+    free(buf);
+    return rc;
+}
+
+/* The strategy name of a request, zero-padded to 8 bytes at dst: its padded length, or
+ * TF_E_INVALID_ARG for a name the server would never know. */
+static int put_name(uint8_t *dst, const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > TF_WIRE_MAX_NAME)
+        return TF_E_INVALID_ARG;
+    size_t pad = (n + 7) & ~(size_t)7;
+    memset(dst, 0, pad);
+    memcpy(dst, name, n);
+    return (int)pad;
+}
+
+int tf_client_sweep_with(tf_client *c, const char *strategy, uint64_t handle, const double *close,
+                         uint64_t n_bars, const double *params, uint32_t n_params,
+                         uint32_t n_combos, const double *fee, double *pnl, int64_t *trades,
+                         tf_stats *rows)
+{
+    if (!c || !strategy || (n_bars && !close) || (n_combos && (!params || !pnl || !trades)))
+        return TF_E_NULL_ARG;
+    if (n_params == 0 || n_params > TF_WIRE_MAX_PARAMS || (handle && n_bars))
+        return TF_E_INVALID_ARG;
+    uint8_t hdr[TF_WIRE_REQ_SWEEP_WITH + 8 + TF_WIRE_MAX_NAME + 8], rep[TF_WIRE_SWEEP_REPLY_FIXED];
+    uint32_t flags = (rows ? TF_SWEEP_STATS : 0) | (fee ? TF_SWEEP_FEE : 0);
+    size_t at = TF_WIRE_REQ_SWEEP_WITH + (fee ? 8 : 0);
+    int pad = put_name(hdr + at, strategy);
+    if (pad < 0)
+        return pad;
+    tf_put64(hdr + TF_WIRE_REQ_ARGS, handle);
+    tf_put64(hdr + TF_WIRE_REQ_ARGS + 8, n_bars);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 16, n_combos);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 20, flags);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 24, n_params);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 28, (uint32_t)strlen(strategy));
+    if (fee)
+        memcpy(hdr + TF_WIRE_REQ_SWEEP_WITH, fee, 8);
+    if (n_bars > (UINT32_MAX / 8))
+        return TF_E_FRAME_TOO_LARGE;
+    struct iovec arr[2];
+    int narr = 0;
+    if (n_bars)
+        arr[narr++] = (struct iovec){(void *)close, 8 * (size_t)n_bars};
+    if (n_combos)
+        arr[narr++] = (struct iovec){(void *)params, 8 * (size_t)n_params * n_combos};
+    reply_spec sp = {rep,
+                     sizeof rep,
+                     {{pnl, 8 * (size_t)n_combos},
+                      {trades, 8 * (size_t)n_combos},
+                      {rows, TF_WIRE_STATS_ROW * (size_t)n_combos}},
+                     n_combos ? (rows ? 3 : 2) : 0};
+    int rc = call(c, TF_OP_SWEEP_WITH, hdr, at + (size_t)pad, arr, narr, -1, &sp);
+    if (!rc && (tf_le32(rep) != n_combos || tf_le32(rep + 4) != (rows ? TF_SWEEP_STATS : 0)))
+        return fail(c, TF_E_PROTOCOL);
+    return rc;
+}
+
+int tf_client_session_open_with(tf_client *c, const char *strategy, const double *params,
+                                uint32_t n_params, uint64_t *session)
+{
+    if (!c || !strategy || !params || !session)
+        return TF_E_NULL_ARG;
+    if (n_params == 0 || n_params > TF_WIRE_MAX_PARAMS)
+        return TF_E_INVALID_ARG;
+    uint8_t hdr[TF_WIRE_REQ_SESSION_OPEN_WITH + TF_WIRE_MAX_NAME + 8],
+        rep[TF_WIRE_SESSION_OPEN_REPLY];
+    int pad = put_name(hdr + TF_WIRE_REQ_SESSION_OPEN_WITH, strategy);
+    if (pad < 0)
+        return pad;
+    tf_put32(hdr + TF_WIRE_REQ_ARGS, n_params);
+    tf_put32(hdr + TF_WIRE_REQ_ARGS + 4, (uint32_t)strlen(strategy));
+    struct iovec arr = {(void *)params, 8 * (size_t)n_params};
+    reply_spec sp = {rep, sizeof rep, {{0}}, 0};
+    int rc = call(c, TF_OP_SESSION_OPEN_WITH, hdr, TF_WIRE_REQ_SESSION_OPEN_WITH + (size_t)pad,
+                  &arr, 1, -1, &sp);
+    if (!rc)
+        *session = tf_le64(rep);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- v1 */

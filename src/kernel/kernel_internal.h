@@ -6,6 +6,10 @@
 
 #include "tollfree/kernel.h"
 
+/* HMA/HMA3 as a strategy (hma_def.c): the "hma" built-in, and what tf_strategy_open streams. */
+struct tf_strategy_def;
+extern const struct tf_strategy_def tfk_hma_def;
+
 /* WMA(x, L)[i] for output bars i in [lo, hi), docs/definition.md section 3: a direct windowed sum,
  * oldest first, from 0.0, divided by L*(L+1)/2. Requires lo >= L-1 (no warm-up handling here)
  * and x readable over [lo-L+1, hi). out[i - lo] receives bar i. SIMD versions put consecutive

@@ -2,6 +2,7 @@
  * text for both (tf_paper_format, include/tollfree/paper.h), so the two never drift. */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,17 @@ static const char *shortest(double x, char buf[32])
     return buf;
 }
 
+/* A strategy other than HMA-with-combo: cfg's appended fields, read only when cfg's size has
+ * them (0: this layout). */
+static int has_strategy(const tf_paper_config *c)
+{
+    size_t end = offsetof(tf_paper_config, params) + sizeof c->params;
+    if (c->size && c->size < end)
+        return 0;
+    return c->strategy && c->params && c->strategy->n_params <= TF_STRATEGY_MAX_PARAMS &&
+           c->strategy->param_names;
+}
+
 static const char *tick_source_name(int s)
 {
     return s == TF_PAPER_TICK_DATA ? "data" : s == TF_PAPER_TICK_DEFAULT ? "default" : "given";
@@ -49,10 +61,19 @@ static void json(out *b, const tf_paper_config *c, const tf_paper_result *o)
     double fee = c->fee ? *c->fee : TF_FEE_DEFAULT;
     put(b, "{\"mode\": \"%s\", \"engine\": \"%s\", ", c->half_spread ? "half_spread" : "auction",
         c->engine_url ? c->engine_url : "in-process");
-    put(b,
-        "\"combo\": [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-        "], ",
-        c->combo[0], c->combo[1], c->combo[2], c->combo[3], c->combo[4], c->combo[5]);
+    /* "combo": HMA's six lengths, or the strategy's parameters in its order (as Python's
+     * PaperResult.combo) */
+    if (has_strategy(c)) {
+        put(b, "\"strategy\": \"%s\", \"combo\": [", c->strategy->name);
+        for (uint32_t k = 0; k < c->strategy->n_params; k++)
+            put(b, "%s%.17g", k ? ", " : "", c->params[k]);
+        put(b, "], ");
+    } else {
+        put(b,
+            "\"strategy\": \"hma\", \"combo\": [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+            ", %" PRId64 ", %" PRId64 "], ",
+            c->combo[0], c->combo[1], c->combo[2], c->combo[3], c->combo[4], c->combo[5]);
+    }
     put(b,
         "\"tick\": %.17g, \"tick_source\": \"%s\", \"fee\": %.17g, \"half_spread\": %" PRId64 ", ",
         o->tick, tick_source_name(o->tick_source), fee, c->half_spread);
@@ -91,12 +112,21 @@ static void json(out *b, const tf_paper_config *c, const tf_paper_result *o)
 static void text(out *b, const tf_paper_config *c, const tf_paper_result *o)
 {
     char t[32];
-    put(b,
-        "paper: combo %" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-        ", %" PRId64 " bars, %s, %s\n",
-        c->combo[0], c->combo[1], c->combo[2], c->combo[3], c->combo[4], c->combo[5], o->bars,
-        c->half_spread ? "quoted market" : "closing auction",
-        c->engine_url ? c->engine_url : "in-process engine");
+    if (has_strategy(c)) {
+        put(b, "paper: %s ", c->strategy->name);
+        for (uint32_t k = 0; k < c->strategy->n_params; k++)
+            put(b, "%s%s=%.17g", k ? "," : "", c->strategy->param_names[k], c->params[k]);
+        put(b, ", %" PRId64 " bars, %s, %s\n", o->bars,
+            c->half_spread ? "quoted market" : "closing auction",
+            c->engine_url ? c->engine_url : "in-process engine");
+    } else {
+        put(b,
+            "paper: combo %" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+            ", %" PRId64 " bars, %s, %s\n",
+            c->combo[0], c->combo[1], c->combo[2], c->combo[3], c->combo[4], c->combo[5], o->bars,
+            c->half_spread ? "quoted market" : "closing auction",
+            c->engine_url ? c->engine_url : "in-process engine");
+    }
     if (o->tick_source == TF_PAPER_TICK_DATA)
         put(b, "  tick   %s (from the data: every close is a whole number of ticks)\n",
             shortest(o->tick, t));

@@ -26,6 +26,7 @@
  * that double every time. With it, a price file with k decimals and the tick 10^-k trade the
  * file's own doubles: the rounded series is the series. */
 #include "tollfree/paper.h"
+#include "tollfree/strategy.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -363,7 +364,8 @@ typedef struct run {
     ledger led;
     quote bid, ask;
     uint64_t cid_strategy, cid_venue;
-    tf_paper_result *out; /* the local result: fill_log etc. */
+    double params[TF_STRATEGY_MAX_PARAMS]; /* a strategy's params, copied */
+    tf_paper_result *out;                  /* the local result: fill_log etc. */
 } run;
 
 static double now_s(void)
@@ -556,24 +558,60 @@ static int run_bars(run *r, tf_strategy *s)
 static int sweep_one(const run *r, const double *px, double *pnl, int64_t *trades)
 {
     tf_sweep_opts so = {.size = sizeof so, .threads = 1, .fee = &r->fee};
-    int rc = tf_sweep(px, r->n, r->c.combo, 1, pnl, trades, &so);
+    int rc = r->c.strategy ? tf_sweep_with(r->c.strategy, px, r->n, r->params, 1, pnl, trades, &so)
+                           : tf_sweep(px, r->n, r->c.combo, 1, pnl, trades, &so);
     if (rc)
         return tfu_msg(rc, r->v.msg, r->v.msg_cap, "sweep: %s", tf_strerror(rc));
     return 0;
 }
 
+/* A strategy's config resolved: the "hma" built-in becomes combo (the HMA path), another def
+ * is checked with its params copied into r->params. 0, or the refusal. */
+static int resolve_strategy(run *r, char *msg, size_t cap)
+{
+    tf_paper_config *c = &r->c;
+    const tf_strategy_def *def = c->strategy;
+    if (!c->params)
+        return tfu_msg(TF_E_NULL_ARG, msg, cap, "a strategy without params");
+    int rc = tf_strategy_def_check(def, msg, cap);
+    if (rc)
+        return rc;
+    if (def == tf_strategy_builtin("hma")) {
+        for (int k = 0; k < TF_PARAMS_PER_COMBO; k++) {
+            double v = c->params[k];
+            if (!(v >= 1.0 && v <= (double)TF_MAX_WINDOW && v == floor(v)))
+                return tfu_msg(TF_E_INVALID_ARG, msg, cap,
+                               "hma's %s must be a whole number 1 .. %" PRId64 ", got %.17g",
+                               def->param_names[k], (int64_t)TF_MAX_WINDOW, v);
+            c->combo[k] = (int64_t)v;
+        }
+        c->strategy = NULL;
+        c->params = NULL;
+        return 0;
+    }
+    memcpy(r->params, c->params, sizeof(double) * def->n_params);
+    c->params = r->params;
+    return tf_strategy_params_check(def, r->params, 1, NULL, msg, cap);
+}
+
 /* Checks and resolves cfg into r->c / r->fee (before anything is opened). */
 static int resolve(run *r, const tf_paper_config *cfg, char *msg, size_t cap)
 {
-    if (tfu_opts_load(&r->c, sizeof r->c, cfg, sizeof r->c))
+    if (tfu_opts_load(&r->c, sizeof r->c, cfg, TFU_FIELD_END(tf_paper_config, progress)))
         return tfu_msg(TF_E_INVALID_ARG, msg, cap,
                        "tf_paper_config: a size this library does not "
                        "know");
     tf_paper_config *c = &r->c;
-    int rc = tf_params_check(c->combo, 1);
+    int rc = c->strategy ? resolve_strategy(r, msg, cap) : 0;
+    if (rc)
+        return rc;
+    if (c->strategy)
+        rc = 0; /* a strategy's parameters are its own: init checked them */
+    else
+        rc = tf_params_check(c->combo, 1);
     if (rc)
         return tfu_msg(rc, msg, cap, "combo: %s", tf_strerror(rc));
-    for (int k = 0; k < TF_PARAMS_PER_COMBO; k++)
+    for (int k = 0; k < TF_PARAMS_PER_COMBO && !c->strategy; k++)
         if (c->combo[k] > TF_STREAM_MAX_WINDOW)
             return tfu_msg(TF_E_WINDOW_TOO_LONG, msg, cap,
                            "combo: a window of %" PRId64
@@ -684,8 +722,11 @@ int tf_paper_run(const double *close, int64_t n_bars, const tf_paper_config *cfg
         goto out;
     r.ticks = ticks;
     r.px = px;
-    if ((rc = tf_strategy_open(&s, r.c.combo)) != 0 || (rc = tf_strategy_set_fee(s, r.fee)) != 0) {
-        rc = tfu_msg(rc, msg, msg_cap, "combo: %s", tf_strerror(rc));
+    rc = r.c.strategy ? tf_strategy_open_with(&s, r.c.strategy, r.params)
+                      : tf_strategy_open(&s, r.c.combo);
+    if (rc != 0 || (rc = tf_strategy_set_fee(s, r.fee)) != 0) {
+        rc =
+            tfu_msg(rc, msg, msg_cap, "%s: %s", r.c.strategy ? "params" : "combo", tf_strerror(rc));
         goto out;
     }
     if ((rc = venue_open(&r.v, &r.c)) != 0)

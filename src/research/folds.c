@@ -9,6 +9,7 @@
 #include "common/msg.h"
 #include "tollfree/error.h"
 #include "tollfree/research.h"
+#include "tollfree/strategy.h"
 
 /* The first sized layout of tf_oos_opts ends with `reference`. */
 #define OOS_MIN_SIZE TFU_FIELD_END(tf_oos_opts, reference)
@@ -125,32 +126,55 @@ typedef struct part {
     tf_stats *stats;
 } part;
 
-static int sweep_part(const double *close, int64_t n, const int64_t *params, int64_t m, part *p,
+/* The combos of a run: the six windows of params, or (def set) a strategy's dparams. */
+typedef struct combos {
+    const tf_strategy_def *def;
+    const int64_t *params;
+    const double *dparams;
+    int64_t m;
+} combos;
+
+static int sweep_part(const double *close, int64_t n, const combos *c, part *p,
                       const tf_sweep_opts *so, int reference, int col, int sign)
 {
     tf_sweep_opts o = *so;
     o.stats = p->stats;
-    int rc = reference ? tf_sweep_reference(close, n, params, m, p->pnl, p->trades, &o)
-                       : tf_sweep(close, n, params, m, p->pnl, p->trades, &o);
+    int64_t m = c->m;
+    int rc;
+    if (c->def)
+        rc = reference
+                 ? tf_sweep_with_reference(c->def, close, n, c->dparams, m, p->pnl, p->trades, &o)
+                 : tf_sweep_with(c->def, close, n, c->dparams, m, p->pnl, p->trades, &o);
+    else
+        rc = reference ? tf_sweep_reference(close, n, c->params, m, p->pnl, p->trades, &o)
+                       : tf_sweep(close, n, c->params, m, p->pnl, p->trades, &o);
     if (rc)
         return rc;
-    tf_results r = {params, p->pnl, p->trades, p->stats, m};
+    /* col is a column of the HMA table (a metric, never a window): the same metric in a
+     * strategy's table is col - TF_COLUMN_PNL + n_params */
+    tf_results r = {c->params, p->pnl, p->trades, p->stats, m, NULL, 0, NULL};
+    if (c->def) {
+        r.dparams = c->dparams;
+        r.n_params = c->def->n_params;
+        r.param_names = c->def->param_names;
+        col = col - TF_COLUMN_PNL + (int)c->def->n_params;
+    }
     return tf_column_values(&r, col, sign, p->value);
 }
 
-int tf_oos_run(const double *close, int64_t n_bars, const int64_t *params, int64_t m,
-               const tf_oos_opts *oos, tf_oos_row *rows, int cap, char *msg, size_t msg_cap,
-               const tf_sweep_opts *sweep)
+static int oos_run(const combos *c, const double *close, int64_t n_bars, const tf_oos_opts *oos,
+                   tf_oos_row *rows, int cap, char *msg, size_t msg_cap, const tf_sweep_opts *sweep)
 {
     tf_oos_opts o;
     int col, sign;
+    int64_t m = c->m;
     int rc = load_opts(oos, &o, &col, &sign, msg, msg_cap);
     if (rc)
         return rc;
     if (n_bars < 0 || m < 0)
         return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "n_bars %lld or combos %lld < 0",
                        (long long)n_bars, (long long)m);
-    if ((n_bars > 0 && !close) || (m > 0 && !params) || !rows)
+    if ((n_bars > 0 && !close) || (m > 0 && !c->params && !c->dparams) || !rows)
         return TF_E_NULL_ARG;
     tf_sweep_opts so = {0};
     if (sweep && tfu_opts_load(&so, sizeof so, sweep, TFU_FIELD_END(tf_sweep_opts, max_bytes)))
@@ -160,6 +184,11 @@ int tf_oos_run(const double *close, int64_t n_bars, const int64_t *params, int64
                        "tf_oos_run computes the statistics itself: sweep->stats must be NULL");
     if (m < 1)
         return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "an empty grid (no combos)");
+    if (c->def) {
+        rc = tf_strategy_params_check(c->def, c->dparams, m, NULL, msg, msg_cap);
+        if (rc)
+            return rc;
+    }
     tf_fold folds[TF_OOS_MAX_FOLDS];
     int nf = make_folds(n_bars, &o, folds, msg, msg_cap);
     if (nf < 0)
@@ -184,10 +213,10 @@ int tf_oos_run(const double *close, int64_t n_bars, const int64_t *params, int64
     os.stats = stats ? is.stats + m : NULL;
     for (int k = 0; k < nf; k++) {
         const tf_fold *f = &folds[k];
-        rc = sweep_part(close + f->is_start, f->is_end - f->is_start, params, m, &is, &so,
-                        o.reference, col, sign);
+        rc = sweep_part(close + f->is_start, f->is_end - f->is_start, c, &is, &so, o.reference, col,
+                        sign);
         if (!rc)
-            rc = sweep_part(close + f->oos_start, f->oos_end - f->oos_start, params, m, &os, &so,
+            rc = sweep_part(close + f->oos_start, f->oos_end - f->oos_start, c, &os, &so,
                             o.reference, col, sign);
         if (rc) {
             tfu_msg(rc, msg, msg_cap, "fold %d: %s", k + 1, tf_strerror(rc));
@@ -204,6 +233,24 @@ int tf_oos_run(const double *close, int64_t n_bars, const int64_t *params, int64
     }
     free(mem);
     return rc ? rc : nf;
+}
+
+int tf_oos_run(const double *close, int64_t n_bars, const int64_t *params, int64_t m,
+               const tf_oos_opts *oos, tf_oos_row *rows, int cap, char *msg, size_t msg_cap,
+               const tf_sweep_opts *sweep)
+{
+    combos c = {NULL, params, NULL, m};
+    return oos_run(&c, close, n_bars, oos, rows, cap, msg, msg_cap, sweep);
+}
+
+int tf_oos_run_with(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                    const double *params, int64_t m, const tf_oos_opts *oos, tf_oos_row *rows,
+                    int cap, char *msg, size_t msg_cap, const tf_sweep_opts *sweep)
+{
+    if (!def)
+        return TF_E_NULL_ARG;
+    combos c = {def, NULL, params, m};
+    return oos_run(&c, close, n_bars, oos, rows, cap, msg, msg_cap, sweep);
 }
 
 int tf_oos_verdict(const tf_oos_row *rows, int n, int64_t m, char *msg, size_t msg_cap)

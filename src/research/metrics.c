@@ -10,6 +10,7 @@
 #include "common/msg.h"
 #include "tollfree/error.h"
 #include "tollfree/research.h"
+#include "tollfree/strategy.h"
 
 /* ---- derived figures ---- */
 
@@ -103,6 +104,15 @@ int tf_column_flags(int col)
     return col >= 0 && col < N_COLUMNS ? columns[col].flags : 0;
 }
 
+/* The HMA table's columns as "L, half, ..." into list[cap]. */
+static void fixed_list(char *list, size_t cap, int from)
+{
+    size_t at = 0;
+    list[0] = '\0';
+    for (int k = from; k < N_COLUMNS && at < cap; k++)
+        at += (size_t)snprintf(list + at, cap - at, "%s%s", k > from ? ", " : "", columns[k].name);
+}
+
 int tf_column_find(const char *name, size_t len, int *sign, char *msg, size_t msg_cap)
 {
     if (!name)
@@ -120,16 +130,118 @@ int tf_column_find(const char *name, size_t len, int *sign, char *msg, size_t ms
             return k;
         }
     char list[512];
-    size_t at = 0;
-    for (int k = 0; k < N_COLUMNS; k++)
-        at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", k ? ", " : "", columns[k].name);
+    fixed_list(list, sizeof list, 0);
     /* a name from the command line may be long: show at most 64 of its bytes */
     return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "unknown column '%.*s'; columns: %s",
                    (int)(len > 64 ? 64 : len), name, list);
 }
 
-static double cell(const tf_results *r, int col, int64_t j)
+/* ---- a results' table: the HMA one, or a strategy's parameters then the metrics ---- */
+
+/* The number of parameter columns of r (6 for the HMA table), or -1 for a bad r. */
+static int n_param_cols(const tf_results *r)
 {
+    if (!r)
+        return -1;
+    if (!r->dparams)
+        return C_PNL;
+    if (!r->param_names || r->n_params < 1 || r->n_params > TF_STRATEGY_MAX_PARAMS)
+        return -1;
+    for (uint32_t k = 0; k < r->n_params; k++)
+        if (!r->param_names[k])
+            return -1;
+    return (int)r->n_params;
+}
+
+/* Column col of r's table as a column of the HMA table (a parameter: -1 - its index). */
+static int fixed_col(const tf_results *r, int np, int col)
+{
+    if (!r->dparams)
+        return col;
+    return col < np ? -1 - col : col - np + C_PNL;
+}
+
+int tf_results_column_count(const tf_results *r)
+{
+    int np = n_param_cols(r);
+    if (np < 0)
+        return r ? TF_E_INVALID_ARG : TF_E_NULL_ARG;
+    return np + N_COLUMNS - C_PNL;
+}
+
+int tf_results_column_pnl(const tf_results *r)
+{
+    int np = n_param_cols(r);
+    if (np < 0)
+        return r ? TF_E_INVALID_ARG : TF_E_NULL_ARG;
+    return np;
+}
+
+const char *tf_results_column_name(const tf_results *r, int col)
+{
+    int np = n_param_cols(r);
+    if (np < 0 || col < 0 || col >= np + N_COLUMNS - C_PNL)
+        return NULL;
+    int f = fixed_col(r, np, col);
+    return f < 0 ? r->param_names[-1 - f] : columns[f].name;
+}
+
+int tf_results_column_flags(const tf_results *r, int col)
+{
+    int np = n_param_cols(r);
+    if (np < 0 || col < 0 || col >= np + N_COLUMNS - C_PNL)
+        return 0;
+    int f = fixed_col(r, np, col);
+    return f < 0 ? TF_COLUMN_WINDOW : columns[f].flags;
+}
+
+int tf_results_column_find(const tf_results *r, const char *name, size_t len, int *sign, char *msg,
+                           size_t msg_cap)
+{
+    int np = n_param_cols(r);
+    if (np < 0)
+        return r ? TF_E_INVALID_ARG : TF_E_NULL_ARG;
+    if (!r->dparams)
+        return tf_column_find(name, len, sign, msg, msg_cap);
+    if (!name)
+        return TF_E_NULL_ARG;
+    int s = 1;
+    const char *n = name;
+    size_t l = len;
+    if (sign && l > 0 && n[0] == '-') {
+        s = -1;
+        n++;
+        l--;
+    }
+    for (int k = 0; k < np; k++)
+        if (strlen(r->param_names[k]) == l && !memcmp(r->param_names[k], n, l)) {
+            if (sign)
+                *sign = s;
+            return k;
+        }
+    for (int k = C_PNL; k < N_COLUMNS; k++)
+        if (strlen(columns[k].name) == l && !memcmp(columns[k].name, n, l)) {
+            if (sign)
+                *sign = s;
+            return k - C_PNL + np;
+        }
+    char list[1536];
+    size_t at = 0;
+    list[0] = '\0';
+    for (int k = 0; k < np && at < sizeof list; k++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s, ", r->param_names[k]);
+    if (at < sizeof list)
+        fixed_list(list + at, sizeof list - at, C_PNL);
+    return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "unknown column '%.*s'; columns: %s",
+                   (int)(len > 64 ? 64 : len), name, list);
+}
+
+/* Column f of the HMA table (f < 0: parameter -1 - f of a strategy's) of combo j. */
+static double cell(const tf_results *r, int f, int64_t j)
+{
+    if (f < 0)
+        return r->dparams[(size_t)j * r->n_params + (size_t)(-1 - f)];
+    int col = f;
     if (col < C_PNL)
         return (double)r->params[6 * j + col];
     if (col == C_PNL)
@@ -167,34 +279,41 @@ static double cell(const tf_results *r, int col, int64_t j)
     }
 }
 
-/* 0 when column col of r can be read (r's arrays present for it), else the error. */
-static int readable(const tf_results *r, int col)
+/* 0 and *f (the column as fixed_col gives it) when column col of r can be read (r's arrays
+ * present for it), else the error. */
+static int readable(const tf_results *r, int col, int *f)
 {
     if (!r)
         return TF_E_NULL_ARG;
-    if (col < 0 || col >= N_COLUMNS || r->m < 0)
+    int np = n_param_cols(r);
+    if (np < 0 || col < 0 || col >= np + N_COLUMNS - C_PNL || r->m < 0)
         return TF_E_INVALID_ARG;
+    *f = fixed_col(r, np, col);
     if (r->m == 0)
         return 0;
-    if (col < C_PNL)
+    if (*f < 0)
+        return 0; /* dparams is set */
+    if (*f < C_PNL)
         return r->params ? 0 : TF_E_NULL_ARG;
-    if (col == C_PNL)
+    if (*f == C_PNL)
         return r->pnl ? 0 : TF_E_NULL_ARG;
-    if (col == C_TRADES)
+    if (*f == C_TRADES)
         return r->trades ? 0 : TF_E_NULL_ARG;
     return r->stats ? 0 : TF_E_INVALID_ARG;
 }
 
 double tf_column_value(const tf_results *r, int col, int64_t j)
 {
-    if (readable(r, col) || j < 0 || j >= r->m)
+    int f;
+    if (readable(r, col, &f) || j < 0 || j >= r->m)
         return NAN;
-    return cell(r, col, j);
+    return cell(r, f, j);
 }
 
 int tf_column_values(const tf_results *r, int col, int sign, double *out)
 {
-    int rc = readable(r, col);
+    int f;
+    int rc = readable(r, col, &f);
     if (rc)
         return rc;
     if (sign != 1 && sign != -1)
@@ -202,7 +321,7 @@ int tf_column_values(const tf_results *r, int col, int sign, double *out)
     if (r->m > 0 && !out)
         return TF_E_NULL_ARG;
     for (int64_t j = 0; j < r->m; j++) {
-        double v = cell(r, col, j);
+        double v = cell(r, f, j);
         out[j] = sign < 0 ? -v : v;
     }
     return 0;

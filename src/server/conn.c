@@ -127,13 +127,12 @@ static void queue_reply(tfn_conn *c, sconn *sc)
 static int reserve_request(sconn *sc, uint64_t var)
 {
     const tf_wire_request *rq = &sc->rq;
-    int sweep =
-        rq->opcode == TF_OP_V1_SWEEP || rq->opcode == TF_OP_SWEEP || rq->opcode == TF_OP_SWEEP_DS;
+    int sweep = rq->opcode == TF_OP_V1_SWEEP || rq->opcode == TF_OP_SWEEP ||
+                rq->opcode == TF_OP_SWEEP_DS || rq->opcode == TF_OP_SWEEP_WITH;
     uint64_t per_combo = 16;
-#ifdef TF_SWEEP_STATS
-    if (rq->opcode == TF_OP_SWEEP_DS && (rq->flags & TF_SWEEP_STATS))
+    if ((rq->opcode == TF_OP_SWEEP_DS || rq->opcode == TF_OP_SWEEP_WITH) &&
+        (rq->flags & TF_SWEEP_STATS))
         per_combo += TF_WIRE_STATS_ROW; /* a statistics row per combo */
-#endif
     int rc = srv_buf_reserve_limited(&sc->ctx.payload, var ? var : 1);
     if (!rc && sweep)
         rc = srv_buf_reserve_limited(&sc->ctx.result, rq->n_combos ? per_combo * rq->n_combos : 1);
@@ -208,6 +207,7 @@ static void framed_frame_bound(tfn_conn *c, int where, srv *s, sconn *sc)
     if (!err) {
         sc->data.close = (const double *)(v + sc->rq.close_off);
         sc->data.params = (const int64_t *)(v + sc->rq.params_off);
+        sc->data.fparams = (const double *)(v + sc->rq.params_off);
         sc->data.bytes = v;
         sc->data.owner = &sc->ctx.payload;
     }
@@ -351,8 +351,19 @@ int srv_run(const srv_config *cfg)
         .stat_conns_total = &s->st[TF_STAT_CONNECTIONS_TOTAL],
         .stat_conns_open = &s->st[TF_STAT_CONNECTIONS_OPEN],
     };
+    /* The strategies first: a plugin that cannot be loaded keeps the server from starting,
+     * before any socket is bound. */
+    char why[768];
+    int rc = srv_strategies_init(s, why, sizeof why);
+    if (rc) {
+        fprintf(stderr, "tollfree serve: %s\n", why);
+        srv_strategies_fini(s);
+        close(s->stop_efd);
+        free(s);
+        return rc;
+    }
     tfn_loop *lp = NULL;
-    int rc = tfn_loop_open(&nc, &lp);
+    rc = tfn_loop_open(&nc, &lp);
     if (!rc)
         rc = srv_ds_init(s);
     for (int i = 0; !rc && i < cfg->n_unix; i++)
@@ -374,6 +385,7 @@ int srv_run(const srv_config *cfg)
     tfn_loop_close(lp);
     srv_shm_join_all(s);
     srv_ds_fini(s);
+    srv_strategies_fini(s); /* after every connection (and its sessions) is gone */
     close(s->stop_efd);
     free(s);
     return rc;

@@ -1,6 +1,7 @@
 /* The request executor: one decoded request in, one reply out, whatever the transport.
  * Errors never escape as return codes: they become error frames (docs/protocol.md). */
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,12 @@ static const char *op_name(uint8_t op)
         return "SESSION_QUERY";
     case TF_OP_SESSION_CLOSE:
         return "SESSION_CLOSE";
+    case TF_OP_STRATEGIES:
+        return "STRATEGIES";
+    case TF_OP_SWEEP_WITH:
+        return "SWEEP_WITH";
+    case TF_OP_SESSION_OPEN_WITH:
+        return "SESSION_OPEN_WITH";
     default:
         return "opcode";
     }
@@ -98,6 +105,8 @@ int srv_is_heavy(const tf_wire_request *rq)
     case TF_OP_RUN_ONE:
         /* The dataset's length is unknown here; a dataset sweep is rarely tiny. */
         return 1;
+    case TF_OP_SWEEP_WITH:
+        return rq->id != 0 || (double)rq->n_bars * (double)rq->n_combos > TF_SERVER_INLINE_WORK;
     case TF_OP_LOAD:
         return rq->var_len > TF_SERVER_INLINE_LOAD;
     case TF_OP_LOAD_FD:
@@ -286,38 +295,63 @@ static void put_state(uint8_t *p, const srv_session *ss, int with_bars, int pos)
         tf_put64(p + 24, (uint64_t)tf_strategy_bars(ss->st));
 }
 
-static void do_session_open(srv_ctx *c, const tf_wire_request *rq, srv_reply *rep)
+static const tf_strategy_def *named_strategy(srv_ctx *c, const tf_wire_request *rq,
+                                             const srv_req_data *d, srv_reply *rep);
+static int check_combos(srv_ctx *c, const tf_wire_request *rq, const tf_strategy_def *def,
+                        const double *params, uint64_t n_combos, srv_reply *rep);
+
+/* The state a session of def needs, as --max-memory counts it: the strategy's own state and the
+ * streaming handle around it (a fixed guess of its booking, rounded up). */
+static size_t strategy_footprint(const tf_strategy_def *def, const double *params)
 {
-    int rc = check_stream_params(rq->params);
-    if (rc) {
-        srv_reply_error(c, rep, rq, rc, "SESSION_OPEN: %s (streaming maximum 2^24)",
-                        window_msg(rc));
-        return;
+    size_t st = def->state_bytes ? def->state_bytes(params) : def->state_size;
+    return st > SIZE_MAX - 1024 ? SIZE_MAX : st + 1024;
+}
+
+/* SESSION_OPEN (HMA, six i64 windows) and SESSION_OPEN_WITH (a named strategy, f64 params). */
+static void do_session_open(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d,
+                            srv_reply *rep)
+{
+    const tf_strategy_def *def = NULL;
+    int with = rq->opcode == TF_OP_SESSION_OPEN_WITH;
+    const char *what = op_name(rq->opcode);
+    if (with) {
+        def = named_strategy(c, rq, d, rep);
+        if (!def || check_combos(c, rq, def, d->fparams, 1, rep))
+            return;
+    } else {
+        int rc = check_stream_params(rq->params);
+        if (rc) {
+            srv_reply_error(c, rep, rq, rc, "SESSION_OPEN: %s (streaming maximum 2^24)",
+                            window_msg(rc));
+            return;
+        }
     }
     if (!c->sessions && !(c->sessions = calloc(TF_SERVER_MAX_SESSIONS, sizeof *c->sessions))) {
-        srv_reply_error(c, rep, rq, TF_E_NOMEM, "SESSION_OPEN: out of memory");
+        srv_reply_error(c, rep, rq, TF_E_NOMEM, "%s: out of memory", what);
         return;
     }
     if (c->n_sessions >= TF_SERVER_MAX_SESSIONS) {
-        srv_reply_error(c, rep, rq, TF_E_SESSION_LIMIT, "SESSION_OPEN: %d sessions already open",
+        srv_reply_error(c, rep, rq, TF_E_SESSION_LIMIT, "%s: %d sessions already open", what,
                         TF_SERVER_MAX_SESSIONS);
         return;
     }
-    size_t bytes = tf_strategy_footprint(rq->params);
+    size_t bytes = with ? strategy_footprint(def, d->fparams) : tf_strategy_footprint(rq->params);
     if (srv_mem_reserve(c->s, bytes)) {
         srv_reply_error(c, rep, rq, TF_E_SESSION_LIMIT,
-                        "SESSION_OPEN: %zu bytes of state would exceed --max-memory", bytes);
+                        "%s: %zu bytes of state would exceed --max-memory", what, bytes);
         return;
     }
     uint32_t slot = 0;
     while (c->sessions[slot].st)
         slot++;
     srv_session *ss = &c->sessions[slot];
-    rc = tf_strategy_open(&ss->st, rq->params);
+    int rc = with ? tf_strategy_open_with(&ss->st, def, d->fparams)
+                  : tf_strategy_open(&ss->st, rq->params);
     if (rc) {
         srv_mem_release(c->s, bytes);
         ss->st = NULL;
-        srv_reply_error(c, rep, rq, rc, "SESSION_OPEN: %s", tf_strerror(rc));
+        srv_reply_error(c, rep, rq, rc, "%s: %s", what, tf_strerror(rc));
         return;
     }
     ss->id = ++c->session_gen * TF_SERVER_MAX_SESSIONS + slot;
@@ -414,6 +448,150 @@ static void do_dataset_sweep(srv_ctx *c, const tf_wire_request *rq, const srv_re
     srv_ds_put(c->s, ds);
 }
 
+/* ---- strategies by name (SWEEP_WITH, SESSION_OPEN_WITH) ---- */
+
+/* The strategy a request names, with its parameter count checked; NULL after an error reply
+ * (TF_E_STRATEGY naming what is wrong). The name is copied out first: on a shared-memory ring
+ * the peer could rewrite it while we read. */
+static const tf_strategy_def *named_strategy(srv_ctx *c, const tf_wire_request *rq,
+                                             const srv_req_data *d, srv_reply *rep)
+{
+    char name[TF_WIRE_MAX_NAME + 1];
+    size_t n = rq->name_len <= TF_WIRE_MAX_NAME ? rq->name_len : 0;
+    memcpy(name, d->bytes + rq->name_off, n);
+    name[n] = 0;
+    const tf_strategy_def *def = rq->name_len <= TF_WIRE_MAX_NAME && memchr(name, 0, n) == NULL
+                                     ? srv_strategy_find(c->s, name, n)
+                                     : NULL;
+    char offered[512];
+    if (!def) {
+        srv_strategy_names(c->s, offered, sizeof offered);
+        for (size_t i = 0; i < n; i++) /* the name goes into a log line and a UTF-8 message */
+            if (name[i] < 0x20 || name[i] > 0x7e)
+                name[i] = '?';
+        if (rq->name_len > TF_WIRE_MAX_NAME)
+            srv_reply_error(c, rep, rq, TF_E_STRATEGY,
+                            "%s: unknown strategy (a name of %u bytes); this server offers: %s",
+                            op_name(rq->opcode), rq->name_len, offered);
+        else
+            srv_reply_error(c, rep, rq, TF_E_STRATEGY,
+                            "%s: unknown strategy '%s'; this server offers: %s (start it with "
+                            "--strategy NAME|PATH.so for more)",
+                            op_name(rq->opcode), name, offered);
+        return NULL;
+    }
+    if (rq->n_params != def->n_params) {
+        size_t o = 0;
+        offered[0] = 0;
+        for (uint32_t k = 0; k < def->n_params && o + 1 < sizeof offered; k++) {
+            int w = snprintf(offered + o, sizeof offered - o, "%s%s", k ? ", " : "",
+                             def->param_names[k]);
+            if (w < 0)
+                break;
+            o += (size_t)w;
+        }
+        srv_reply_error(c, rep, rq, TF_E_STRATEGY,
+                        "%s: strategy '%s' takes %u parameters (%s); the request has %u",
+                        op_name(rq->opcode), def->name, def->n_params, offered, rq->n_params);
+        return NULL;
+    }
+    return def;
+}
+
+/* init refusing a combo: the error names it (tf_strategy_params_check). 0, or an error reply. */
+static int check_combos(srv_ctx *c, const tf_wire_request *rq, const tf_strategy_def *def,
+                        const double *params, uint64_t n_combos, srv_reply *rep)
+{
+    if (!n_combos)
+        return 0;
+    /* Checking a combo runs init on a state of the size it asks for: no combo may ask for more
+     * than --max-memory (a window of 2^27 bars would be a GiB), before anything is allocated. */
+    for (uint64_t j = 0; j < n_combos; j++) {
+        const double *p = params + j * def->n_params;
+        size_t bytes = def->state_bytes ? def->state_bytes(p) : def->state_size;
+        if (bytes > c->s->cfg.max_memory) {
+            int code = rq->opcode == TF_OP_SESSION_OPEN_WITH ? TF_E_SESSION_LIMIT : TF_E_LIMIT;
+            srv_reply_error(c, rep, rq, code,
+                            "%s: strategy %s: combo %llu asks for %zu bytes of state, above "
+                            "--max-memory %llu",
+                            op_name(rq->opcode), def->name, (unsigned long long)j, bytes,
+                            (unsigned long long)c->s->cfg.max_memory);
+            return code;
+        }
+    }
+    char why[384] = "";
+    int64_t bad = -1;
+    int rc = tf_strategy_params_check(def, params, (int64_t)n_combos, &bad, why, sizeof why);
+    if (rc)
+        srv_reply_error(c, rep, rq, rc, "%s: %s", op_name(rq->opcode),
+                        why[0] ? why : tf_strerror(rc));
+    return rc;
+}
+
+static void do_sweep_with(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d,
+                          srv_reply *rep)
+{
+    const tf_strategy_def *def = named_strategy(c, rq, d, rep);
+    if (!def || check_combos(c, rq, def, d->fparams, rq->n_combos, rep))
+        return;
+    srv_dataset *ds = NULL;
+    const double *close = d->close;
+    uint64_t n_bars = rq->n_bars;
+    if (rq->id) {
+        if (!(ds = srv_ds_get(c->s, rq->id))) {
+            srv_reply_error(c, rep, rq, TF_E_UNKNOWN_DATASET,
+                            "SWEEP_WITH: no dataset with handle 0x%016llx",
+                            (unsigned long long)rq->id);
+            return;
+        }
+        close = ds->close;
+        n_bars = ds->n_bars;
+    }
+    uint64_t n_combos = rq->n_combos;
+    int with_stats = (rq->flags & TF_SWEEP_STATS) != 0;
+    uint64_t per_combo = 16 + (with_stats ? TF_WIRE_STATS_ROW : 0);
+    if (srv_buf_reserve(&c->result, n_combos ? per_combo * n_combos : 1)) {
+        srv_reply_error(c, rep, rq, TF_E_NOMEM, "no memory for %llu results",
+                        (unsigned long long)n_combos);
+        srv_ds_put(c->s, ds);
+        return;
+    }
+    double *pnl = (double *)c->result.p;
+    int64_t *trades = (int64_t *)(c->result.p + 8 * n_combos);
+    tf_stats *stats = with_stats ? (tf_stats *)(c->result.p + 16 * n_combos) : NULL;
+    tf_sweep_opts opts = {.threads = c->sweep_threads,
+                          .isa = TF_ISA_AUTO,
+                          .max_bytes = c->s->cfg.max_memory,
+                          .fee = rq->flags & TF_SWEEP_FEE ? &rq->fee : NULL,
+                          .stats = stats};
+    int rc = n_combos ? tf_sweep_with(def, close, (int64_t)n_bars, d->fparams, (int64_t)n_combos,
+                                      pnl, trades, &opts)
+                      : 0;
+    srv_ds_put(c->s, ds);
+    if (rc) {
+        srv_reply_error(c, rep, rq, rc, "SWEEP_WITH %s failed: %s%s", def->name, tf_strerror(rc),
+                        rc == TF_E_LIMIT ? " (the sweep's working memory, --max-memory)" : "");
+        return;
+    }
+    srv_stat_add(c->s, TF_STAT_SWEEPS, 1);
+    srv_stat_add(c->s, TF_STAT_COMBOS, n_combos);
+    uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + 8 + per_combo * n_combos, 8);
+    tf_put32(p, (uint32_t)n_combos);
+    tf_put32(p + 4, with_stats ? TF_SWEEP_STATS : 0);
+    add_seg(rep, c->result.p, per_combo * n_combos);
+}
+
+static void do_strategies(srv_ctx *c, const tf_wire_request *rq, srv_reply *rep)
+{
+    srv *s = c->s;
+    uint8_t *p =
+        begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_STRATEGIES_REPLY_FIXED + s->strat_text_len,
+              TF_WIRE_STRATEGIES_REPLY_FIXED);
+    tf_put32(p, (uint32_t)s->n_strat);
+    tf_put32(p + 4, s->strat_text_len);
+    add_seg(rep, s->strat_text, s->strat_text_len);
+}
+
 void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_reply *rep)
 {
     srv *s = c->s;
@@ -437,7 +615,7 @@ void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_
     case TF_OP_HELLO: {
         uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_HELLO_REPLY, TF_WIRE_HELLO_REPLY);
         tf_put32(p, TF_WIRE_VERSION);
-        tf_put32(p + 4, TF_CAP_DATASETS | TF_CAP_SESSIONS | TF_CAP_SWEEP_FLAGS |
+        tf_put32(p + 4, TF_CAP_DATASETS | TF_CAP_SESSIONS | TF_CAP_SWEEP_FLAGS | TF_CAP_STRATEGIES |
                             (c->caps & TF_CAP_LOAD_FD));
         tf_put64(p + 8, s->cfg.max_frame);
         tf_put64(p + 16, s->cfg.max_memory);
@@ -472,7 +650,14 @@ void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_
         do_load_fd(c, rq, rep);
         break;
     case TF_OP_SESSION_OPEN:
-        do_session_open(c, rq, rep);
+    case TF_OP_SESSION_OPEN_WITH:
+        do_session_open(c, rq, d, rep);
+        break;
+    case TF_OP_STRATEGIES:
+        do_strategies(c, rq, rep);
+        break;
+    case TF_OP_SWEEP_WITH:
+        do_sweep_with(c, rq, d, rep);
         break;
     case TF_OP_SESSION_BAR:
     case TF_OP_SESSION_QUERY:

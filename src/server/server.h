@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include "tollfree/kernel.h"
+#include "tollfree/strategy.h"
 #include "tollfree/wire.h"
 #include "wire/wire_internal.h"
 
@@ -29,6 +30,8 @@
 /* Work (n_bars x n_combos) above which a sweep goes to the worker pool; LOAD bytes likewise. */
 #define TF_SERVER_INLINE_WORK 65536
 #define TF_SERVER_INLINE_LOAD (64 << 10)
+/* Strategies a server offers: "hma" and up to this many given with --strategy. */
+#define TF_SERVER_MAX_STRATEGIES 32
 
 typedef struct srv_config {
     const char *unix_paths[TF_SERVER_MAX_LISTEN];
@@ -52,6 +55,8 @@ typedef struct srv_config {
     int max_conns;          /* socket connections at once */
     int max_conns_per_peer; /* per UID (unix) or address (tcp); 0 = max_conns - conn_reserve */
     int conn_reserve; /* slots for peers with few connections; 0 = max_conns / 16, -1 = none */
+    const char *strategies[TF_SERVER_MAX_STRATEGIES]; /* --strategy NAME|PATH.so */
+    int n_strategies;
 } srv_config;
 
 /* The least --max-memory: it bounds datasets, sessions, caches and request/reply buffers, and
@@ -98,6 +103,13 @@ typedef struct srv {
     int stop_efd;          /* eventfd, readable once stopping (stdio poll) */
     int shm_threads;       /* live shm threads (atomic) */
     uint64_t next_conn_id; /* atomic */
+    /* The strategies offered (strategies.c): "hma" first, then --strategy's in their order.
+     * Fixed at start, read by every thread without a lock. */
+    const tf_strategy_def *strat[1 + TF_SERVER_MAX_STRATEGIES];
+    tf_strategy_lib *strat_lib[1 + TF_SERVER_MAX_STRATEGIES];
+    int n_strat;
+    char *strat_text; /* the STRATEGIES reply text: "name param ...\n" per strategy */
+    uint32_t strat_text_len;
 } srv;
 
 void srv_stat_add(srv *s, int which, uint64_t n);
@@ -114,6 +126,17 @@ void srv_mem_release(srv *s, uint64_t bytes);
 struct srv_ctx;
 void srv_log_bind(struct srv_ctx *c);
 #define TF_SERVER_LOG_BURST 10
+
+/* ---- strategies (strategies.c) ---- */
+/* Resolves "hma" and cfg.strategies (built-in names or plugin paths, tf_strategy_resolve) and
+ * builds the STRATEGIES text. 0, or TF_E_STRATEGY / TF_E_NOMEM with msg naming the --strategy
+ * value and the reason (a plugin that cannot be loaded, a name offered twice). */
+int srv_strategies_init(srv *s, char *msg, size_t cap);
+void srv_strategies_fini(srv *s);
+/* The strategy offered under that name (name_len bytes, no NUL), or NULL. */
+const tf_strategy_def *srv_strategy_find(const srv *s, const char *name, size_t name_len);
+/* "a, b, c": the names offered, for error messages. */
+void srv_strategy_names(const srv *s, char *out, size_t cap);
 
 /* ---- datasets (datasets.c) ---- */
 int srv_ds_init(srv *s);
@@ -217,6 +240,7 @@ void srv_ctx_push_fd(srv_ctx *c, int fd);
 typedef struct srv_req_data {
     const double *close;   /* n_bars (v1, SWEEP, LOAD) */
     const int64_t *params; /* n_combos x 6 */
+    const double *fparams; /* SWEEP_WITH, SESSION_OPEN_WITH: n_combos x n_params (same bytes) */
     const uint8_t *bytes;  /* ECHO payload (v2) */
     srv_buf *owner;        /* the buffer holding `close` when the store may adopt it (LOAD) */
     int in_ring;           /* close lives in a shared ring: LOAD must copy */

@@ -71,7 +71,8 @@ static int alive(void *arg)
 
 static int is_array_op(uint8_t op)
 {
-    return op == TF_OP_V1_SWEEP || op == TF_OP_V1_ECHO || op == TF_OP_SWEEP || op == TF_OP_LOAD;
+    return op == TF_OP_V1_SWEEP || op == TF_OP_V1_ECHO || op == TF_OP_SWEEP || op == TF_OP_LOAD ||
+           op == TF_OP_SWEEP_WITH;
 }
 
 /* Rings one client process may hold: a quarter of TF_SERVER_MAX_SHM, so that one process
@@ -159,7 +160,7 @@ static int ring_emit(void *ud, srv_reply *rep)
 static int bind_ring_data(srv_ctx *c, const tf_wire_request *rq, const uint8_t *var,
                           srv_req_data *d)
 {
-    uint64_t params_bytes = TF_WIRE_PARAMS_BYTES * rq->n_combos;
+    uint64_t params_bytes = rq->params_len; /* n x 6 x i64, or n x n_params x f64 */
     uint64_t close_bytes = is_array_op(rq->opcode) ? 8 * rq->n_bars : 0;
     const uint8_t *close = var + rq->close_off;
     int copy_close = close_bytes && (((uintptr_t)close & 7) != 0 || rq->opcode == TF_OP_LOAD);
@@ -170,6 +171,7 @@ static int bind_ring_data(srv_ctx *c, const tf_wire_request *rq, const uint8_t *
     if (params_bytes) {
         memcpy(c->scratch.p, var + rq->params_off, params_bytes);
         d->params = (const int64_t *)c->scratch.p;
+        d->fparams = (const double *)c->scratch.p;
     }
     if (copy_close) {
         memcpy(c->scratch.p + params_bytes, close, close_bytes);

@@ -58,6 +58,31 @@ static int decode_v1(const uint8_t *b, size_t avail, uint64_t body_len, tf_wire_
     out->var_len = body_len - TF_WIRE_V1_FIXED;
     out->close_off = 0;
     out->params_off = 8 * n_bars;
+    out->params_len = TF_WIRE_PARAMS_BYTES * n_combos;
+    return 0;
+}
+
+/* The strategy name and parameters of SWEEP_WITH / SESSION_OPEN_WITH: the variable part is the
+ * name padded to 8 bytes, then `n_bars` closes (inline sweeps), then n_combos x n_params f64.
+ * Every length is a wire value: compared by division, never multiplied before it is bounded. */
+static int decode_named(tf_wire_request *out, uint64_t rest)
+{
+    if (out->n_params == 0 || out->n_params > TF_WIRE_MAX_PARAMS)
+        return TF_E_LENGTH_MISMATCH;
+    uint64_t name_pad = tfw_align8(out->name_len); /* name_len is a u32: no overflow */
+    if (rest < name_pad)
+        return TF_E_LENGTH_MISMATCH;
+    rest -= name_pad;
+    if (out->n_bars > rest / 8)
+        return TF_E_LENGTH_MISMATCH;
+    rest -= 8 * out->n_bars;
+    uint64_t row = 8 * (uint64_t)out->n_params;
+    if (rest % row != 0 || rest / row != out->n_combos)
+        return TF_E_LENGTH_MISMATCH;
+    out->name_off = 0;
+    out->close_off = name_pad;
+    out->params_off = name_pad + 8 * out->n_bars;
+    out->params_len = rest;
     return 0;
 }
 
@@ -130,13 +155,49 @@ int tf_wire_decode_request(const void *body, size_t avail, uint64_t body_len, tf
         }
         if (rest != TF_WIRE_PARAMS_BYTES * out->n_combos)
             return TF_E_LENGTH_MISMATCH;
+        out->params_len = rest;
         break;
+    case TF_OP_SWEEP_WITH: {
+        out->id = tf_le64(p); /* a dataset handle, or 0: the closes travel with the request */
+        out->n_bars = tf_le64(p + 8);
+        out->n_combos = tf_le32(p + 16);
+        out->flags = tf_le32(p + 20);
+        out->n_params = tf_le32(p + 24);
+        out->name_len = tf_le32(p + 28);
+        if (out->flags & ~TF_SWEEP_FLAGS_KNOWN)
+            return TF_E_PROTOCOL;
+        if (out->flags & TF_SWEEP_FEE) {
+            if (body_len < fixed + 8)
+                return TF_E_FRAME_TOO_SHORT;
+            if (avail < fixed + 8)
+                return (int)(fixed + 8);
+            memcpy(&out->fee, p + 32, 8);
+            out->fixed_len = fixed + 8;
+            out->var_len = rest -= 8;
+        }
+        if (out->id != 0 && out->n_bars != 0) /* a dataset sweep carries no closes */
+            return TF_E_LENGTH_MISMATCH;
+        int rc = decode_named(out, rest);
+        if (rc)
+            return rc;
+        break;
+    }
+    case TF_OP_SESSION_OPEN_WITH: {
+        out->n_params = tf_le32(p);
+        out->name_len = tf_le32(p + 4);
+        out->n_combos = 1;
+        int rc = decode_named(out, rest);
+        if (rc)
+            return rc;
+        break;
+    }
     case TF_OP_SWEEP:
         out->n_bars = tf_le32(p);
         out->n_combos = tf_le32(p + 4);
         if (rest != 8 * out->n_bars + TF_WIRE_PARAMS_BYTES * out->n_combos)
             return TF_E_LENGTH_MISMATCH;
         out->params_off = 8 * out->n_bars;
+        out->params_len = TF_WIRE_PARAMS_BYTES * out->n_combos;
         break;
     case TF_OP_RUN_ONE:
         out->id = tf_le64(p);
@@ -157,7 +218,7 @@ int tf_wire_decode_request(const void *body, size_t avail, uint64_t body_len, tf
     case TF_OP_LOAD_FD:
         out->n_bars = tf_le64(p);
         break;
-    default: /* ECHO, STATS */
+    default: /* ECHO, STATS, STRATEGIES */
         break;
     }
     /* Fixed-size opcodes carry nothing after their fixed part. */

@@ -152,10 +152,13 @@ int64_t tfw_now_ns(void);
     X(DROP, 8, 0)                                                                                  \
     X(STATS, 0, 0)                                                                                 \
     X(LOAD_FD, 16, 0)                                                                              \
+    X(STRATEGIES, 0, 0)                                                                            \
+    X(SWEEP_WITH, 32, 1)                                                                           \
     X(SESSION_OPEN, TF_WIRE_PARAMS_BYTES, 0)                                                       \
     X(SESSION_BAR, 16, 0)                                                                          \
     X(SESSION_QUERY, 8, 0)                                                                         \
-    X(SESSION_CLOSE, 8, 0)
+    X(SESSION_CLOSE, 8, 0)                                                                         \
+    X(SESSION_OPEN_WITH, 8, 1)
 
 /* Where a v2 request's arguments start in its frame (u32 prefix + v2 header), and the bytes of
  * each request frame before its variable part: TF_WIRE_REQ_HELLO, ... */

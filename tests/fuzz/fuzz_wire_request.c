@@ -30,6 +30,9 @@ static uint64_t array_bytes(const tf_wire_request *rq)
         return 48 * rq->n_combos;
     case TF_OP_ECHO:
         return rq->var_len;
+    case TF_OP_SWEEP_WITH:
+    case TF_OP_SESSION_OPEN_WITH: /* the name padded to 8, the closes, n_combos x n_params f64 */
+        return ((rq->name_len + 7ull) & ~7ull) + 8 * rq->n_bars + rq->params_len;
     default:
         return 0;
     }
@@ -60,7 +63,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(one.fixed_len + one.var_len == body_len);
         REQUIRE(array_bytes(&one) == one.var_len);
         REQUIRE(one.close_off + 8 * one.n_bars <= one.var_len || one.opcode == TF_OP_LOAD_FD);
-        REQUIRE(one.params_off + 48 * one.n_combos <= one.var_len || one.opcode == TF_OP_LOAD_FD);
+        REQUIRE(one.params_off + 48 * one.n_combos <= one.var_len || one.opcode == TF_OP_LOAD_FD ||
+                one.opcode == TF_OP_SWEEP_WITH || one.opcode == TF_OP_SESSION_OPEN_WITH);
+        REQUIRE(one.params_off + one.params_len <= one.var_len || one.opcode == TF_OP_LOAD_FD);
+        if (one.opcode == TF_OP_SWEEP_WITH || one.opcode == TF_OP_SESSION_OPEN_WITH)
+            REQUIRE(one.n_params >= 1 && one.n_params <= TF_WIRE_MAX_PARAMS &&
+                    one.params_len == 8ull * one.n_params * one.n_combos);
     }
 
     /* Incremental: give exactly what is asked for. */

@@ -11,6 +11,30 @@
 
 static int tf_test_passed, tf_test_failed;
 
+/* The committed default data set ($TF_SOURCE_DIR/data/default_close.f64, else ./data/):
+ * TF_TEST_DEFAULT_BARS closes in a malloc'd array, or NULL after a line on stderr. */
+#define TF_TEST_DEFAULT_BARS 150000
+static inline double *tf_test_default_close(void)
+{
+    const char *src = getenv("TF_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/data/default_close.f64", src ? src : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return NULL;
+    }
+    double *c = malloc(sizeof(double) * TF_TEST_DEFAULT_BARS);
+    size_t got = c ? fread(c, sizeof(double), TF_TEST_DEFAULT_BARS, f) : 0;
+    fclose(f);
+    if (got != TF_TEST_DEFAULT_BARS) {
+        fprintf(stderr, "%s: want %d closes\n", path, TF_TEST_DEFAULT_BARS);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (cond) {                                                                                \

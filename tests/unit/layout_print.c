@@ -14,6 +14,7 @@
 #include "tollfree/paper.h"
 #include "tollfree/prices.h"
 #include "tollfree/research.h"
+#include "tollfree/strategy.h"
 
 #define STRUCT(T) printf("struct %s %zu\n", #T, sizeof(T))
 #define FIELD(T, f) printf("field %s.%s %zu %zu\n", #T, #f, offsetof(T, f), sizeof(((T *)0)->f))
@@ -86,6 +87,8 @@ int main(void)
     FIELD(tf_paper_config, engine_url);
     FIELD(tf_paper_config, journal_dir);
     FIELD(tf_paper_config, progress);
+    FIELD(tf_paper_config, strategy);
+    FIELD(tf_paper_config, params);
 
     STRUCT(tf_paper_result);
     FIELD(tf_paper_result, size);
@@ -141,6 +144,19 @@ int main(void)
     FIELD(tf_results, trades);
     FIELD(tf_results, stats);
     FIELD(tf_results, m);
+    FIELD(tf_results, dparams);
+    FIELD(tf_results, n_params);
+    FIELD(tf_results, param_names);
+    STRUCT(tf_strategy_def);
+    FIELD(tf_strategy_def, size);
+    FIELD(tf_strategy_def, abi);
+    FIELD(tf_strategy_def, name);
+    FIELD(tf_strategy_def, n_params);
+    FIELD(tf_strategy_def, param_names);
+    FIELD(tf_strategy_def, state_size);
+    FIELD(tf_strategy_def, init);
+    FIELD(tf_strategy_def, step);
+    FIELD(tf_strategy_def, state_bytes);
     STRUCT(tf_fold);
     FIELD(tf_fold, is_start);
     FIELD(tf_fold, is_end);

@@ -15,26 +15,6 @@
 
 #define N_DEFAULT 150000
 
-static double *load_default(void)
-{
-    const char *src = getenv("TF_SOURCE_DIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/data/default_close.f64", src ? src : ".");
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        return NULL;
-    }
-    double *c = malloc(sizeof(double) * N_DEFAULT);
-    size_t got = c ? fread(c, sizeof(double), N_DEFAULT, f) : 0;
-    fclose(f);
-    if (got != N_DEFAULT) {
-        free(c);
-        return NULL;
-    }
-    return c;
-}
-
 static void default_grid(int64_t *params)
 {
     for (int64_t j = 0; j < 80; j++)
@@ -564,7 +544,7 @@ static int isa_max_child(void)
     tf_sweep_opts forced = {.threads = 1, .isa = TF_ISA_AVX512};
     CHECK_RC(tf_sweep(c, 4, good, 1, pnl, trades, &forced), TF_E_ISA_UNAVAILABLE);
 
-    double *close = load_default();
+    double *close = tf_test_default_close();
     CHECK(close != NULL);
     if (close) {
         int64_t params[80 * 6];
@@ -698,7 +678,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--isa-max-child"))
         return isa_max_child();
-    double *close = load_default();
+    double *close = tf_test_default_close();
     CHECK(close != NULL);
     if (close) {
         test_default(close);

@@ -4,6 +4,7 @@
  * refused unless asked; every error return. The service path is tested from Python
  * (python/tests/test_paper.py, a real `engine serve`). */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "harness.h"
 #include "tollfree/kernel.h"
 #include "tollfree/paper.h"
+#include "tollfree/strategy.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
@@ -400,8 +402,103 @@ static void test_format(void)
     CHECK_RC(tf_paper_format(&c, &r, 0, NULL, 8), TF_E_NULL_ARG);
 }
 
+/* Every built-in through tf_paper_run: the fills' pnl equals tf_sweep_with's on the rounded
+ * series (rounded here), raw bits, in the auction; with a half spread no parity is asked but the
+ * kernel figure is still the sweep's; hma by name is HMA with combo; refusals name the combo;
+ * an old-size config (no strategy fields) is HMA; the format shows the strategy. */
+static void test_strategies(void)
+{
+    enum { N = 12000 };
+    double *x = malloc(sizeof *x * N), *px = malloc(sizeof *px * N);
+    random_walk(x, N, 1.2345, 0.0015);
+    for (int64_t i = 0; i < N; i++)
+        px[i] = nearbyint(x[i] * 1e4) / 1e4;
+    static const struct {
+        const char *name;
+        double p[3];
+    } cases[] = {{"sma_cross", {3, 17, 0}}, {"ema_cross", {4, 30, 0}}, {"donchian", {12, 0, 0}},
+                 {"donchian", {1, 0, 0}},   {"rsi", {14, 30, 70}},     {"rsi", {3, 45, 55}},
+                 {"bollinger", {20, 2, 0}}, {"bollinger", {9, 0.5, 0}}};
+    char msg[512];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const tf_strategy_def *def = tf_strategy_builtin(cases[k].name);
+        CHECK(def != NULL);
+        if (!def)
+            continue;
+        tf_paper_config c = {.size = sizeof c, .strategy = def, .params = cases[k].p};
+        tf_paper_result r;
+        CHECK_RC(run(x, N, &c, &r, msg), 0);
+        double kp, up;
+        int64_t kt, ut;
+        tf_sweep_opts so = {.size = sizeof so, .threads = 1};
+        CHECK_RC(tf_sweep_with(def, px, N, cases[k].p, 1, &kp, &kt, &so), 0);
+        CHECK_RC(tf_sweep_with(def, x, N, cases[k].p, 1, &up, &ut, &so), 0);
+        CHECK(same_bits(r.pnl, kp) && r.trades == kt);
+        CHECK(same_bits(r.kernel_pnl, kp) && r.kernel_trades == kt);
+        CHECK(same_bits(r.stream_pnl, kp) && r.stream_trades == kt);
+        CHECK(same_bits(r.unrounded_pnl, up) && r.unrounded_trades == ut);
+        CHECK(r.parity == 1 && r.trades > 0);
+        if (!r.parity)
+            fprintf(stderr, "  %s: pnl %.17g trades %lld, sweep %.17g %lld\n", cases[k].name, r.pnl,
+                    (long long)r.trades, kp, (long long)kt);
+        /* the quoted market: the kernel figure is the strategy's sweep */
+        c.half_spread = 2;
+        CHECK_RC(run(x, N, &c, &r, msg), 0);
+        CHECK(same_bits(r.kernel_pnl, kp) && r.kernel_trades == kt);
+        CHECK(same_bits(r.spread_cost, kp - r.pnl));
+    }
+    /* hma by name is HMA with combo: the same result, field for field (but the time) */
+    const tf_strategy_def *hma = tf_strategy_builtin("hma");
+    double hp[6] = {6, 3, 2, 3, 1, 2};
+    tf_paper_config a = {.size = sizeof a, .combo = {6, 3, 2, 3, 1, 2}};
+    tf_paper_config b = {.size = sizeof b, .strategy = hma, .params = hp};
+    tf_paper_result ra, rb;
+    CHECK_RC(run(x, N, &a, &ra, msg), 0);
+    CHECK_RC(run(x, N, &b, &rb, msg), 0);
+    ra.seconds = rb.seconds = 0;
+    CHECK(memcmp(&ra, &rb, sizeof ra) == 0);
+    hp[2] = 2.5;
+    CHECK_RC(run(x, N, &b, &rb, msg), TF_E_INVALID_ARG);
+    CHECK(strstr(msg, "hma's sq must be a whole number") != NULL);
+
+    /* a combo init refuses; a def the contract refuses; params missing */
+    const tf_strategy_def *sma = tf_strategy_builtin("sma_cross");
+    double bad[2] = {20, 5};
+    tf_paper_config c = {.size = sizeof c, .strategy = sma, .params = bad};
+    CHECK_RC(run(x, N, &c, &rb, msg), TF_E_STRATEGY);
+    CHECK(strstr(msg, "fast=20") && strstr(msg, "slow=5"));
+    c.params = NULL;
+    CHECK_RC(run(x, N, &c, &rb, msg), TF_E_NULL_ARG);
+    tf_strategy_def broken = *sma;
+    broken.abi = TF_STRATEGY_ABI + 1;
+    c = (tf_paper_config){.size = sizeof c, .strategy = &broken, .params = bad};
+    CHECK_RC(run(x, N, &c, &rb, msg), TF_E_STRATEGY);
+    /* a caller of the layout before the strategy fields: HMA with its combo */
+    tf_paper_config old = {.size = offsetof(tf_paper_config, strategy),
+                           .combo = {6, 3, 2, 3, 1, 2},
+                           .strategy = sma,
+                           .params = bad};
+    CHECK_RC(run(x, N, &old, &rb, msg), 0);
+    rb.seconds = 0;
+    CHECK(memcmp(&ra, &rb, sizeof ra) == 0);
+
+    /* the summary names the strategy and its params */
+    double sp[2] = {3, 17};
+    c = (tf_paper_config){.size = sizeof c, .strategy = sma, .params = sp};
+    CHECK_RC(run(x, N, &c, &rb, msg), 0);
+    char buf[2048];
+    tf_paper_format(&c, &rb, 1, buf, sizeof buf);
+    CHECK(strstr(buf, "\"strategy\": \"sma_cross\", \"combo\": [3, 17], ") != NULL);
+    tf_paper_format(&c, &rb, 0, buf, sizeof buf);
+    const char *head = "paper: sma_cross fast=3,slow=17, 12000 bars, closing auction";
+    CHECK(!strncmp(buf, head, strlen(head)));
+    free(x);
+    free(px);
+}
+
 int main(void)
 {
+    test_strategies();
     test_random_combos_random_walk();
     test_decimal_series();
     test_coarse_tick();

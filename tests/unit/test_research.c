@@ -10,6 +10,7 @@
 #include "tollfree/error.h"
 #include "tollfree/kernel.h"
 #include "tollfree/research.h"
+#include "tollfree/strategy.h"
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -99,7 +100,7 @@ static void test_columns(void)
     double pnl[2] = {1.5, NAN};
     int64_t trades[2] = {3, 0};
     tf_stats st[2] = {{.pnl = 1.5, .trades = 3, .wins = 2, .max_dd = 0.5}, {.trades = 0}};
-    tf_results r = {params, pnl, trades, NULL, 2};
+    tf_results r = {params, pnl, trades, NULL, 2, NULL, 0, NULL};
     double v[2];
     CHECK_RC(tf_column_values(&r, 0, 1, v), 0);
     CHECK(v[0] == 6.0 && v[1] == 8.0);
@@ -119,6 +120,63 @@ static void test_columns(void)
     CHECK(isnan(tf_column_value(NULL, 7, 0)));
     r.pnl = NULL;
     CHECK_RC(tf_column_values(&r, TF_COLUMN_PNL, 1, v), TF_E_NULL_ARG);
+}
+
+/* A strategy's table: its parameter names, then pnl, trades and the rest; the HMA table is the
+ * one with dparams NULL (the same numbers as tf_column_*). */
+static void test_named_columns(void)
+{
+    static const char *const names[] = {"fast", "slow"};
+    double dp[4] = {2.0, 10.0, 2.5, 20.0};
+    double pnl[2] = {1.5, -2.0};
+    int64_t trades[2] = {3, 4};
+    tf_stats st[2] = {{.pnl = 1.5, .trades = 3, .max_dd = 0.5}, {.trades = 4, .max_dd = 2.0}};
+    tf_results r = {NULL, pnl, trades, st, 2, dp, 2, names};
+    tf_results hma = {0};
+    char msg[2048];
+    int sign = 0;
+    CHECK_EQ(tf_results_column_count(&hma), tf_column_count());
+    CHECK_EQ(tf_results_column_pnl(&hma), TF_COLUMN_PNL);
+    CHECK(!strcmp(tf_results_column_name(&hma, 2), "sq"));
+    CHECK_EQ(tf_results_column_count(&r), tf_column_count() - 4);
+    CHECK_EQ(tf_results_column_pnl(&r), 2);
+    CHECK(!strcmp(tf_results_column_name(&r, 0), "fast"));
+    CHECK(!strcmp(tf_results_column_name(&r, 1), "slow"));
+    CHECK(!strcmp(tf_results_column_name(&r, 2), "pnl"));
+    CHECK(!strcmp(tf_results_column_name(&r, 3), "trades"));
+    CHECK(!strcmp(tf_results_column_name(&r, tf_column_count() - 5), "avg_trade"));
+    CHECK(tf_results_column_name(&r, tf_column_count() - 4) == NULL);
+    CHECK(tf_results_column_name(&r, -1) == NULL);
+    CHECK_EQ(tf_results_column_flags(&r, 0), TF_COLUMN_WINDOW); /* a real, not an integer */
+    CHECK_EQ(tf_results_column_flags(&r, 3), TF_COLUMN_INT);
+    CHECK_EQ(tf_results_column_find(&r, "slow", 4, &sign, msg, sizeof msg), 1);
+    CHECK_EQ(tf_results_column_find(&r, "-max_dd", 7, &sign, msg, sizeof msg), 11);
+    CHECK_EQ(sign, -1);
+    CHECK_RC(tf_results_column_find(&r, "L", 1, NULL, msg, sizeof msg), TF_E_INVALID_ARG);
+    CHECK(!strncmp(msg, "unknown column 'L'; columns: fast, slow, pnl, trades,", 53));
+    CHECK_EQ(tf_results_column_find(&hma, "p3", 2, NULL, msg, sizeof msg), 4);
+    double v[2];
+    CHECK_RC(tf_column_values(&r, 0, 1, v), 0);
+    CHECK(v[0] == 2.0 && v[1] == 2.5);
+    CHECK_RC(tf_column_values(&r, 1, -1, v), 0);
+    CHECK(v[0] == -10.0 && v[1] == -20.0);
+    CHECK_RC(tf_column_values(&r, 2, 1, v), 0);
+    CHECK(v[0] == 1.5 && v[1] == -2.0);
+    CHECK(tf_column_value(&r, 11, 1) == 2.0 && tf_column_value(&r, 3, 1) == 4.0);
+    CHECK_RC(tf_column_values(&r, 17, 1, v), TF_E_INVALID_ARG); /* past the table */
+    r.stats = NULL;
+    CHECK_RC(tf_column_values(&r, 11, 1, v), TF_E_INVALID_ARG); /* statistics absent */
+    /* a bad strategy table */
+    tf_results bad = r;
+    bad.param_names = NULL;
+    CHECK_RC(tf_results_column_count(&bad), TF_E_INVALID_ARG);
+    CHECK(tf_results_column_name(&bad, 0) == NULL);
+    CHECK_RC(tf_column_values(&bad, 0, 1, v), TF_E_INVALID_ARG);
+    bad = r;
+    bad.n_params = 0;
+    CHECK_RC(tf_results_column_pnl(&bad), TF_E_INVALID_ARG);
+    CHECK_RC(tf_results_column_find(&bad, "pnl", 3, NULL, msg, sizeof msg), TF_E_INVALID_ARG);
+    CHECK_RC(tf_results_column_count(NULL), TF_E_NULL_ARG);
 }
 
 static void test_rank(void)
@@ -326,6 +384,82 @@ static void check_fold(const double *close, const int64_t *params, int64_t m, co
     CHECK(same_bits(row->oos_best_value, val[1][best]));
 }
 
+/* tf_oos_run_with: a built-in's folds against tf_sweep_with on each part by hand; hma through
+ * it equals tf_oos_run; a combo init refuses is named before any sweep. */
+static void test_oos_run_with(void)
+{
+    enum { N = 2000, M = 12 };
+    static double close[N];
+    random_walk(close, N);
+    const tf_strategy_def *sma = tf_strategy_builtin("sma_cross");
+    CHECK(sma != NULL);
+    if (!sma)
+        return;
+    double dp[2 * M];
+    for (int j = 0; j < M; j++) {
+        dp[2 * j] = 2 + j % 4;
+        dp[2 * j + 1] = 10 + 7 * (j / 4);
+    }
+    tf_oos_row rows[3];
+    char msg[512];
+    tf_oos_opts o = {.size = sizeof o, .walk_forward = 3, .metric = "-max_dd"};
+    tf_sweep_opts so = {.size = sizeof so, .threads = 2};
+    CHECK_EQ(tf_oos_run_with(sma, close, N, dp, M, &o, rows, 3, msg, sizeof msg, &so), 3);
+    tf_fold f[3];
+    tf_folds(N, &o, f, 3, NULL, 0);
+    for (int i = 0; i < 3; i++) {
+        double pnl[2][M], val[2][M];
+        int64_t tr[2][M];
+        tf_stats st[2][M];
+        int64_t lo[2] = {f[i].is_start, f[i].oos_start}, hi[2] = {f[i].is_end, f[i].oos_end};
+        for (int k = 0; k < 2; k++) {
+            tf_sweep_opts one = {.size = sizeof one, .threads = 1, .stats = st[k]};
+            CHECK_RC(tf_sweep_with(sma, close + lo[k], hi[k] - lo[k], dp, M, pnl[k], tr[k], &one),
+                     0);
+            for (int j = 0; j < M; j++)
+                val[k][j] = -st[k][j].max_dd;
+        }
+        int64_t w = 0;
+        for (int64_t j = 1; j < M; j++)
+            if (better(val[0][j], val[0][w]))
+                w = j;
+        int64_t rank = 1;
+        for (int64_t j = 0; j < M; j++)
+            rank += better(val[1][j], val[1][w]);
+        CHECK(memcmp(&rows[i].fold, &f[i], sizeof f[i]) == 0);
+        CHECK_EQ(rows[i].winner, w);
+        CHECK(same_bits(rows[i].is_value, val[0][w]) && same_bits(rows[i].oos_pnl, pnl[1][w]));
+        CHECK(rows[i].is_trades == tr[0][w] && rows[i].oos_trades == tr[1][w]);
+        CHECK_EQ(rows[i].oos_rank, rank);
+    }
+    /* the reference gives the same rows */
+    tf_oos_row ref[3];
+    o.reference = 1;
+    CHECK_EQ(tf_oos_run_with(sma, close, N, dp, M, &o, ref, 3, msg, sizeof msg, NULL), 3);
+    CHECK(memcmp(ref, rows, sizeof rows) == 0);
+
+    /* hma through tf_oos_run_with is tf_oos_run */
+    const tf_strategy_def *hma = tf_strategy_builtin("hma");
+    int64_t ip[6 * M];
+    double hp[6 * M];
+    for (int j = 0; j < M; j++)
+        tf_combo_from_length(5 + 4 * j, ip + 6 * j);
+    for (int j = 0; j < 6 * M; j++)
+        hp[j] = (double)ip[j];
+    o = (tf_oos_opts){.size = sizeof o, .split = 0.6, .metric = "sharpe_per_trade"};
+    CHECK_EQ(tf_oos_run(close, N, ip, M, &o, ref, 3, msg, sizeof msg, &so), 1);
+    CHECK_EQ(tf_oos_run_with(hma, close, N, hp, M, &o, rows, 3, msg, sizeof msg, &so), 1);
+    CHECK(memcmp(ref, rows, sizeof rows[0]) == 0);
+
+    /* a combo init refuses: named, before any sweep */
+    dp[2 * 5 + 1] = dp[2 * 5];
+    CHECK_RC(tf_oos_run_with(sma, close, N, dp, M, &o, rows, 3, msg, sizeof msg, NULL),
+             TF_E_STRATEGY);
+    CHECK(strstr(msg, "combo") != NULL);
+    CHECK_RC(tf_oos_run_with(NULL, close, N, dp, M, &o, rows, 3, msg, sizeof msg, NULL),
+             TF_E_NULL_ARG);
+}
+
 static void test_oos_run(void)
 {
     enum { N = 3000, M = 40 };
@@ -403,10 +537,12 @@ int main(void)
 {
     test_derived();
     test_columns();
+    test_named_columns();
     test_rank();
     test_fee();
     test_grid_check();
     test_folds();
     test_oos_run();
+    test_oos_run_with();
     return tf_test_report();
 }

@@ -7,6 +7,13 @@
             for px in close:
                 s.on_bar(px)
 
+Any strategy the server offers (``serve --strategy sma_cross``; :meth:`Client.strategies` lists
+them with their parameter names), by name, with an (n, k) float64 grid::
+
+        pnl, trades = c.sweep(close, [[5, 20], [10, 50]], strategy="sma_cross")
+        st = c.sweep_stats(ds, grid, fee=0.05, strategy="rsi")
+        with c.session([20, 2.0], strategy="bollinger") as s: ...
+
 URLs: ``unix:PATH``, ``tcp:[HOST:]PORT`` (``tcp:PORT`` means 127.0.0.1), ``shm:PATH`` (the Unix
 socket of ``serve --shm PATH``) and ``spawn:`` / ``spawn:BINARY`` (one ``tollfree serve --stdio``
 process per call; BINARY defaults to :func:`tollfree._lib.bin_path`).
@@ -20,10 +27,11 @@ from __future__ import annotations
 
 from tollfree import urls
 from tollfree.client._shm import DEFAULT_RING, DEFAULT_SPIN
-from tollfree.client._v2 import Client, Dataset, Session, ShmClient, SpawnClient, as_combo
+from tollfree.client._v2 import (Client, Dataset, Session, ShmClient, SpawnClient, as_combo,
+                                 as_strategy_params)
 
 __all__ = ["connect", "Client", "Dataset", "Session", "ShmClient", "SpawnClient", "open_transport",
-           "as_combo", "parse_url", "DEFAULT_SPIN", "DEFAULT_RING"]
+           "as_combo", "as_strategy_params", "parse_url", "DEFAULT_SPIN", "DEFAULT_RING"]
 
 
 def parse_url(url: str) -> tuple[str, tuple]:

@@ -45,6 +45,33 @@ def as_combo(combo) -> np.ndarray:
     return as_params(np.ascontiguousarray(p).reshape(1, 6)).reshape(6)
 
 
+def as_strategy_params(params, one: bool = False) -> np.ndarray:
+    """Parameters of a named strategy as C-contiguous float64: an (n, k) grid (``one``: a single
+    combo, shape (k,)), 1 <= k <= 64, in the strategy's parameter order. Integers are converted
+    (exact up to 2**53); the values themselves are the strategy's to check (its ``init``)."""
+    a = np.asarray(params)
+    if a.dtype == np.bool_ or a.dtype.kind not in "iuf":
+        raise TypeError(f"strategy parameters must be numbers, got dtype {a.dtype}")
+    want = 1 if one else 2
+    if a.ndim != want:
+        raise ValueError(f"strategy parameters must be {'a (k,)' if one else 'an (n, k)'} array, "
+                         f"got shape {a.shape}")
+    k = a.shape[-1]
+    if not 1 <= k <= wire.MAX_PARAMS:
+        raise ValueError(f"a combo has 1 to {wire.MAX_PARAMS} parameters, got {k}")
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _strategy_name(strategy) -> tuple[bytes, bytes]:
+    """The name as sent (ASCII) and zero-padded to 8 bytes, as the frame carries it."""
+    if not isinstance(strategy, str):
+        raise TypeError(f"a server strategy is named by a str, got {type(strategy).__name__}")
+    b = strategy.encode("ascii", "replace")
+    if not 1 <= len(b) <= wire.MAX_NAME:
+        raise ValueError(f"a strategy name has 1 to {wire.MAX_NAME} bytes, got {len(b)}")
+    return b, b + bytes(-len(b) % 8)
+
+
 class Dataset:
     """A close series held by the server: ``handle`` (content hash), ``n_bars``, ``created``
     (False when the server already held these bytes). Valid until :meth:`Client.drop` or server
@@ -76,10 +103,11 @@ class Session:
     exactly the batch sweep's trades and pnl. Close it (or use ``with``) to free it on the server.
     """
 
-    def __init__(self, client: "Client", session_id: int, combo):
+    def __init__(self, client: "Client", session_id: int, combo, strategy: str | None = None):
         self._c = client
         self.id = int(session_id)
-        self.combo = tuple(int(v) for v in combo)
+        self.strategy = strategy  # None: HMA's six windows (SESSION_OPEN)
+        self.combo = tuple(float(v) for v in combo) if strategy else tuple(int(v) for v in combo)
         self.position = 0
         self.trades = 0
         self.pnl = 0.0
@@ -296,10 +324,20 @@ class Client:
             raise ValueError(f"out must be (float64[{m}], int64[{m}]) C-contiguous arrays")
         return pnl, trades
 
-    def sweep(self, data, params, out=None) -> tuple[np.ndarray, np.ndarray]:
+    def sweep(self, data, params, out=None, strategy: str | None = None,
+              fee: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(pnl float64[m], trades int64[m])`` for a close array (SWEEP: the series travels
         with the call) or a :class:`Dataset` (SWEEP_DS: params only). Bit-identical to
-        :func:`tollfree.sweep`. ``out=(pnl, trades)`` receives into caller arrays."""
+        :func:`tollfree.sweep`. ``out=(pnl, trades)`` receives into caller arrays.
+
+        ``strategy="sma_cross"`` (any name :meth:`strategies` lists) sweeps that strategy
+        (SWEEP_WITH): ``params`` is then an (n, k) float64 grid in its parameter order, and
+        ``fee`` (percent points per closed trade, default 0.09) may be given."""
+        if strategy is not None:
+            pnl, trades, _ = self._sweep_with(data, params, strategy, fee, False, out)
+            return pnl, trades
+        if fee is not None:
+            raise ValueError("fee= needs strategy= here (HMA's fee: sweep_stats)")
         params = as_params(params)
         m = params.shape[0]
         pnl, trades = self._outs(m, out)
@@ -333,11 +371,16 @@ class Client:
             t.read(_bytes_view(trades), 8 * m)
         t.end_reply()
 
-    def sweep_stats(self, data, params, fee: float = FEE_DEFAULT) -> dict:
+    def sweep_stats(self, data, params, fee: float = FEE_DEFAULT,
+                    strategy: str | None = None) -> dict:
         """Every output of every combo (the names of :func:`tollfree.sweep_stats`, bit-identical
         to it) from the server: SWEEP_DS with the statistics flag and a fee. ``data`` is a
         :class:`Dataset` or a close array (loaded for the call, dropped after if this call
-        created it)."""
+        created it). ``strategy=`` sweeps a named strategy (SWEEP_WITH; a close array then
+        travels with the call)."""
+        if strategy is not None:
+            _, _, rows = self._sweep_with(data, params, strategy, as_fee(fee), True, None)
+            return {n: np.ascontiguousarray(rows[n]) for n in STAT_NAMES}
         params = as_params(params)
         fee = as_fee(fee)
         if isinstance(data, Dataset):
@@ -374,6 +417,74 @@ class Client:
         t.end_reply()
         return rows
 
+    # ---- strategies by name (SWEEP_WITH, SESSION_OPEN_WITH, STRATEGIES) -------------------------
+    def strategies(self) -> dict:
+        """The strategies the server offers: ``{name: (parameter names...)}`` ("hma" first,
+        then those it was started with, ``--strategy``)."""
+        t = self._t
+        rid = self._send(wire.STRATEGIES, [], 0)
+        plen = self._recv(wire.STRATEGIES, rid, 8)
+        if plen < 8 or plen > 8 + (64 << 10):
+            self._bad(f"STRATEGIES reply of {plen} bytes", t)
+        buf = bytearray(plen)
+        t.read(memoryview(buf))
+        t.end_reply()
+        count, tlen = wire.STRATEGIES_REP.unpack_from(buf)
+        lines = bytes(buf[8:]).decode("ascii", "replace").splitlines()
+        if tlen != plen - 8 or len(lines) != count:
+            self._bad(f"STRATEGIES reply ({count} strategies, {tlen} bytes of {plen - 8})", t)
+        out = {}
+        for line in lines:
+            name, *names = line.split(" ")
+            out[name] = tuple(names)
+        return out
+
+    def _sweep_with(self, data, params, strategy, fee, stats: bool, out, t=None):
+        """SWEEP_WITH: ``(pnl, trades, rows or None)``."""
+        t = t or self._t
+        params = as_strategy_params(params)
+        m, k = params.shape
+        if m > _U32:
+            raise ValueError("a sweep carries at most 2**32-1 combos")
+        pnl, trades = self._outs(m, out)
+        raw, padded = _strategy_name(strategy)
+        flags = wire.SWEEP_FLAG_STATS if stats else 0
+        if fee is not None:
+            flags |= wire.SWEEP_FLAG_FEE
+        if isinstance(data, Dataset):
+            handle, n, close = data.handle, 0, None
+        else:
+            close = as_close(data)
+            handle, n = 0, close.shape[0]
+        wire.SWEEP_WITH_REQ.pack_into(self._pay, 0, handle, n, m, flags, k, len(raw))
+        fixed = 32
+        if fee is not None:
+            wire.F64.pack_into(self._pay, 32, as_fee(fee))
+            fixed = 40
+        parts = [self._pay_mv[:fixed], padded]
+        if n:
+            parts.append(_bytes_view(close))
+        if m:
+            parts.append(_bytes_view(params))
+        rid = self._send(wire.SWEEP_WITH, parts, fixed + len(padded) + 8 * n + 8 * k * m, t=t)
+        per = 16 + (wire.STATS_ROW if stats else 0)
+        want = 8 + per * m
+        plen = self._recv(wire.SWEEP_WITH, rid, want, t)
+        if plen != want:
+            self._bad(f"SWEEP_WITH reply of {plen} bytes for {m} combos (expected {want})", t)
+        t.read(self._pay_mv[:8], want)
+        nn, rflags = wire.SWEEP_REP_FLAGS.unpack_from(self._pay)
+        if nn != m or rflags != (wire.SWEEP_FLAG_STATS if stats else 0):
+            self._bad(f"SWEEP_WITH reply for {nn} combos, flags {rflags} (sent {m})", t)
+        rows = np.empty(m, STATS_DTYPE) if stats else None
+        if m:
+            t.read(_bytes_view(pnl), 16 * m)
+            t.read(_bytes_view(trades), 8 * m)
+            if stats:
+                t.read(_bytes_view(rows), wire.STATS_ROW * m)
+        t.end_reply()
+        return pnl, trades, rows
+
     def run_one(self, dataset, combo) -> tuple[float, int]:
         """One combo on a loaded dataset: ``(pnl, trades)`` (the "chatty but cheap" pattern)."""
         if not isinstance(dataset, Dataset):
@@ -384,8 +495,19 @@ class Client:
         pnl, trades = self._fixed(wire.RUN_ONE, rid, wire.RUN_ONE_REP)
         return pnl, trades
 
-    def session(self, combo) -> Session:
-        """Opens a live session for one combo (closed with the connection at the latest)."""
+    def session(self, combo, strategy: str | None = None) -> Session:
+        """Opens a live session for one combo (closed with the connection at the latest).
+        ``strategy="rsi"`` (a name :meth:`strategies` lists): a session of that strategy,
+        ``combo`` its parameters as numbers (SESSION_OPEN_WITH); fed the same bars it gives
+        exactly the in-process streaming :class:`tollfree.Strategy`'s trades and pnl."""
+        if strategy is not None:
+            p = as_strategy_params(combo, one=True)
+            raw, padded = _strategy_name(strategy)
+            wire.SESSION_OPEN_WITH_REQ.pack_into(self._pay, 0, p.shape[0], len(raw))
+            rid = self._send(wire.SESSION_OPEN_WITH, [self._pay_mv[:8], padded, _bytes_view(p)],
+                             8 + len(padded) + 8 * p.shape[0])
+            (sid,) = self._fixed(wire.SESSION_OPEN_WITH, rid, wire.SESSION_OPEN_REP)
+            return self._session_cls(self, sid, p.tolist(), strategy)
         p = as_combo(combo)
         wire.SESSION_OPEN_REQ.pack_into(self._pay, 0, *p.tolist())
         rid = self._send(wire.SESSION_OPEN, [self._pay_mv[:48]], 48)
@@ -456,10 +578,11 @@ class ShmSession(Session):
     pnl = property(lambda self: self._last[8])
     bars = property(lambda self: self._count())
 
-    def __init__(self, client, session_id, combo):
+    def __init__(self, client, session_id, combo, strategy=None):
         self._c = client
         self.id = int(session_id)
-        self.combo = tuple(int(v) for v in combo)
+        self.strategy = strategy
+        self.combo = tuple(float(v) for v in combo) if strategy else tuple(int(v) for v in combo)
         self.closed = False
         self._last = (36, wire.SESSION_BAR, 2, 0, 0, 0, 0, 0, 0.0)
         self.on_bar = self._build(client._t)
@@ -708,7 +831,12 @@ class ShmClient(Client):
         # answered there (docs/protocol.md, "Shared memory").
         return Client._load_fd(self, close, self._t.control)
 
-    def sweep(self, data, params, out=None):
+    def sweep(self, data, params, out=None, strategy=None, fee=None):
+        if strategy is not None:
+            pnl, trades, _ = self._sweep_with(data, params, strategy, fee, False, out)
+            return pnl, trades
+        if fee is not None:
+            raise ValueError("fee= needs strategy= here (HMA's fee: sweep_stats)")
         params = as_params(params)
         m = params.shape[0]
         room = self._room()
@@ -724,6 +852,34 @@ class ShmClient(Client):
             return self._sweep_chunked(ds, params, out)
         finally:
             if ds.created and not self.closed:
+                self.drop(ds)
+
+    def _sweep_with(self, data, params, strategy, fee, stats, out, t=None):
+        """As :meth:`Client._sweep_with`; a frame the ring cannot carry goes as LOAD_FD and
+        SWEEP_WITH against the dataset in combo chunks that fit (dropped after if created)."""
+        params = as_strategy_params(params)
+        m, k = params.shape
+        _, padded = _strategy_name(strategy)
+        room = self._room()
+        per = 16 + (wire.STATS_ROW if stats else 0)
+        head = 48 + len(padded)
+        n = 0 if isinstance(data, Dataset) else as_close(data).shape[0]
+        if head + 8 * n + 8 * k * m <= room and 8 + per * m <= room:
+            return Client._sweep_with(self, data, params, strategy, fee, stats, out)
+        ds = data if isinstance(data, Dataset) else self.load(as_close(data))
+        try:
+            pnl, trades = self._outs(m, out)
+            rows = np.empty(m, STATS_DTYPE) if stats else None
+            step = max(1, min((room - head) // (8 * k), (room - 8) // per))
+            for a in range(0, max(m, 1), step):
+                b = min(m, a + step)
+                _, _, r = Client._sweep_with(self, ds, params[a:b], strategy, fee, stats,
+                                             (pnl[a:b], trades[a:b]))
+                if stats:
+                    rows[a:b] = r
+            return pnl, trades, rows
+        finally:
+            if ds is not data and ds.created and not self.closed:
                 self.drop(ds)
 
     def _room(self) -> int:
@@ -805,14 +961,30 @@ class SpawnClient(Client):
         ds._close = close
         return ds
 
-    def sweep(self, data, params, out=None):
+    def _spawned(self, data):
         if isinstance(data, Dataset):
             if data._close is None:
                 raise EngineError(wire.E_UNKNOWN_DATASET, _NOT_SPAWNED)
             data = data._close
-        close, params = as_close(data), as_params(params)
+        return as_close(data)
+
+    def sweep(self, data, params, out=None, strategy=None, fee=None):
+        close = self._spawned(data)
+        if strategy is not None:
+            params = as_strategy_params(params)
+            self._outs(params.shape[0], out)
+            return self._run(Client.sweep, close, params, out, strategy, fee)
+        params = as_params(params)
         self._outs(params.shape[0], out)
         return self._run(Client.sweep, close, params, out)
+
+    def sweep_stats(self, data, params, fee=FEE_DEFAULT, strategy=None):
+        if strategy is None:
+            return Client.sweep_stats(self, data, params, fee)
+        return self._run(Client.sweep_stats, self._spawned(data), params, fee, strategy)
+
+    def strategies(self) -> dict:
+        return self._run(Client.strategies)
 
     def run_one(self, dataset, combo):
         if isinstance(dataset, Dataset):
@@ -828,7 +1000,7 @@ class SpawnClient(Client):
     def drop(self, dataset) -> None:
         """Nothing to free: no server outlives a call."""
 
-    def session(self, combo):
+    def session(self, combo, strategy=None):
         raise EngineError(wire.E_UNSUPPORTED, "spawn: a process per call cannot hold a live session")
 
     def close(self) -> None:
