@@ -44,8 +44,14 @@ typedef struct tf_strategy_def {
     int (*step)(void *state, double close);         /* -1, 0, +1 or TF_HOLD */
     size_t (*state_bytes)(const double *params);    /* NULL: state_size; else the state these
                                                        params need (window rings, say) */
-    /* More optional members may follow; a plugin built with a smaller size has none of them, and
-     * a plugin that leaves a member out (zero) gets the default. */
+    /* Optional members follow; a plugin built with a smaller size has none of them, and a
+     * plugin that leaves a member out (zero) gets the default. */
+    int (*steps)(void *state, const double *close, int64_t n, int32_t *targets);
+    /* NULL: the sweep calls step once a bar. Else it may call steps instead, for a run of n bars
+     * in order: targets[i] must be exactly what step(state, close[i]) would return, and the state
+     * must end where those n steps leave it (so a plugin or a numba strategy can run its own loop,
+     * with step inlined, in one call per block of bars). Return 0; nonzero stops the sweep
+     * (TF_E_STRATEGY). Streaming always calls step. */
 } tf_strategy_def;
 
 /* The function a plugin exports under TF_STRATEGY_SYMBOL. */

@@ -42,6 +42,8 @@ _NAME = re.compile(r"[a-z0-9_]+\Z")
 
 INIT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_double))
 STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_double)
+STEPS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_double),
+                            ctypes.c_int64, ctypes.POINTER(ctypes.c_int32))
 
 
 class StrategyDef(ctypes.Structure):  # tf_strategy_def
@@ -49,7 +51,7 @@ class StrategyDef(ctypes.Structure):  # tf_strategy_def
                 ("n_params", ctypes.c_uint32),
                 ("param_names", ctypes.POINTER(ctypes.c_char_p)),
                 ("state_size", ctypes.c_size_t), ("init", INIT_FN), ("step", STEP_FN),
-                ("state_bytes", ctypes.c_void_p)]
+                ("state_bytes", ctypes.c_void_p), ("steps", STEPS_FN)]
 
 
 _declared = None
@@ -338,14 +340,14 @@ class UserStrategy:
         """The ``tf_strategy_def`` (compiled on first use, kept as long as this object)."""
         with self._lock:
             if self._resolved is None:
-                init, step, keep = (self._compile() if self.kind == "numba"
-                                    else self._callbacks())
+                init, step, steps, keep = (self._compile() if self.kind == "numba"
+                                           else self._callbacks())
                 raw = [n.encode() for n in self.param_names]
                 names = (ctypes.c_char_p * len(raw))(*raw)
                 name = self.name.encode()
                 d = StrategyDef(ctypes.sizeof(StrategyDef), ABI, name, len(raw),
                                 ctypes.cast(names, ctypes.POINTER(ctypes.c_char_p)),
-                                (8 * self.n_state + 15) // 16 * 16, init, step, None)
+                                (8 * self.n_state + 15) // 16 * 16, init, step, None, steps)
                 buf = ctypes.create_string_buffer(_MSG)
                 rc = L().tf_strategy_def_check(ctypes.addressof(d), buf, _MSG)
                 if rc:
@@ -362,7 +364,7 @@ class UserStrategy:
 
         init_j, step_j, n_state, n_params = self.init, self.step, self.n_state, \
             len(self.param_names)
-        f64p = types.CPointer(types.float64)
+        f64p, i32p = types.CPointer(types.float64), types.CPointer(types.int32)
         if self.state_dtype is not None:
             dt, nbytes = self.state_dtype, self.state_dtype.itemsize
 
@@ -377,7 +379,15 @@ class UserStrategy:
             def r_step(st, close):
                 return step_j(carray(st, (1,), dtype=dt)[0], close)
 
-            return INIT_FN(r_init.address), STEP_FN(r_step.address), (r_init, r_step)
+            @cfunc(types.int32(types.voidptr, f64p, types.int64, i32p), nopython=True)
+            def r_steps(st, cp, n, tp):
+                s, c, t = carray(st, (1,), dtype=dt)[0], carray(cp, (n,)), carray(tp, (n,))
+                for i in range(n):
+                    t[i] = step_j(s, c[i])
+                return 0
+
+            return (INIT_FN(r_init.address), STEP_FN(r_step.address),
+                    STEPS_FN(r_steps.address), (r_init, r_step, r_steps))
 
         @cfunc(types.int32(f64p, f64p), nopython=True)
         def c_init(st, pp):
@@ -390,7 +400,17 @@ class UserStrategy:
         def c_step(st, close):
             return step_j(carray(st, (n_state,)), close)
 
-        return INIT_FN(c_init.address), STEP_FN(c_step.address), (c_init, c_step)
+        # The sweep's batch member (strategy.h, steps): the same step in numba's own loop, where
+        # it is inlined, one C call per block of bars instead of one a bar.
+        @cfunc(types.int32(f64p, f64p, types.int64, i32p), nopython=True)
+        def c_steps(st, cp, n, tp):
+            s, c, t = carray(st, (n_state,)), carray(cp, (n,)), carray(tp, (n,))
+            for i in range(n):
+                t[i] = step_j(s, c[i])
+            return 0
+
+        return (INIT_FN(c_init.address), STEP_FN(c_step.address), STEPS_FN(c_steps.address),
+                (c_init, c_step, c_steps))
 
     def _callbacks(self):
         """ctypes callbacks into the plain Python functions: each call takes the GIL. An
@@ -428,7 +448,7 @@ class UserStrategy:
                 return HOLD
 
         init, step = INIT_FN(py_init), STEP_FN(py_step)
-        return init, step, (py_init, py_step, views)
+        return init, step, STEPS_FN(), (py_init, py_step, views)  # no steps: one call a bar
 
     def _failed(self, e: BaseException) -> None:
         """A callback raised: keep the first exception and stop the sweep (its progress is

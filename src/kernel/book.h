@@ -13,6 +13,7 @@
 #ifndef TF_KERNEL_BOOK_H
 #define TF_KERNEL_BOOK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernel/kernel_internal.h"
@@ -93,6 +94,14 @@ static inline void tfk_book_output(const tfk_sar *st, const tfk_sar_extra *x, in
 
 /* Bytes of state def needs for params, rounded up to a multiple of 16 (at least 16, so the
  * caller's 16-byte aligned block is never empty); 0 if it asks for more than TFK_MAX_STATE. */
+/* The def's steps member (strategy.h), or NULL when it has none or was built without it. */
+static inline int (*tfk_def_steps(const tf_strategy_def *def))(void *, const double *, int64_t,
+                                                               int32_t *)
+{
+    size_t end = offsetof(tf_strategy_def, steps) + sizeof def->steps;
+    return def->size >= end ? def->steps : NULL;
+}
+
 static inline size_t tfk_state_bytes(const tf_strategy_def *def, const double *params)
 {
     size_t b = def->state_bytes ? def->state_bytes(params) : def->state_size;

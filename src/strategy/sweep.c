@@ -14,27 +14,47 @@
 
 /* ---- the combo loop, written once for the reference and the threaded sweep ---- */
 
+/* Bars per call of a def's steps (strategy.h): 16 KiB of targets on the stack. */
+#define STEPS_BLOCK 4096
+
 /* Runs one combo over close[n] from a freshly initialised state into *b (statistics kept when
- * stats is non-zero). 0, TF_E_STRATEGY (a target outside -1, 0, +1, TF_HOLD), TF_E_CANCELLED
+ * stats is non-zero; batch: through the def's steps where it has one, else step by step, as the
+ * reference always does). 0, TF_E_STRATEGY (a target outside -1, 0, +1, TF_HOLD), TF_E_CANCELLED
  * (checked every 64 Ki bars when progress is given). */
 static inline __attribute__((always_inline)) int run_with(const tf_strategy_def *def, void *state,
                                                           const double *close, int64_t n,
-                                                          tfk_book *b, int stats,
+                                                          tfk_book *b, int stats, int batch,
                                                           const tf_progress *progress)
 {
     int (*step)(void *, double) = def->step;
+    int (*steps)(void *, const double *, int64_t, int32_t *) = batch ? tfk_def_steps(def) : NULL;
     tfk_sar st = b->sar;
     tfk_sar_extra x = b->x;
     int64_t expo = b->exposure;
-    for (int64_t i = 0; i < n; i++) {
-        if (progress && (i & 0xffff) == 0xffff &&
-            __atomic_load_n(&progress->cancel, __ATOMIC_RELAXED))
-            return TF_E_CANCELLED;
-        int t = step(state, close[i]);
-        if (!tfk_target_ok(t))
-            return TF_E_STRATEGY;
-        tfk_book_bar(&st, stats ? &x : NULL, &expo, t, close[i]);
-    }
+    if (steps) { /* the strategy's own loop, a block of bars a call, then the booking */
+        int32_t t[STEPS_BLOCK];
+        for (int64_t i = 0; i < n; i += STEPS_BLOCK) {
+            int64_t len = n - i < STEPS_BLOCK ? n - i : STEPS_BLOCK;
+            if (progress && __atomic_load_n(&progress->cancel, __ATOMIC_RELAXED))
+                return TF_E_CANCELLED;
+            if (steps(state, close + i, len, t))
+                return TF_E_STRATEGY;
+            for (int64_t k = 0; k < len; k++) {
+                if (!tfk_target_ok(t[k]))
+                    return TF_E_STRATEGY;
+                tfk_book_bar(&st, stats ? &x : NULL, &expo, t[k], close[i + k]);
+            }
+        }
+    } else
+        for (int64_t i = 0; i < n; i++) {
+            if (progress && (i & 0xffff) == 0xffff &&
+                __atomic_load_n(&progress->cancel, __ATOMIC_RELAXED))
+                return TF_E_CANCELLED;
+            int t = step(state, close[i]);
+            if (!tfk_target_ok(t))
+                return TF_E_STRATEGY;
+            tfk_book_bar(&st, stats ? &x : NULL, &expo, t, close[i]);
+        }
     b->sar = st;
     b->x = x;
     b->exposure = expo;
@@ -42,7 +62,7 @@ static inline __attribute__((always_inline)) int run_with(const tf_strategy_def 
 }
 
 static int run_combo(const tf_strategy_def *def, void *state, size_t bytes, const double *p,
-                     const double *close, int64_t n, double fee, int stats,
+                     const double *close, int64_t n, double fee, int stats, int batch,
                      const tf_progress *progress, tfk_book *b)
 {
     tfk_book_start(b, fee);
@@ -50,8 +70,8 @@ static int run_combo(const tf_strategy_def *def, void *state, size_t bytes, cons
     if (def->init(state, p))
         return TF_E_STRATEGY;
     if (stats)
-        return run_with(def, state, close, n, b, 1, progress);
-    return run_with(def, state, close, n, b, 0, progress);
+        return run_with(def, state, close, n, b, 1, batch, progress);
+    return run_with(def, state, close, n, b, 0, batch, progress);
 }
 
 /* ---- argument checks shared by tf_sweep_with and its reference ---- */
@@ -142,7 +162,7 @@ int tf_sweep_with_reference(const tf_strategy_def *def, const double *close, int
     for (int64_t j = 0; j < n_combos && !rc; j++) {
         const double *p = params + j * (int64_t)def->n_params;
         rc = run_combo(def, state, tfk_state_bytes(def, p), p, close, n_bars, o.fee,
-                       o.stats != NULL, NULL, &books[j]);
+                       o.stats != NULL, 0, NULL, &books[j]); /* the model: step, bar by bar */
     }
     for (int64_t j = 0; j < n_combos && !rc; j++)
         write_outputs(&books[j], o.stats != NULL, &pnl[j], &trades[j],
@@ -188,7 +208,7 @@ static void *job_main(void *arg)
             break;
         const double *p = jb->params + j * (int64_t)jb->def->n_params;
         int rc = run_combo(jb->def, state, tfk_state_bytes(jb->def, p), p, jb->close, jb->n_bars,
-                           jb->fee, jb->stats, jb->progress, &jb->books[j]);
+                           jb->fee, jb->stats, 1, jb->progress, &jb->books[j]);
         if (rc) {
             int zero = 0;
             atomic_compare_exchange_strong(&jb->rc, &zero, rc);

@@ -157,6 +157,7 @@ int main(void)
     FIELD(tf_strategy_def, init);
     FIELD(tf_strategy_def, step);
     FIELD(tf_strategy_def, state_bytes);
+    FIELD(tf_strategy_def, steps);
     STRUCT(tf_fold);
     FIELD(tf_fold, is_start);
     FIELD(tf_fold, is_end);

@@ -4,6 +4,7 @@
  * the contract equals tf_sweep and the published fingerprint; plugins load, and every refusal
  * names the file and the reason; identical combos once; cancel; every error return. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -592,8 +593,8 @@ static void test_def_check(void)
 {
     static const char *const one[] = {"x"};
     static const char *const bad_names[] = {"x y"};
-    tf_strategy_def good = {sizeof good, TF_STRATEGY_ABI, "mine",    1,   one,
-                            8,           ok_init,         hold_step, NULL};
+    tf_strategy_def good = {sizeof good, TF_STRATEGY_ABI, "mine",    1,    one,
+                            8,           ok_init,         hold_step, NULL, NULL};
     char msg[256];
     CHECK_RC(tf_strategy_def_check(&good, msg, sizeof msg), 0);
     tf_strategy_def d = good;
@@ -742,6 +743,55 @@ static void test_step_allocs(void)
     }
 }
 
+/* ---- the optional steps member: a block of bars a call ---- */
+
+static const tf_strategy_def *steps_base; /* whose step the steps below loop over */
+static int steps_fault;                   /* 1: return nonzero; 2: write a target of 7 */
+
+static int loop_steps(void *state, const double *close, int64_t n, int32_t *targets)
+{
+    for (int64_t i = 0; i < n; i++)
+        targets[i] = steps_base->step(state, close[i]);
+    if (steps_fault == 2 && n > 10)
+        targets[10] = 7;
+    return steps_fault == 1;
+}
+
+/* A def with steps gives exactly the bits of the same def stepped bar by bar (the reference,
+ * which never calls steps, against the threaded sweep, which does, and streaming), and a steps
+ * that fails or writes a bad target stops the sweep with TF_E_STRATEGY, outputs untouched. */
+static void test_steps_member(void)
+{
+    static const char *const names[] = {"sma_cross", "rsi", "bollinger"};
+    static const double params[][3] = {{3, 17, 0}, {14, 30, 70}, {20, 2, 0}};
+    enum { N = 20000 };
+    double *close = malloc(sizeof(double) * N);
+    random_close(close, N, 1);
+    for (int s = 0; s < 3; s++) {
+        steps_base = tf_strategy_builtin(names[s]);
+        tf_strategy_def d = *steps_base; /* a copy: the generic path, not the built-in's fast one */
+        d.steps = loop_steps;
+        steps_fault = 0;
+        uint32_t k = d.n_params;
+        double grid[2 * 3];
+        memcpy(grid, params[s], sizeof(double) * k);
+        memcpy(grid + k, params[s], sizeof(double) * k);
+        grid[k] += 1; /* a second, different combo */
+        check_paths(&d, close, N, grid, 2, 0.09, "steps");
+        double pnl[2] = {-1, -1};
+        int64_t tr[2] = {-1, -1};
+        tf_sweep_opts o = {.size = sizeof o, .threads = 2};
+        for (steps_fault = 1; steps_fault <= 2; steps_fault++) {
+            CHECK_RC(tf_sweep_with(&d, close, N, grid, 2, pnl, tr, &o), TF_E_STRATEGY);
+            CHECK(pnl[0] == -1 && tr[1] == -1);
+        }
+        d.size = offsetof(tf_strategy_def, steps); /* built before steps: never read */
+        steps_fault = 1;
+        CHECK_RC(tf_sweep_with(&d, close, N, grid, 2, pnl, tr, &o), 0);
+    }
+    free(close);
+}
+
 int main(void)
 {
     double *close = tf_test_default_close();
@@ -754,6 +804,7 @@ int main(void)
     test_plugins();
     test_sweep_errors();
     test_step_allocs();
+    test_steps_member();
     free(close);
     printf("%d passed, %d failed\n", tf_test_passed, tf_test_failed);
     return tf_test_failed ? 1 : 0;
