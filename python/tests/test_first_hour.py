@@ -239,3 +239,48 @@ def test_demo_names_its_data_and_the_next_commands():
     steps = demo.next_steps()
     assert steps.count("--input prices.csv") == 3
     assert "--report" in steps and " paper " in steps
+
+
+@pytest.mark.parametrize("module", ["paper", "html_report", "panel"])
+def test_module_commands_run_without_runpy_warning(module):
+    """`python -m tollfree.paper` (what `tollfree paper --plot` runs), `-m tollfree.html_report`
+    and `-m tollfree.panel` printed runpy's RuntimeWarning: the package imported them first."""
+    import sys
+
+    env = dict(__import__("os").environ, PYTHONPATH=str(Path(tollfree.__file__).parents[1]))
+    r = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", f"tollfree.{module}",
+                        "--help"], capture_output=True, text=True, timeout=DEADLINE, env=env)
+    assert r.returncode == 0 and "RuntimeWarning" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("metric,pnl_headers", [("pnl", 1), ("sharpe_per_trade", 1)])
+def test_report_oos_table_names_each_column_once(tmp_path, metric, pnl_headers):
+    """The out-of-sample table showed "oos pnl" twice with the default metric (issue 27)."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "r.html"
+    close = tollfree.data.synthetic_close(3000, seed=4)
+    tollfree.report(close, tollfree.grid.grid(6, 60, 6), path=str(out), split=0.6, metric=metric)
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", out.read_text())
+    assert heads.count("oos pnl") == pnl_headers, heads
+    assert len(heads) == len(set(heads)), heads
+
+
+def test_paper_plot_shows_its_fills(tmp_path):
+    """The buy and sell markers of `paper --plot` were drawn under the curves (invisible): the
+    PNG must hold pixels of both marker colours."""
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.image as mpimg
+    from matplotlib.colors import to_rgb
+
+    from tollfree import paper
+
+    close = tollfree.data.synthetic_close(2000, seed=9)
+    r = paper.run((40, 20, 6, 20, 7, 10), close, progress=False)
+    assert r.trades > 2
+    png = tmp_path / "eq.png"
+    paper.plot_equity(r, str(png))
+    img = mpimg.imread(str(png))[:, :, :3]
+    for colour in ("C2", "C3"):  # the buy and the sell markers
+        near = np.abs(img - np.array(to_rgb(colour))).max(axis=2) < 0.08
+        assert near.sum() > 20, (colour, int(near.sum()))

@@ -18,13 +18,10 @@ the release; pip's ``tollfree`` command (or ``python -m tollfree``) runs the C p
 # (python/tests/test_first_hour.py checks that all four agree).
 __version__ = "0.2.0"
 
-from tollfree import grid, orders, paper, strategies, v1  # noqa: E402,F401
+from tollfree import grid, orders, strategies, v1  # noqa: E402,F401
 from tollfree.binding import Series, Strategy, sweep, sweep_stats  # noqa: E402
 from tollfree.client import connect  # noqa: E402
 from tollfree.errors import EngineError, EngineTimeout  # noqa: E402
-# The sweep's HTML report; matplotlib is imported only when a report is written.
-from tollfree.html_report import report  # noqa: E402
-from tollfree.panel import sweep_panel  # noqa: E402
 from tollfree.research import walk_forward  # noqa: E402
 from tollfree.stats import sweep_frame  # noqa: E402
 from tollfree.strategies import define  # noqa: E402
@@ -33,3 +30,27 @@ from tollfree.strategies import define  # noqa: E402
 __all__ = ["sweep", "sweep_stats", "sweep_frame", "Strategy", "connect", "EngineError",
            "EngineTimeout", "v1", "orders", "paper", "walk_forward", "report", "sweep_panel",
            "Series", "strategies", "define"]
+
+# Imported on first use (PEP 562), not with the package: `python -m tollfree.paper`,
+# `-m tollfree.html_report` and `-m tollfree.panel` run those modules as scripts, and a module the
+# package had imported already would run twice (runpy's RuntimeWarning). `tollfree.paper`,
+# `from tollfree import report` and the like work as before.
+_LAZY = {"paper": ("tollfree.paper", None), "report": ("tollfree.html_report", "report"),
+         "sweep_panel": ("tollfree.panel", "sweep_panel")}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        m = importlib.import_module(module)
+        value = m if attr is None else getattr(m, attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tollfree' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+

@@ -242,18 +242,22 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
         wf = research.walk_forward(close, params, split=split, walk_forward=walk_forward,
                                    metric=metric, threads=threads, fee=fee, strategy=r_st)
         lab = (lambda i: str(dates[min(i, n - 1)])) if dates is not None else (lambda i: f"{i:,}")
+        # With the metric pnl, "oos pnl" is the metric's column already: shown once.
+        extra_pnl = metric != "pnl"
         rows = [[int(r.fold), f"{lab(r.is_start)} .. {lab(r.is_end - 1)}",
                  f"{lab(r.oos_start)} .. {lab(r.oos_end - 1)}",
                  ",".join(_pv(wf[c].iloc[r.Index]) for c in pnames), _fmt(r.is_value),
-                 _fmt(r.oos_value), _fmt(r.oos_pnl), _fmt(int(r.oos_trades)),
-                 f"{int(r.oos_rank)} of {int(r.combos)}", _fmt(r.oos_best_value)]
+                 _fmt(r.oos_value)] + ([_fmt(r.oos_pnl)] if extra_pnl else [])
+                + [_fmt(int(r.oos_trades)), f"{int(r.oos_rank)} of {int(r.combos)}",
+                   _fmt(r.oos_best_value)]
                 for r in wf.itertuples()]
         what = (f"split at {split}" if split is not None else f"walk-forward, {walk_forward} folds")
         parts += [f"<h2>Out of sample ({what}, winner by {metric})</h2>",
                   f'<p class="verdict">{html.escape(research.verdict(wf))}</p>',
                   _table(["fold", "in sample", "out of sample", "winner", f"is {metric}",
-                          f"oos {metric}", "oos pnl", "oos trades", "oos rank",
-                          f"best oos {metric}"], rows, left=(1, 2, 3))]
+                          f"oos {metric}"] + (["oos pnl"] if extra_pnl else [])
+                         + ["oos trades", "oos rank", f"best oos {metric}"], rows,
+                         left=(1, 2, 3))]
     if headline:
         parts += ["<h2>Boundary benchmark headline</h2>", f"<pre>{html.escape(headline)}</pre>"]
     parts.append(f'<p class="note">written by tollfree in {time.perf_counter() - t0:.2f} s</p>')

@@ -426,8 +426,10 @@ def plot_equity(res: PaperResult, path: str) -> None:
         fl = fl[::stride]
         for d, color, marker, name in ((1, "C2", "^", "buy fills"), (-1, "C3", "v", "sell fills")):
             sel = fl[fl[:, 1] == d]
-            ax.scatter(sel[:, 0], res.equity[sel[:, 0]], s=6, c=color, marker=marker, lw=0,
-                       label=name + ("" if stride == 1 else f" (1 in {stride})"))
+            # above the curves (a scatter's default zorder put them under the lines) and big
+            # enough to see at this size
+            ax.scatter(sel[:, 0], res.equity[sel[:, 0]], s=22, c=color, marker=marker, lw=0,
+                       zorder=3, label=name + ("" if stride == 1 else f" (1 in {stride})"))
     title = (f"paper {','.join(map(str, res.combo))}: pnl {res.pnl:.4f} pp, {res.trades} trades"
              f" ({res.mode}, {res.engine}, tick {res.tick:g} {res.tick_source}); kernel on the "
              f"rounded series {res.kernel_pnl:.4f}, parity {res.parity}; unrounded "

@@ -25,18 +25,23 @@ static int step_hold(void *state, double close)
 }
 
 static const char *const two_names[] = {"fast", "slow"};
-static const tf_strategy_def two = {
-    sizeof(tf_strategy_def), TF_STRATEGY_ABI, "two", 2, two_names, 16, init_ok, step_hold, NULL};
+static const tf_strategy_def two = {.size = sizeof(tf_strategy_def),
+                                    .abi = TF_STRATEGY_ABI,
+                                    .name = "two",
+                                    .n_params = 2,
+                                    .param_names = two_names,
+                                    .state_size = 16,
+                                    .init = init_ok,
+                                    .step = step_hold};
 static const char *const three_names[] = {"period", "lower", "upper"};
-static const tf_strategy_def three = {sizeof(tf_strategy_def),
-                                      TF_STRATEGY_ABI,
-                                      "three",
-                                      3,
-                                      three_names,
-                                      16,
-                                      init_ok,
-                                      step_hold,
-                                      NULL};
+static const tf_strategy_def three = {.size = sizeof(tf_strategy_def),
+                                      .abi = TF_STRATEGY_ABI,
+                                      .name = "three",
+                                      .n_params = 3,
+                                      .param_names = three_names,
+                                      .state_size = 16,
+                                      .init = init_ok,
+                                      .step = step_hold};
 
 static void test_product(void)
 {
