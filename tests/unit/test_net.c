@@ -24,16 +24,6 @@ static int wait_fds(pid_t pid, int want)
     return n;
 }
 
-static int echo_ok(int fd, uint64_t id)
-{
-    uint8_t fr[64], rb[64];
-    size_t n = t_v2_frame(fr, TF_OP_ECHO, id, "ping", 4);
-    if (t_send_all(fd, fr, n))
-        return 0;
-    long bl = t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS);
-    return bl == 16 && rb[0] == TF_OP_ECHO && tf_le64(rb + 4) == id && !memcmp(rb + 12, "ping", 4);
-}
-
 /* Many clients send one request each and shut down their sending side at once: each gets its
  * reply, then the server's end of the connection closes (read returns 0). */
 static void test_half_close(tserver *ts, int n_clients)
@@ -153,7 +143,7 @@ static void test_memory_bound(void)
             close(fds[i]);
     /* The server goes on: a small request from a new client. */
     int good = t_connect_unix(ts.unix_path);
-    CHECK(echo_ok(good, 9));
+    CHECK(t_echo_ok(good, 9));
     close(good);
     free(fr);
     CHECK_EQ(t_stop(&ts), 0);
@@ -163,7 +153,7 @@ static void test_memory_bound(void)
 /* Echo on an accepted connection works; on one refused at accept the server closes at once. */
 static int admitted(int fd)
 {
-    return fd >= 0 && echo_ok(fd, 5);
+    return fd >= 0 && t_echo_ok(fd, 5);
 }
 
 /* Issue 13 item 3: per-peer caps (TCP by address) and the reserve. One peer fills what it may;
@@ -272,7 +262,7 @@ static void test_idle_and_slow(void)
         return;
     }
     int idle = t_connect_unix(ts.unix_path);
-    CHECK(echo_ok(idle, 1));
+    CHECK(t_echo_ok(idle, 1));
     CHECK(t_peer_closed(idle, T_DEADLINE_MS));
     close(idle);
     /* A 1 MiB echo whose body comes 64 bytes at a time, every 100 ms, until the server closes
@@ -378,13 +368,13 @@ int main(void)
     CHECK_RC(t_start(&ts, extra), 0);
     if (ts.pid) {
         int warm = t_connect_unix(ts.unix_path);
-        CHECK(echo_ok(warm, 1));
+        CHECK(t_echo_ok(warm, 1));
         close(warm);
         for (int round = 0; round < 5; round++)
             test_half_close(&ts, 200);
         test_half_close_pipelined(&ts);
         int good = t_connect_tcp(ts.tcp_port);
-        CHECK(echo_ok(good, 7));
+        CHECK(t_echo_ok(good, 7));
         close(good);
         CHECK_EQ(t_stop(&ts), 0);
     }

@@ -69,17 +69,6 @@ static int raw(int tcp)
     return fd;
 }
 
-/* An echo round trip on a raw connection: proves it is still usable and in sync. */
-static int raw_echo_ok(int fd, uint64_t id)
-{
-    uint8_t fr[64], rb[64];
-    size_t n = t_v2_frame(fr, TF_OP_ECHO, id, "ping", 4);
-    if (t_send_all(fd, fr, n))
-        return 0;
-    long bl = t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS);
-    return bl == 16 && rb[0] == TF_OP_ECHO && tf_le64(rb + 4) == id && !memcmp(rb + 12, "ping", 4);
-}
-
 /* Sends raw bytes, expects one error frame with `code`, and returns the frame's request id. */
 static uint64_t expect_error(int fd, const void *bytes, size_t n, int code)
 {
@@ -99,14 +88,14 @@ static void test_lengths(int tcp)
     uint8_t b[64] = {0};
     /* Zero length: FRAME_TOO_SHORT, connection kept. */
     expect_error(fd, b, 4, TF_E_FRAME_TOO_SHORT);
-    CHECK(raw_echo_ok(fd, 1));
+    CHECK(t_echo_ok(fd, 1));
     /* Tiny lengths with a body. */
     for (uint32_t n = 1; n <= 11; n++) {
         tf_put32(b, n);
         memset(b + 4, n < 9 ? 0 : 0x10, n);
         expect_error(fd, b, 4 + n, TF_E_FRAME_TOO_SHORT);
     }
-    CHECK(raw_echo_ok(fd, 2));
+    CHECK(t_echo_ok(fd, 2));
     /* 4 GiB - 1: FRAME_TOO_LARGE, then closed (the body is never read). */
     tf_put32(b, 0xFFFFFFFFu);
     b[4] = 0;
@@ -136,7 +125,7 @@ static void test_bad_requests(int tcp)
     CHECK_EQ(expect_error(fd, b, n, TF_E_UNKNOWN_OPCODE), 4242);
     n = t_v2_frame(b, TF_OP_ERROR, 4343, "abcdefgh", 8);
     CHECK_EQ(expect_error(fd, b, n, TF_E_PROTOCOL), 4343);
-    CHECK(raw_echo_ok(fd, 3));
+    CHECK(t_echo_ok(fd, 3));
     /* Bad header. */
     n = t_v2_frame(b, TF_OP_STATS, 55, NULL, 0);
     b[5] = 9;
@@ -191,7 +180,7 @@ static void test_bad_requests(int tcp)
     tf_put64(pl + 8, 0);
     n = t_v2_frame(b, TF_OP_LOAD_FD, 61, pl, 16);
     CHECK_EQ(expect_error(fd, b, n, TF_E_BAD_FD), 61);
-    CHECK(raw_echo_ok(fd, 4));
+    CHECK(t_echo_ok(fd, 4));
     close(fd);
     check_good_progress();
 }

@@ -373,16 +373,6 @@ static int send_expect(int fd, const uint8_t *f, size_t n, uint64_t id, char *ms
     return code;
 }
 
-static int raw_echo_ok(int fd, uint64_t id)
-{
-    uint8_t fr[64], rb[64];
-    size_t n = t_v2_frame(fr, TF_OP_ECHO, id, "ping", 4);
-    if (t_send_all(fd, fr, n))
-        return 0;
-    long bl = t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS);
-    return bl == 16 && rb[0] == TF_OP_ECHO && tf_le64(rb + 4) == id && !memcmp(rb + 12, "ping", 4);
-}
-
 /* Another client is served all along. */
 static void other_client_ok(void)
 {
@@ -418,18 +408,18 @@ static void check_hostile(int tcp)
     n = sweep_with_frame(f, ++id, 0, 50, 1, 2, 6, "nosuch", g_close, 50, p2, 2);
     CHECK_EQ(send_expect(fd, f, n, id, msg, sizeof msg), TF_E_STRATEGY);
     CHECK(strstr(msg, "'nosuch'") != NULL && strstr(msg, "hma") != NULL);
-    CHECK(raw_echo_ok(fd, ++id));
+    CHECK(t_echo_ok(fd, ++id));
     /* wrong k: sma_cross takes 2 */
     n = sweep_with_frame(f, ++id, 0, 50, 1, 3, 9, "sma_cross", g_close, 50, p3, 3);
     CHECK_EQ(send_expect(fd, f, n, id, msg, sizeof msg), TF_E_STRATEGY);
     CHECK(strstr(msg, "takes 2 parameters (fast, slow)") != NULL);
-    CHECK(raw_echo_ok(fd, ++id));
+    CHECK(t_echo_ok(fd, ++id));
     /* k = 0 (and k above the maximum): the lengths cannot be read */
     n = sweep_with_frame(f, ++id, 0, 50, 1, 0, 9, "sma_cross", g_close, 50, p2, 2);
     CHECK_EQ(send_expect(fd, f, n, id, NULL, 0), TF_E_LENGTH_MISMATCH);
     n = sweep_with_frame(f, ++id, 0, 50, 1, 65, 9, "sma_cross", g_close, 50, p2, 2);
     CHECK_EQ(send_expect(fd, f, n, id, NULL, 0), TF_E_LENGTH_MISMATCH);
-    CHECK(raw_echo_ok(fd, ++id));
+    CHECK(t_echo_ok(fd, ++id));
     /* lengths lying: more combos than the frame carries; a huge n_combos; huge n_bars */
     n = sweep_with_frame(f, ++id, 0, 50, 1000, 2, 9, "sma_cross", g_close, 50, p2, 4);
     CHECK_EQ(send_expect(fd, f, n, id, NULL, 0), TF_E_LENGTH_MISMATCH);
@@ -443,7 +433,7 @@ static void check_hostile(int tcp)
     /* a dataset sweep that also carries closes */
     n = sweep_with_frame(f, ++id, 77, 50, 1, 2, 9, "sma_cross", g_close, 50, p2, 2);
     CHECK_EQ(send_expect(fd, f, n, id, NULL, 0), TF_E_LENGTH_MISMATCH);
-    CHECK(raw_echo_ok(fd, ++id));
+    CHECK(t_echo_ok(fd, ++id));
     /* a name longer than any the server looks up (the lengths agree) */
     char longname[200];
     memset(longname, 'a', 199);
@@ -481,7 +471,7 @@ static void check_hostile(int tcp)
     memcpy(so + off + 8, "sma_crosz", 9);
     tf_wire_put_header(so, (uint32_t)(12 + 8 + 16 + 16), TF_OP_SESSION_OPEN_WITH, ++id);
     CHECK_EQ(send_expect(fd, so, 16 + 8 + 16 + 16, id, msg, sizeof msg), TF_E_STRATEGY);
-    CHECK(raw_echo_ok(fd, ++id));
+    CHECK(t_echo_ok(fd, ++id));
     close(fd);
     other_client_ok();
 }

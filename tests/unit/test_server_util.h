@@ -494,6 +494,18 @@ static inline size_t t_v2_frame(uint8_t *dst, uint8_t op, uint64_t id, const voi
     return 16 + n;
 }
 
+/* An echo round trip on a raw connection (frame id id): 1 when it came back whole, so the
+ * connection is still usable and in sync after whatever the test sent before. */
+static inline int t_echo_ok(int fd, uint64_t id)
+{
+    uint8_t fr[64], rb[64];
+    size_t n = t_v2_frame(fr, TF_OP_ECHO, id, "ping", 4);
+    if (t_send_all(fd, fr, n))
+        return 0;
+    long bl = t_recv_frame(fd, rb, sizeof rb, T_DEADLINE_MS);
+    return bl == 16 && rb[0] == TF_OP_ECHO && tf_le64(rb + 4) == id && !memcmp(rb + 12, "ping", 4);
+}
+
 /* Decodes an error frame body: returns its code (0 if not an error frame). */
 static inline int t_error_code(const uint8_t *body, long n)
 {
