@@ -412,7 +412,8 @@ def write_wide_with_gaps(path):
     a, b = generate_close(60, 3), generate_close(60, 4)
     b[[10, 11, 30]] = np.nan
     b[:5] = np.nan  # padding, allowed
-    frame = pd.DataFrame({"date": [f"2024-03-{k:02d}" for k in range(60)], "AAA": a, "BBB": b})
+    frame = pd.DataFrame({"date": pd.date_range("2024-03-01", periods=60).strftime("%Y-%m-%d"),
+                          "AAA": a, "BBB": b})  # real dates: the reader checks them
     frame.to_csv(path, index=False, float_format="%.17g")
     return a, b
 
@@ -459,3 +460,24 @@ def test_cli_raw_panel_file_with_nan_inside_is_refused(tmp_path):
     assert code == 1 and f"{d / 'x.f64'}: bar 77 (byte 616), instrument 'x': a gap" in err, err
     code, out, err = run_cli("--panel", str(d), "--grid", "2:9:2", "--fill", "forward", "--quiet")
     assert code == 0 and "'x': 1 bar filled forward with the last price before it (rows 77)" in err
+
+
+def test_wide_csv_dates_are_checked_like_input(tmp_path):
+    """A wide CSV's date column is checked by the library's reader, as `--input` checks one:
+    shuffled rows are refused naming the line (they gave a confident wrong ranking, exit 0),
+    newest first is reversed with a note and gives the oldest-first rows."""
+    a, b = generate_close(400, 1), generate_close(400, 2)
+    dates = pd.date_range("2024-01-01", periods=400, freq="D")
+    frame = pd.DataFrame({"AAA": a, "BBB": b}, index=dates)
+    frame.to_csv(tmp_path / "up.csv")
+    frame.iloc[::-1].to_csv(tmp_path / "down.csv")
+    frame.sample(frac=1, random_state=3).to_csv(tmp_path / "shuffled.csv")
+    args = ("--grid", "4:90:7", "--quiet", "--columns", "basic")
+    code, up, err = run_cli("--panel", str(tmp_path / "up.csv"), *args)
+    assert code == 0, err
+    code, down, err = run_cli("--panel", str(tmp_path / "down.csv"), *args)
+    assert code == 0 and down == up, err
+    assert "down.csv: the dates run newest first: the rows were reversed" in err
+    code, out, err = run_cli("--panel", str(tmp_path / "shuffled.csv"), *args)
+    assert code == 1 and out == "", err
+    assert "shuffled.csv:" in err and "dates out of order" in err

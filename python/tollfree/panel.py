@@ -385,6 +385,33 @@ def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=Non
 
 # ---- files ----
 
+def _wide_newest_first(path: str, name: str) -> bool:
+    """Checks a wide CSV's first column with the library's date rules (tollfree.data.read_prices:
+    the same forms, the same order rule, the same messages naming the file and line) and says
+    whether it runs newest first. The column is handed to the reader as a two-column CSV whose
+    rows stand on the file's own line numbers (blank lines keep them there)."""
+    import csv
+    import io
+
+    from tollfree.data import read_prices
+
+    out = io.StringIO()
+    out.write('"' + name.replace('"', '""') + '",close\n')
+    at = 1
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        r = csv.reader(f)
+        for k, rec in enumerate(r):
+            if k == 0 or not rec or not any(x.strip() for x in rec):
+                continue
+            out.write("\n" * (r.line_num - 1 - at))
+            out.write('"' + rec[0].replace('"', '""') + '",1\n')
+            at = r.line_num
+    buf = io.BytesIO(out.getvalue().encode())
+    buf.name = path
+    p = read_prices(buf, column="close", date_column="1", warn=lambda m: None)
+    return bool(p.reversed)
+
+
 def _wide_cells(path: str):
     """A lookup ``(data row, column number) -> (file line, cell text)`` for a wide CSV, read on
     first use (only a message needs it): rows as pandas counts them (blank lines skipped). The
@@ -447,7 +474,16 @@ def load_panel(path: str, column: str = "close", raw: bool = False, fill: str | 
             str(df.columns[0]).strip().lower() in ("date", "time", "timestamp", "datetime",
                                                    "index")
             or str(df.columns[0]).startswith("Unnamed:"))))
+        cells = _wide_cells(path)
         if first:
+            # The first column's dates are checked by the library's reader, as `--input` checks
+            # them: out of order is refused naming the line, newest first is reversed (a note).
+            if _wide_newest_first(path, str(df.columns[0])):
+                rows, look = len(df), cells
+                df = df.iloc[::-1].reset_index(drop=True)
+                cells = lambda pos, col: look(rows - 1 - pos, col)  # noqa: E731
+                out.notes.append(f"{path}: the dates run newest first: the rows were reversed "
+                                 "to oldest first")
             df = df.iloc[:, 1:]
         for c in df.columns:
             if not np.issubdtype(df[c].dtype, np.number):
@@ -455,14 +491,13 @@ def load_panel(path: str, column: str = "close", raw: bool = False, fill: str | 
                                  "column per instrument)")
         if not len(df.columns):
             raise ValueError(f"{path}: no instrument columns")
-        cells = _wide_cells(path)
         for j, (name, (a, w)) in enumerate(_normalize(df.astype(np.float64), None)):
             out[name] = a
             out._where[name] = _Where("wide", name, w.offset, path=path, column_no=j + 1 + first,
                                       lines=cells)
     p = prepare_panel(out, None, fill, validate, _cli=_cli)
     res = Panel(zip(p.names, p.series), filled=p.filled)
-    res.notes = p.notes
+    res.notes = p.notes  # the reader's notes (out.notes) included
     res._where = out._where
     return res
 
