@@ -87,7 +87,6 @@ def walk_forward(close, params=None, split: float | None = None, walk_forward: i
     ``strategy`` (as :func:`tollfree.sweep` takes it): the folds of that strategy
     (``tf_oos_run_with``), ``params`` its (n, k) grid (required); the winner's columns are then
     its parameters, by name, in place of the six lengths."""
-    import pandas as pd
 
     from tollfree import strategies as _st
 
@@ -114,16 +113,24 @@ def walk_forward(close, params=None, split: float | None = None, walk_forward: i
                        buf, len(buf))
     if rc < 0:
         raise binding.KernelError(rc, f"walk_forward: {buf.value.decode(errors='replace')}")
-    out = [[k, int(r["is_start"]), int(r["is_end"]), int(r["oos_start"]), int(r["oos_end"]),
-            *(int(x) for x in params[r["winner"]]), metric, float(r["is_value"]),
-            float(r["is_pnl"]), int(r["is_trades"]), float(r["oos_value"]), float(r["oos_pnl"]),
-            int(r["oos_trades"]), int(r["oos_rank"]), m, float(r["oos_best_value"])]
-           for k, r in enumerate(rows, 1)]
-    return pd.DataFrame(out, columns=COLUMNS)
+    return _frame(rows, params, COLUMNS[5:11], int, metric)
+
+
+def _frame(rows, params, names, cast, metric: str):
+    """The fold table from the library's rows: the winner's parameters by name (cast: int for
+    HMA's lengths, float for a strategy's parameters)."""
+    import pandas as pd
+
+    m = params.shape[0]
+    out = [[k, int(x["is_start"]), int(x["is_end"]), int(x["oos_start"]), int(x["oos_end"]),
+            *(cast(v) for v in params[x["winner"]]), metric, float(x["is_value"]),
+            float(x["is_pnl"]), int(x["is_trades"]), float(x["oos_value"]), float(x["oos_pnl"]),
+            int(x["oos_trades"]), int(x["oos_rank"]), m, float(x["oos_best_value"])]
+           for k, x in enumerate(rows, 1)]
+    return pd.DataFrame(out, columns=COLUMNS[:5] + list(names) + COLUMNS[11:])
 
 
 def _walk_forward_with(r, close, params, split, walk_forward, metric, threads, isa, fee):
-    import pandas as pd
 
     from tollfree import strategies as _st
 
@@ -150,13 +157,7 @@ def _walk_forward_with(r, close, params, split, walk_forward, metric, threads, i
     _st.after_run(r)
     if rc < 0:
         raise binding.KernelError(rc, f"walk_forward: {buf.value.decode(errors='replace')}")
-    out = [[k, int(x["is_start"]), int(x["is_end"]), int(x["oos_start"]), int(x["oos_end"]),
-            *(float(v) for v in params[x["winner"]]), metric, float(x["is_value"]),
-            float(x["is_pnl"]), int(x["is_trades"]), float(x["oos_value"]), float(x["oos_pnl"]),
-            int(x["oos_trades"]), int(x["oos_rank"]), m, float(x["oos_best_value"])]
-           for k, x in enumerate(rows, 1)]
-    cols = COLUMNS[:5] + list(r.param_names) + COLUMNS[11:]
-    return pd.DataFrame(out, columns=cols)
+    return _frame(rows, params, r.param_names, float, metric)
 
 
 def verdict(frame) -> str:

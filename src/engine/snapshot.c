@@ -224,27 +224,8 @@ int tf_engine_snapshot_save(const tf_engine *e, const char *path)
         return TF_E_NOMEM;
     uint64_t len;
     int rc = tf_engine_snapshot_write(e, buf, n, &len);
-    char tmp[4096];
-    if (!rc && snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        rc = -ENAMETOOLONG;
-    if (!rc) {
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            rc = -errno;
-        } else {
-            rc = tfo_write_all(fd, buf, len);
-            if (!rc && tfo_fio->fsync(fd))
-                rc = -errno;
-            if (close(fd) && !rc)
-                rc = -errno;
-            if (!rc && rename(tmp, path))
-                rc = -errno;
-            if (rc)
-                unlink(tmp);
-            else
-                rc = tfo_sync_parent_dir(path);
-        }
-    }
+    if (!rc)
+        rc = tfo_replace_file(path, buf, len);
     free(buf);
     return rc;
 }

@@ -60,3 +60,25 @@ int tfo_sync_parent_dir(const char *path)
     close(fd);
     return rc == -EINVAL ? 0 : rc;
 }
+
+int tfo_replace_file(const char *path, const void *p, size_t n)
+{
+    char tmp[4096 + 8];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return -ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    int rc = tfo_write_all(fd, p, n);
+    if (!rc && tfo_fio->fsync(fd))
+        rc = -errno;
+    if (close(fd) && !rc)
+        rc = -errno;
+    if (!rc && rename(tmp, path))
+        rc = -errno;
+    if (rc) {
+        unlink(tmp);
+        return rc;
+    }
+    return tfo_sync_parent_dir(path);
+}

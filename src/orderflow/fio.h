@@ -34,4 +34,9 @@ int tfo_write_all(int fd, const void *p, size_t n);
  * the file itself is synced by its writer. */
 int tfo_sync_parent_dir(const char *path);
 
+/* Replaces path with p[0..n) whole or not at all: written to PATH.tmp, fsynced, renamed over
+ * path, the directory synced. 0 or -errno (-ENAMETOOLONG for a path of 4 KiB or more); on failure
+ * the temporary is removed and path is as it was. */
+int tfo_replace_file(const char *path, const void *p, size_t n);
+
 #endif

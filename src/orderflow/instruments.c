@@ -59,11 +59,10 @@ int tf_journal_instruments_save(const char *journal_path, uint64_t session_id, c
         return TF_E_NULL_ARG;
     if (n == 0 || n > TF_JOURNAL_INSTRUMENTS_MAX)
         return TF_E_INVALID_ARG;
-    char path[4096], tmp[4096 + 8];
+    char path[4096];
     if (snprintf(path, sizeof path, "%s%s", journal_path, TF_JOURNAL_INSTRUMENTS_SUFFIX) >=
         (int)sizeof path)
         return -ENAMETOOLONG;
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     uint64_t *sorted = malloc((size_t)n * sizeof *sorted);
     char *text = malloc(MAX_FILE);
     int rc = 0;
@@ -88,22 +87,7 @@ int tf_journal_instruments_save(const char *journal_path, uint64_t session_id, c
     len += k;
     text[len++] = '\n';
     len += snprintf(text + len, 32, "crc32c %08" PRIx32 "\n", tf_crc32c(0, text, (size_t)len));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = -errno;
-        goto out;
-    }
-    rc = tfo_write_all(fd, text, (size_t)len);
-    if (!rc && tfo_fio->fsync(fd))
-        rc = -errno;
-    if (close(fd) && !rc)
-        rc = -errno;
-    if (!rc && rename(tmp, path))
-        rc = -errno;
-    if (rc)
-        unlink(tmp);
-    else
-        rc = tfo_sync_parent_dir(path);
+    rc = tfo_replace_file(path, text, (size_t)len);
 out:
     free(sorted);
     free(text);
