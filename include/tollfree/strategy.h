@@ -30,6 +30,8 @@ extern "C" {
 #define TF_STRATEGY_SYMBOL "tollfree_strategy"
 /* At most this many parameters per combo. */
 #define TF_STRATEGY_MAX_PARAMS 64
+/* At most this many combos in one call of a def's changes (its lanes). */
+#define TF_STRATEGY_MAX_LANES 16
 /* At most this many combos in one grid built by name (tf_grid_named). */
 #define TF_GRID_MAX_COMBOS 10000000
 
@@ -52,6 +54,21 @@ typedef struct tf_strategy_def {
      * must end where those n steps leave it (so a plugin or a numba strategy can run its own loop,
      * with step inlined, in one call per block of bars). Return 0; nonzero stops the sweep
      * (TF_E_STRATEGY). Streaming always calls step. */
+    uint32_t lanes; /* combos per call of changes: 1 .. TF_STRATEGY_MAX_LANES (with changes) */
+    int (*changes)(void *states, size_t stride, const double *close, int64_t n, int32_t *pos,
+                   int32_t *bars, int32_t *targets, int64_t *counts);
+    /* NULL: as steps says. Else the sweep calls changes instead of steps: lanes combos at once
+     * (lane l's state at (char *)states + l * stride, initialised), a run of n bars (n at most
+     * 2^31 - 1) in order. For each lane, it steps the n bars as steps would (the state ends
+     * where those steps leave it), but writes only the bars where the lane's position moves:
+     * from p = pos[l] (the lane's position before the run: -1, 0 or +1), each bar i whose
+     * target t = step(state, close[i]) is not TF_HOLD and differs from p is written, in bar
+     * order, as bars[l * n + k] = i, targets[l * n + k] = t (k = 0, 1, ...), and p becomes t;
+     * then counts[l] = k, the number written, and pos[l] = p. Return 0; nonzero stops the
+     * sweep (TF_E_STRATEGY). Only those bars move the booking, so the sweep books them and
+     * skips the others; running several combos in one loop lets the CPU overlap their steps.
+     * The sweep fills the lanes of a last, partial group with copies of a combo and drops
+     * their results. tf_strategy_def_check refuses changes with lanes outside 1 .. 16. */
 } tf_strategy_def;
 
 /* The function a plugin exports under TF_STRATEGY_SYMBOL. */

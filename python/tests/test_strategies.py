@@ -542,3 +542,37 @@ def test_bench_strategies_quick(tmp_path):
     assert {r["row"].split(",")[0] for r in res["rows"]} >= {
         "sma_cross", "ema_cross", "donchian", "rsi", "bollinger", "numba strategy via tollfree"}
     assert (tmp_path / "strategies.md").read_text().count("| ok |") == len(res["rows"])
+
+
+def _without_changes(r: strategies.Resolved) -> strategies.Resolved:
+    """The same def with no changes member (the sweep then books its steps' every target)."""
+    d = strategies.StrategyDef.from_buffer_copy(
+        ctypes.cast(r.ptr, ctypes.POINTER(strategies.StrategyDef)).contents)
+    d.lanes, d.changes = 0, strategies.CHANGES_FN()
+    return strategies.Resolved(ctypes.addressof(d), r.kind, r.spec, (d, r))
+
+
+@pytest.mark.parametrize("state", ["slots", "record"])
+def test_numba_changes_member_same_bits(state):
+    """A numba strategy sweeps through its compiled changes member (strategy.h: LANES combos a
+    call for a float64 state, one for a record; only the bars where a position moves are
+    booked): every statistic has the bits of the same def booked bar by bar from its steps
+    member and from step alone, for every size of the last, partial group of lanes."""
+    s = MOM if state == "slots" else strategies.define("momentum_rec", ["n", "start"], rec_init,
+                                                       rec_step, state=REC)
+    r = s.resolved()
+    d = ctypes.cast(r.ptr, ctypes.POINTER(strategies.StrategyDef)).contents
+    assert d.changes and d.lanes == (strategies.LANES if state == "slots" else 1)
+    assert strategies.LANES > 1
+    plain = _without_changes(r)
+    g = GRIDS[MOM]
+    for m in range(1, 2 * strategies.LANES + 2):
+        sub = np.ascontiguousarray(np.concatenate([g[:m], g[:1]]))  # and a repeat of combo 0
+        ref = tollfree.sweep_stats(CLOSE, sub, threads=1, strategy=plain, validate=False)
+        _same(ref, tollfree.sweep_stats(CLOSE, sub, isa="reference", strategy=r,
+                                        validate=False), f"{state} {m} combos: step alone")
+        for th in (1, 2):
+            _same(ref, tollfree.sweep_stats(CLOSE, sub, threads=th, strategy=r, validate=False),
+                  f"{state} {m} combos, threads={th}: changes vs steps")
+    _same(R.sweep_stats(s, CLOSE, g), tollfree.sweep_stats(CLOSE, g, strategy=r, validate=False),
+          f"{state}: numba reference", any_nan=True)

@@ -10,7 +10,10 @@ Side by side in one run, on the default data (150,000 bars), the gate first:
 2. a numba strategy (an EMA cross written as ``init``/``step``, :data:`EMA_NUMBA`) through the
    library (compiled with ``numba.cfunc``, run by the C sweep without the GIL) on one and on two
    threads, against the same numba loop (its ``init``/``step`` and the booking, jitted) called
-   once per combo from Python; targets: no slower on one thread, >= 1.8x on two.
+   once per combo from Python; targets: no slower on one thread, >= 1.8x on two. The library
+   runs it through its compiled ``changes`` member (several combos a call, only the bars where a
+   position moves booked); one more row runs the same def without that member (its ``steps``,
+   every bar's target booked) to show what the member gives.
 
 Every row is first checked bit for bit (pnl and trades, raw bits) against its reference; a row
 that fails is reported as failed and not timed. Timings: the best and the median of ``reps``
@@ -22,6 +25,7 @@ Prints the CPU model and the ISA; writes ``strategies.json`` and ``strategies.md
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import statistics
@@ -111,6 +115,14 @@ def _same(ref, got) -> bool:
             and np.array_equal(np.asarray(ref[1]), np.asarray(got[1])))
 
 
+def _without_changes(r: strategies.Resolved) -> strategies.Resolved:
+    """r's def without its changes member: the sweep books every target of its steps."""
+    d = strategies.StrategyDef.from_buffer_copy(
+        ctypes.cast(r.ptr, ctypes.POINTER(strategies.StrategyDef)).contents)
+    d.lanes, d.changes = 0, strategies.CHANGES_FN()
+    return strategies.Resolved(ctypes.addressof(d), r.kind, r.spec, (d, r))
+
+
 def _per_combo(close, params, fee):
     """The numba strategy's own loop (init, step, the booking), called once per combo from
     Python: what a user would write without tollfree."""
@@ -161,18 +173,22 @@ def run(quick: bool = False, reps: int = 3, ref_reps: int = 1) -> dict:
     g = grids(quick)["ema_cross"]
     _log(f"numba strategy: {g.shape[0]} combos ...")
     pt, pc = _time(lambda: _per_combo(close, g, fee), ref_reps)
-    for th, target in ((1, TARGET_NUMBA_ONE), (2, TARGET_NUMBA_TWO)):
-        ct, got = _time(lambda: tollfree.sweep(close, g, threads=th, strategy=EMA_NUMBA,
-                                               fee=fee), 1)
+    full = EMA_NUMBA.resolved()
+    plain = _without_changes(full)
+    for th, target, s, what in ((1, TARGET_NUMBA_ONE, full, ""), (2, TARGET_NUMBA_TWO, full, ""),
+                                (1, None, plain, ", steps member only (changes off)")):
+        ct, got = _time(lambda: tollfree.sweep(close, g, threads=th, strategy=s, fee=fee), 1)
         ok = _same(pc, got)
-        row = {"row": f"numba strategy via tollfree, {th} thread{'s' if th > 1 else ''}",
+        row = {"row": f"numba strategy via tollfree{what}, {th} thread{'s' if th > 1 else ''}",
                "combos": int(g.shape[0]), "gate": ok, "ref": "the same numba loop per combo "
                "from Python, 1 thread", "ref_s": min(pt), "ref_runs": pt}
         if ok:
-            ct, _ = _time(lambda: tollfree.sweep(close, g, threads=th, strategy=EMA_NUMBA,
-                                                 fee=fee), reps)
+            ct, _ = _time(lambda: tollfree.sweep(close, g, threads=th, strategy=s, fee=fee),
+                          reps)
             row.update(tollfree_s=min(ct), tollfree_median_s=statistics.median(ct),
-                       tollfree_runs=ct, speedup=min(pt) / min(ct), target=target)
+                       tollfree_runs=ct, speedup=min(pt) / min(ct))
+            if target is not None:
+                row["target"] = target
         else:
             failed = True
         rows.append(row)

@@ -44,6 +44,14 @@ INIT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.
 STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_double)
 STEPS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_double),
                             ctypes.c_int64, ctypes.POINTER(ctypes.c_int32))
+CHANGES_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                              ctypes.POINTER(ctypes.c_double), ctypes.c_int64,
+                              ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32),
+                              ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int64))
+# Combos per call of a numba strategy's changes (float64 state): their steps are independent, so
+# the CPU overlaps them; a step's chain of dependent operations (the state through memory) is
+# what a single combo's loop waits on.
+LANES = 4
 
 
 class StrategyDef(ctypes.Structure):  # tf_strategy_def
@@ -51,7 +59,8 @@ class StrategyDef(ctypes.Structure):  # tf_strategy_def
                 ("n_params", ctypes.c_uint32),
                 ("param_names", ctypes.POINTER(ctypes.c_char_p)),
                 ("state_size", ctypes.c_size_t), ("init", INIT_FN), ("step", STEP_FN),
-                ("state_bytes", ctypes.c_void_p), ("steps", STEPS_FN)]
+                ("state_bytes", ctypes.c_void_p), ("steps", STEPS_FN),
+                ("lanes", ctypes.c_uint32), ("changes", CHANGES_FN)]
 
 
 _declared = None
@@ -340,14 +349,15 @@ class UserStrategy:
         """The ``tf_strategy_def`` (compiled on first use, kept as long as this object)."""
         with self._lock:
             if self._resolved is None:
-                init, step, steps, keep = (self._compile() if self.kind == "numba"
-                                           else self._callbacks())
+                init, step, steps, (lanes, changes), keep = (
+                    self._compile() if self.kind == "numba" else self._callbacks())
                 raw = [n.encode() for n in self.param_names]
                 names = (ctypes.c_char_p * len(raw))(*raw)
                 name = self.name.encode()
                 d = StrategyDef(ctypes.sizeof(StrategyDef), ABI, name, len(raw),
                                 ctypes.cast(names, ctypes.POINTER(ctypes.c_char_p)),
-                                (8 * self.n_state + 15) // 16 * 16, init, step, None, steps)
+                                (8 * self.n_state + 15) // 16 * 16, init, step, None, steps,
+                                lanes, changes)
                 buf = ctypes.create_string_buffer(_MSG)
                 rc = L().tf_strategy_def_check(ctypes.addressof(d), buf, _MSG)
                 if rc:
@@ -365,6 +375,9 @@ class UserStrategy:
         init_j, step_j, n_state, n_params = self.init, self.step, self.n_state, \
             len(self.param_names)
         f64p, i32p = types.CPointer(types.float64), types.CPointer(types.int32)
+        hold, lanes = HOLD, LANES
+        changes_sig = types.int32(types.voidptr, types.uintp, f64p, types.int64, i32p, i32p, i32p,
+                                  types.CPointer(types.int64))
         if self.state_dtype is not None:
             dt, nbytes = self.state_dtype, self.state_dtype.itemsize
 
@@ -386,8 +399,27 @@ class UserStrategy:
                     t[i] = step_j(s, c[i])
                 return 0
 
+            # changes (strategy.h), one lane: the record's own loop, writing only the bars
+            # where the position moves
+            @cfunc(changes_sig, nopython=True)
+            def r_changes(st, stride, cp, n, pp, bp, tp, kp):
+                s, c = carray(st, (1,), dtype=dt)[0], carray(cp, (n,))
+                b, t, p = carray(bp, (n,)), carray(tp, (n,)), carray(pp, (1,))
+                pos, m = p[0], 0
+                for i in range(n):
+                    x = step_j(s, c[i])
+                    if x != hold and x != pos:
+                        b[m] = i
+                        t[m] = x
+                        m += 1
+                        pos = x
+                p[0] = pos
+                carray(kp, (1,))[0] = m
+                return 0
+
             return (INIT_FN(r_init.address), STEP_FN(r_step.address),
-                    STEPS_FN(r_steps.address), (r_init, r_step, r_steps))
+                    STEPS_FN(r_steps.address), (1, CHANGES_FN(r_changes.address)),
+                    (r_init, r_step, r_steps, r_changes))
 
         @cfunc(types.int32(f64p, f64p), nopython=True)
         def c_init(st, pp):
@@ -409,8 +441,31 @@ class UserStrategy:
                 t[i] = step_j(s, c[i])
             return 0
 
+        # The sweep's sparse member (strategy.h, changes): LANES combos in one loop over the
+        # bars, each step inlined, writing only the bars where a combo's position moves, so the
+        # booking in C skips every other bar. What the loop adds to a step (a compare, a branch
+        # almost never taken) hides behind the step itself, and the combos' steps overlap.
+        @cfunc(changes_sig, nopython=True)
+        def c_changes(st, stride, cp, n, pp, bp, tp, kp):
+            s = carray(st, (lanes, stride // 8), dtype=np.float64)
+            c = carray(cp, (n,))
+            b, t = carray(bp, (lanes, n)), carray(tp, (lanes, n))
+            p, m = carray(pp, (lanes,)), carray(kp, (lanes,))
+            for k in range(lanes):
+                m[k] = 0
+            for i in range(n):
+                ci = c[i]
+                for k in range(lanes):
+                    x = step_j(s[k, :n_state], ci)
+                    if x != hold and x != p[k]:
+                        b[k, m[k]] = i
+                        t[k, m[k]] = x
+                        m[k] += 1
+                        p[k] = x
+            return 0
+
         return (INIT_FN(c_init.address), STEP_FN(c_step.address), STEPS_FN(c_steps.address),
-                (c_init, c_step, c_steps))
+                (lanes, CHANGES_FN(c_changes.address)), (c_init, c_step, c_steps, c_changes))
 
     def _callbacks(self):
         """ctypes callbacks into the plain Python functions: each call takes the GIL. An
@@ -448,7 +503,8 @@ class UserStrategy:
                 return HOLD
 
         init, step = INIT_FN(py_init), STEP_FN(py_step)
-        return init, step, STEPS_FN(), (py_init, py_step, views)  # no steps: one call a bar
+        # no steps, no changes: one call a bar
+        return init, step, STEPS_FN(), (0, CHANGES_FN()), (py_init, py_step, views)
 
     def _failed(self, e: BaseException) -> None:
         """A callback raised: keep the first exception and stop the sweep (its progress is

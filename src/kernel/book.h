@@ -40,18 +40,23 @@ static inline int tfk_target_ok(int t)
     return (unsigned)(t + 1) <= 2u || t == TF_HOLD;
 }
 
+/* A bar where the position moves: want (valid, not TF_HOLD, != st->pos) at close c. */
+static inline void tfk_book_change(tfk_sar *st, tfk_sar_extra *x, int want, double c)
+{
+    if (st->pos != 0)
+        tfk_sar_book(st, x, c);
+    if (want != 0)
+        st->entry = c;
+    st->pos = want;
+}
+
 /* One bar: the target want (valid: tfk_target_ok) at close c. x NULL: no statistics (exposure
  * is then not counted either). */
 static inline void tfk_book_bar(tfk_sar *st, tfk_sar_extra *x, int64_t *exposure, int want,
                                 double c)
 {
-    if (want != TF_HOLD && want != st->pos) {
-        if (st->pos != 0)
-            tfk_sar_book(st, x, c);
-        if (want != 0)
-            st->entry = c;
-        st->pos = want;
-    }
+    if (want != TF_HOLD && want != st->pos)
+        tfk_book_change(st, x, want, c);
     if (x)
         *exposure += st->pos != 0;
 }
@@ -92,8 +97,6 @@ static inline void tfk_book_output(const tfk_sar *st, const tfk_sar_extra *x, in
 /* The most state one combo may ask for (state_size or state_bytes): 1 GiB. */
 #define TFK_MAX_STATE ((size_t)1 << 30)
 
-/* Bytes of state def needs for params, rounded up to a multiple of 16 (at least 16, so the
- * caller's 16-byte aligned block is never empty); 0 if it asks for more than TFK_MAX_STATE. */
 /* The def's steps member (strategy.h), or NULL when it has none or was built without it. */
 static inline int (*tfk_def_steps(const tf_strategy_def *def))(void *, const double *, int64_t,
                                                                int32_t *)
@@ -102,6 +105,20 @@ static inline int (*tfk_def_steps(const tf_strategy_def *def))(void *, const dou
     return def->size >= end ? def->steps : NULL;
 }
 
+/* The def's changes member (strategy.h), or NULL when it has none, was built without it or
+ * gives lanes outside 1 .. TF_STRATEGY_MAX_LANES (tf_strategy_def_check refuses that). */
+static inline int (*tfk_def_changes(const tf_strategy_def *def))(void *, size_t, const double *,
+                                                                 int64_t, int32_t *, int32_t *,
+                                                                 int32_t *, int64_t *)
+{
+    size_t end = offsetof(tf_strategy_def, changes) + sizeof def->changes;
+    if (def->size < end || def->lanes < 1 || def->lanes > TF_STRATEGY_MAX_LANES)
+        return NULL;
+    return def->changes;
+}
+
+/* Bytes of state def needs for params, rounded up to a multiple of 16 (at least 16, so the
+ * caller's 16-byte aligned block is never empty); 0 if it asks for more than TFK_MAX_STATE. */
 static inline size_t tfk_state_bytes(const tf_strategy_def *def, const double *params)
 {
     size_t b = def->state_bytes ? def->state_bytes(params) : def->state_size;

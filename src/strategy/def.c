@@ -100,6 +100,11 @@ int tf_strategy_def_check(const tf_strategy_def *def, char *msg, size_t msg_cap)
         return tfu_msg(TF_E_STRATEGY, msg, msg_cap,
                        "strategy %s: state_size %zu is more than the %zu bytes allowed", def->name,
                        def->state_size, TFK_MAX_STATE);
+    if (def->size >= offsetof(tf_strategy_def, changes) + sizeof def->changes && def->changes &&
+        (def->lanes < 1 || def->lanes > TF_STRATEGY_MAX_LANES))
+        return tfu_msg(TF_E_STRATEGY, msg, msg_cap,
+                       "strategy %s: changes with lanes %u (wanted 1..%d)", def->name, def->lanes,
+                       TF_STRATEGY_MAX_LANES);
     return 0;
 }
 

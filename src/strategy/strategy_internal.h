@@ -49,4 +49,19 @@ int tfs_fast_sweep(const tf_strategy_def *def, const double *close, int64_t n_ba
  * 2e5), at most units. Results never depend on it. */
 int tfs_threads(int threads, double work, int64_t units);
 
+/* Runs fn(arg) on nt threads, the caller's included; a thread that cannot start only means
+ * fewer threads (the work is shared by a counter, so nothing is lost). */
+void tfs_run_threads(void *(*fn)(void *), void *arg, int nt);
+
+/* The sweep of a def with the changes member (tfk_def_changes non-NULL; lanes.c) over the
+ * distinct combos params[n][k] (each accepted by init), states of stride bytes (a multiple of
+ * 16, at least every combo's tfk_state_bytes): each combo's booking into out[j], the bits of
+ * stepping it bar by bar. 0, TF_E_STRATEGY (changes failed or broke the contract), TF_E_NOMEM,
+ * TF_E_CANCELLED. */
+int tfs_lanes_sweep(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                    const double *params, int64_t n, size_t stride, const tfs_fast_opts *fo,
+                    tfk_book *out);
+/* The bytes one thread of tfs_lanes_sweep holds (for max_bytes). */
+double tfs_lanes_bytes(uint32_t lanes, size_t stride);
+
 #endif

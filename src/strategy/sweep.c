@@ -1,8 +1,9 @@
 /* The sweep of any strategy: identical combos once, every combo's init checked before anything
  * runs (so outputs stay untouched on error), then threads over the distinct combos, each stepped
  * bar by bar through the one booking (src/kernel/book.h). "hma" goes to tf_sweep, its fast path;
- * the five other built-ins to their shared-work sweeps (fast.c). Who computes a combo never
- * changes its bits: a combo's result depends only on its own steps. */
+ * the five other built-ins to their shared-work sweeps (fast.c); a def with the changes member
+ * to lanes.c. Who computes a combo never changes its bits: a combo's result depends only on its
+ * own steps. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,20 +18,14 @@
 /* Bars per call of a def's steps (strategy.h): 16 KiB of targets on the stack. */
 #define STEPS_BLOCK 4096
 
-/* Runs one combo over close[n] from a freshly initialised state into *b (statistics kept when
- * stats is non-zero; batch: through the def's steps where it has one, else step by step, as the
- * reference always does). 0, TF_E_STRATEGY (a target outside -1, 0, +1, TF_HOLD), TF_E_CANCELLED
- * (checked every 64 Ki bars when progress is given). */
-static inline __attribute__((always_inline)) int run_with(const tf_strategy_def *def, void *state,
-                                                          const double *close, int64_t n,
-                                                          tfk_book *b, int stats, int batch,
-                                                          const tf_progress *progress)
+/* A def's steps (a block of targets a call) or step (a bar a call) over close[n] into st, every
+ * bar through the booking. 0, TF_E_STRATEGY (a target outside -1, 0, +1, TF_HOLD, steps
+ * failed), TF_E_CANCELLED (checked every block, or every 64 Ki bars when stepping). */
+static inline __attribute__((always_inline)) int
+run_targets(const tf_strategy_def *def, int (*steps)(void *, const double *, int64_t, int32_t *),
+            void *state, const double *close, int64_t n, tfk_sar *st, tfk_sar_extra *x,
+            int64_t *expo, const tf_progress *progress)
 {
-    int (*step)(void *, double) = def->step;
-    int (*steps)(void *, const double *, int64_t, int32_t *) = batch ? tfk_def_steps(def) : NULL;
-    tfk_sar st = b->sar;
-    tfk_sar_extra x = b->x;
-    int64_t expo = b->exposure;
     if (steps) { /* the strategy's own loop, a block of bars a call, then the booking */
         int32_t t[STEPS_BLOCK];
         for (int64_t i = 0; i < n; i += STEPS_BLOCK) {
@@ -42,19 +37,39 @@ static inline __attribute__((always_inline)) int run_with(const tf_strategy_def 
             for (int64_t k = 0; k < len; k++) {
                 if (!tfk_target_ok(t[k]))
                     return TF_E_STRATEGY;
-                tfk_book_bar(&st, stats ? &x : NULL, &expo, t[k], close[i + k]);
+                tfk_book_bar(st, x, expo, t[k], close[i + k]);
             }
         }
-    } else
-        for (int64_t i = 0; i < n; i++) {
-            if (progress && (i & 0xffff) == 0xffff &&
-                __atomic_load_n(&progress->cancel, __ATOMIC_RELAXED))
-                return TF_E_CANCELLED;
-            int t = step(state, close[i]);
-            if (!tfk_target_ok(t))
-                return TF_E_STRATEGY;
-            tfk_book_bar(&st, stats ? &x : NULL, &expo, t, close[i]);
-        }
+        return 0;
+    }
+    int (*step)(void *, double) = def->step;
+    for (int64_t i = 0; i < n; i++) {
+        if (progress && (i & 0xffff) == 0xffff &&
+            __atomic_load_n(&progress->cancel, __ATOMIC_RELAXED))
+            return TF_E_CANCELLED;
+        int t = step(state, close[i]);
+        if (!tfk_target_ok(t))
+            return TF_E_STRATEGY;
+        tfk_book_bar(st, x, expo, t, close[i]);
+    }
+    return 0;
+}
+
+/* Runs one combo over close[n] from a freshly initialised state into *b (statistics kept when
+ * stats is non-zero). batch: through the def's steps where it has them, else (and always in the
+ * reference) step by step. */
+static inline __attribute__((always_inline)) int run_with(const tf_strategy_def *def, void *state,
+                                                          const double *close, int64_t n,
+                                                          tfk_book *b, int stats, int batch,
+                                                          const tf_progress *progress)
+{
+    tfk_sar st = b->sar;
+    tfk_sar_extra x = b->x;
+    int64_t expo = b->exposure;
+    int rc = run_targets(def, batch ? tfk_def_steps(def) : NULL, state, close, n, &st,
+                         stats ? &x : NULL, &expo, progress);
+    if (rc)
+        return rc;
     b->sar = st;
     b->x = x;
     b->exposure = expo;
@@ -221,9 +236,7 @@ static void *job_main(void *arg)
     return NULL;
 }
 
-/* Runs fn(arg) on nt threads, the caller's included; a thread that cannot start only means
- * fewer threads (the work is shared by a counter, so nothing is lost). */
-static void run_threads(void *(*fn)(void *), void *arg, int nt)
+void tfs_run_threads(void *(*fn)(void *), void *arg, int nt)
 {
     pthread_t tid[TF_MAX_THREADS];
     int started = 0;
@@ -336,9 +349,10 @@ int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bar
     if (!rc)
         rc = check_inits(def, uniq, n, &max_bytes);
     int nt = tfs_threads(o.threads, (double)n_bars * (double)n, n);
+    uint32_t lanes = tfk_def_changes(def) ? def->lanes : 0;
     if (!rc && o.max_bytes) {
         double need = (double)n * (double)(sizeof(tfk_book) + 8 * def->n_params + 8) +
-                      (double)nt * (double)max_bytes;
+                      (double)nt * (lanes ? tfs_lanes_bytes(lanes, max_bytes) : (double)max_bytes);
         if (need > (double)o.max_bytes)
             rc = TF_E_LIMIT;
     }
@@ -351,6 +365,8 @@ int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bar
         tfs_fast_opts fo = {o.fee,   o.stats != NULL,   nt, o.progress, o.max_bytes,
                             ops.cmp, isa >= TF_ISA_AVX2};
         rc = tfs_fast_sweep(def, close, n_bars, uniq, n, &fo, books);
+        if (rc == -1 && lanes)
+            rc = tfs_lanes_sweep(def, close, n_bars, uniq, n, max_bytes, &fo, books);
         if (rc == -1) {
             job jb = {.def = def,
                       .close = close,
@@ -364,7 +380,7 @@ int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bar
                       .books = books};
             atomic_init(&jb.next, 0);
             atomic_init(&jb.rc, 0);
-            run_threads(job_main, &jb, nt);
+            tfs_run_threads(job_main, &jb, nt);
             rc = atomic_load(&jb.rc);
         }
         if (!rc && o.progress && __atomic_load_n(&o.progress->cancel, __ATOMIC_RELAXED))

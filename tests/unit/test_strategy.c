@@ -593,8 +593,8 @@ static void test_def_check(void)
 {
     static const char *const one[] = {"x"};
     static const char *const bad_names[] = {"x y"};
-    tf_strategy_def good = {sizeof good, TF_STRATEGY_ABI, "mine",    1,    one,
-                            8,           ok_init,         hold_step, NULL, NULL};
+    tf_strategy_def good = {sizeof good, TF_STRATEGY_ABI, "mine", 1,    one, 8,
+                            ok_init,     hold_step,       NULL,   NULL, 0,   NULL};
     char msg[256];
     CHECK_RC(tf_strategy_def_check(&good, msg, sizeof msg), 0);
     tf_strategy_def d = good;
@@ -792,6 +792,109 @@ static void test_steps_member(void)
     free(close);
 }
 
+/* ---- the optional changes member: lanes combos a call, only the bars that move ---- */
+
+static const tf_strategy_def *changes_base; /* whose step the changes below loop over */
+static uint32_t changes_lanes;
+/* 1: return nonzero; 2: write TF_HOLD; 3: write the position itself; 4: bars out of order;
+ * 5: a count above n; 6: a target of 7; 7: a bar past the run */
+static int changes_fault;
+
+static void changes_break(int64_t n, int32_t *bars, int32_t *targets, int64_t *counts)
+{
+    if (counts[0] < 2)
+        return;
+    if (changes_fault == 2)
+        targets[0] = TF_HOLD;
+    if (changes_fault == 3)
+        targets[1] = targets[0];
+    if (changes_fault == 4) {
+        int32_t b = bars[0];
+        bars[0] = bars[1];
+        bars[1] = b;
+    }
+    if (changes_fault == 5)
+        counts[0] = n + 1;
+    if (changes_fault == 6)
+        targets[0] = 7;
+    if (changes_fault == 7)
+        bars[counts[0] - 1] = (int32_t)n;
+}
+
+static int loop_changes(void *states, size_t stride, const double *close, int64_t n, int32_t *pos,
+                        int32_t *bars, int32_t *targets, int64_t *counts)
+{
+    for (uint32_t l = 0; l < changes_lanes; l++) {
+        void *st = (char *)states + l * stride;
+        int32_t p = pos[l];
+        int64_t k = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int t = changes_base->step(st, close[i]);
+            if (t != TF_HOLD && t != p) {
+                bars[l * n + k] = (int32_t)i;
+                targets[l * n + k] = t;
+                p = t;
+                k++;
+            }
+        }
+        counts[l] = k;
+        pos[l] = p;
+    }
+    changes_break(n, bars, targets, counts);
+    return changes_fault == 1;
+}
+
+/* A def with changes gives exactly the bits of the same def stepped bar by bar, for one lane,
+ * three (the last group partial) and sixteen (every combo in one group), states of different
+ * sizes (bollinger's window ring) included; changes that fail or break the contract stop the
+ * sweep with TF_E_STRATEGY, outputs untouched; lanes outside 1 .. 16 are refused by the check,
+ * and a def built before the member never has it read. */
+static void test_changes_member(void)
+{
+    static const char *const names[] = {"sma_cross", "rsi", "bollinger"};
+    static const double params[][3] = {{3, 17, 0}, {14, 30, 70}, {20, 2, 0}};
+    static const uint32_t lanes[] = {1, 3, 16};
+    enum { N = 20000, M = 8 };
+    double *close = malloc(sizeof(double) * N);
+    random_close(close, N, 1);
+    for (int s = 0; s < 3; s++) {
+        changes_base = tf_strategy_builtin(names[s]);
+        tf_strategy_def d = *changes_base; /* a copy: the generic path, not the fast one */
+        d.changes = loop_changes;
+        uint32_t k = d.n_params;
+        double grid[M * 3];
+        for (int j = 0; j < M; j++) {
+            memcpy(grid + j * k, params[s], sizeof(double) * k);
+            grid[j * k] += j % 7; /* combo 7 repeats combo 0 */
+        }
+        changes_fault = 0;
+        for (int q = 0; q < 3; q++) {
+            d.lanes = changes_lanes = lanes[q];
+            CHECK_RC(tf_strategy_def_check(&d, NULL, 0), 0);
+            check_paths(&d, close, N, grid, M, 0.09, "changes");
+        }
+        double pnl[M], pnl0[M];
+        int64_t tr[M];
+        tf_sweep_opts o = {.size = sizeof o, .threads = 2};
+        for (int j = 0; j < M; j++)
+            pnl0[j] = pnl[j] = -1;
+        d.lanes = changes_lanes = 3;
+        for (changes_fault = 1; changes_fault <= 7; changes_fault++) {
+            CHECK_RC(tf_sweep_with(&d, close, N, grid, M, pnl, tr, &o), TF_E_STRATEGY);
+            CHECK(memcmp(pnl, pnl0, sizeof pnl) == 0);
+        }
+        d.lanes = 0;
+        CHECK_RC(tf_strategy_def_check(&d, NULL, 0), TF_E_STRATEGY);
+        d.lanes = TF_STRATEGY_MAX_LANES + 1;
+        CHECK_RC(tf_strategy_def_check(&d, NULL, 0), TF_E_STRATEGY);
+        d.lanes = 3;
+        d.size = offsetof(tf_strategy_def, lanes); /* built before changes: never read */
+        changes_fault = 1;
+        CHECK_RC(tf_sweep_with(&d, close, N, grid, M, pnl, tr, &o), 0);
+    }
+    free(close);
+}
+
 int main(void)
 {
     double *close = tf_test_default_close();
@@ -805,6 +908,7 @@ int main(void)
     test_sweep_errors();
     test_step_allocs();
     test_steps_member();
+    test_changes_member();
     free(close);
     printf("%d passed, %d failed\n", tf_test_passed, tf_test_failed);
     return tf_test_failed ? 1 : 0;
