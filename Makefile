@@ -14,13 +14,14 @@ C_SOURCES = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/nu
 
 .PHONY: all setup build test test-c test-asan test-py format format-check demo \
         bench bench-kernel bench-orderflow bench-engine bench-orders bench-distributed bench-contention bench-strategies fuzz fuzz-smoke clean help \
-        install soak tsan
+        install soak tsan web
 
 all: build
 
 help:
 	@echo "make            build build/tollfree and build/libtollfree.so"
 	@echo "make demo       the default sweep, in-process from Python, against numba"
+	@echo "make web        npm ci: the report's charting library (uPlot, web/package-lock.json)"
 	@echo "make test       format check, C tests (release + ASan/UBSan), fuzz corpora, pytest,"
 	@echo "                and a short libFuzzer run of every fuzz target"
 	@echo "make bench      the boundary benchmark (build/report/)"
@@ -58,8 +59,16 @@ test-asan: $(ASAN)/CMakeCache.txt
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    ctest --output-on-failure -j $(JOBS)
 
-test-py: build
+test-py: build web
 	$(PY) -m pytest -q -p no:cacheprovider python/tests
+
+# The interactive report's charting library, pinned with integrity hashes by web/package-lock.json,
+# fetched into web/node_modules/ (ignored); the report inlines it into each page
+# (python/tollfree/report_vendor.py; a report from a source tree fetches it itself if missing).
+web: web/node_modules/uplot/package.json
+web/node_modules/uplot/package.json: web/package.json web/package-lock.json
+	cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # The soak and hostile suite (tests/unit/test_soak.c; ctest runs a seconds-long slice of it):
 # both servers, SOAK_SECONDS each, with 200+ clients and every attack; prints the load held, the
@@ -149,7 +158,7 @@ fuzz-smoke: fuzz
 # The CLI, libtollfree.so.0.2 (SONAME + version), include/tollfree/, lib/pkgconfig/tollfree.pc,
 # share/doc/tollfree/ and the Python package for `sweep --report` (CMakeLists.txt).
 PREFIX ?= /usr/local
-install: build
+install: build web
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:

@@ -35,6 +35,14 @@ class BuildWithLibrary(build_py):
         os.makedirs(os.path.join(pkg, "data"), exist_ok=True)
         shutil.copyfile(os.path.join(ROOT, "data", "default_close.f64"),
                         os.path.join(pkg, "data", "default_close.f64"))
+        # The interactive report's charting library (web/package-lock.json; `make web`), if
+        # fetched: without it the installed report says so and static=True still works.
+        up = os.path.join(ROOT, "web", "node_modules", "uplot")
+        for f in ("dist/uPlot.iife.min.js", "dist/uPlot.min.css", "LICENSE", "package.json"):
+            to = os.path.join(pkg, "_vendor", "uplot", f)
+            if os.path.isfile(os.path.join(up, f)):
+                os.makedirs(os.path.dirname(to), exist_ok=True)
+                shutil.copyfile(os.path.join(up, f), to)
 
 
 class BinaryDistribution(Distribution):

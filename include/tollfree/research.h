@@ -173,13 +173,27 @@ typedef struct tf_oos_opts {
     const char *metric; /* NULL = "pnl"; else a column name (not a window), "-name" = lower is
                            better: what picks the in-sample winner and ranks out of sample */
     int reference;      /* non-zero: sweep with tf_sweep_reference */
+    /* appended: anchored walk-forward and warm-up (docs/research.md, "Walk-forward") */
+    int anchored;   /* non-zero: every in-sample part starts at bar 0 and grows (walk_forward:
+                       fold k's in sample is [0, k*seg)); the out-of-sample parts as without it.
+                       A split is anchored already */
+    int64_t warmup; /* 0: each part swept cold (its first bar is the strategy's first); N > 0:
+                       the N bars before a part (as many as there are) feed the strategy first;
+                       TF_OOS_WARMUP_ALL: every bar before it. Trades are booked only inside the
+                       part (tf_trades_list's rule at the first bar, below) */
+    /* appended: honest winners */
+    int64_t min_trades; /* > 0: a combo with fewer in-sample trades is not eligible to win its
+                           fold; a fold with no eligible combo has winner -1 (tf_oos_row) */
 } tf_oos_opts;
 
-/* The folds of opts over n_bars bars into out[cap]. Returns the number of folds (1 for a split,
- * walk_forward otherwise; out may be NULL with cap 0 to ask for it) or: TF_E_INVALID_ARG with a
- * message (neither or both of split and walk_forward, either out of range, a bad size or
- * metric, cap too small); TF_E_BAD_INPUT with "fold k has an empty in-sample or out-of-sample
- * part (n bars)" when the series is too short for the folds; TF_E_NULL_ARG. */
+/* tf_oos_opts.warmup: every bar before a part warms its strategy up. */
+#define TF_OOS_WARMUP_ALL ((int64_t)-1)
+
+/* The folds of opts over n_bars bars into out[cap] (with anchored, is_start is 0). Returns the
+ * number of folds (1 for a split, walk_forward otherwise; out may be NULL with cap 0 to ask for it)
+ * or: TF_E_INVALID_ARG with a message (neither or both of split and walk_forward, either out of
+ * range, a bad size or metric, cap too small); TF_E_BAD_INPUT with "fold k has an empty in-sample
+ * or out-of-sample part (n bars)" when the series is too short for the folds; TF_E_NULL_ARG. */
 TF_API int tf_folds(int64_t n_bars, const tf_oos_opts *opts, tf_fold *out, int cap, char *msg,
                     size_t msg_cap);
 
@@ -188,7 +202,8 @@ TF_API int tf_folds(int64_t n_bars, const tf_oos_opts *opts, tf_fold *out, int c
  * better ("-max_dd" gives -max_dd). */
 typedef struct tf_oos_row {
     tf_fold fold;
-    int64_t winner; /* the combo (row of params) */
+    int64_t winner; /* the combo (row of params); -1: no combo was eligible (min_trades): the
+                       values are then NaN, the trades 0 and oos_rank 0 */
     double is_value, is_pnl;
     int64_t is_trades;
     double oos_value, oos_pnl;
@@ -201,7 +216,10 @@ typedef struct tf_oos_row {
 /* Runs every fold of oos over close[n_bars] with the combos params[m][6]: each part of the
  * series swept cold by tf_sweep (or tf_sweep_reference) with sweep's threads, isa, fee,
  * max_bytes and progress (sweep may be NULL; its stats must be NULL: statistics are computed
- * here when the metric needs them). rows[cap] receive one row per fold. Returns the number of
+ * here when the metric needs them). With oos->warmup each combo is stepped instead (the
+ * strategy's step, threads over combos, the one booking), every part booked from its first bar
+ * after its warm-up: the bits of tf_trades_list on that part (warmup 0 gives the cold sweep's
+ * bits too). rows[cap] receive one row per fold. Returns the number of
  * folds, or an error of tf_folds, TF_E_NOMEM (16 + 96 bytes per combo and part with
  * statistics), or the first sweep's error (TF_E_CANCELLED when progress is cancelled, with a
  * message on each). The sweep options come last, as in tf_sweep. */
@@ -218,11 +236,108 @@ TF_API int tf_oos_run_with(const tf_strategy_def *def, const double *close, int6
                            tf_oos_row *rows, int cap, char *msg, size_t msg_cap,
                            const tf_sweep_opts *sweep);
 
+/* ---- Trade lists ---- */
+
+/* One trade of a combo: entered at close[entry_bar], closed at close[exit_bar] (a reversal
+ * closes one trade and enters the next at the same bar). ret is the return the booking adds to
+ * pnl for it, fee included, in percent points: the closed trades' ret summed in order from 0.0
+ * give pnl bit for bit. The position still open after the last bar is one more row, open = 1,
+ * exit_bar the last bar and ret what closing it at the last close would book: it is in no
+ * figure (pnl, trades, wins, ...). */
+typedef struct tf_trade {
+    int64_t entry_bar, exit_bar;
+    double entry_price, exit_price;
+    double ret;        /* percent points, fee included */
+    int32_t direction; /* +1 long, -1 short */
+    int32_t open;      /* 1: still open after the last bar, marked to its close */
+} tf_trade;
+
+/* Every trade of one combo of def (params[def->n_params]; HMA: tf_strategy_builtin("hma") with
+ * the six windows as doubles) over close[n_bars] at fee (finite, percent points per closed
+ * trade), as the sweep books them: the strategy stepped from its first bar, the one booking.
+ * out[cap] receives the first cap rows (out may be NULL with cap 0 to count them); stats (may
+ * be NULL) every output, equal to the sweep's for that combo. Returns the number of rows (closed
+ * trades, plus one when a position is open at the end), or TF_E_STRATEGY (def breaks the
+ * contract, init refuses params, a target outside -1, 0, +1, TF_HOLD), TF_E_INVALID_ARG
+ * (n_bars outside 0 .. TF_MAX_BARS, cap < 0, a fee that is not finite), TF_E_NULL_ARG,
+ * TF_E_NOMEM (it allocates n_bars bytes and the strategy's state), with a message on each. */
+TF_API int64_t tf_trades_list(const tf_strategy_def *def, const double *params, const double *close,
+                              int64_t n_bars, double fee, tf_trade *out, int64_t cap,
+                              tf_stats *stats, char *msg, size_t msg_cap);
+
 /* The verdict on n folds' rows over m combos: "the in-sample winner's mean out-of-sample rank is
  * 12.5 of 80 (holds up: top quarter; random choice: 40.5), its oos pnl summed over folds
  * 123.4" (top quarter / top half / bottom half by the mean rank against m). 0, or
  * TF_E_INVALID_ARG (n < 1, m < 1) / TF_E_NULL_ARG with msg unwritten. */
 TF_API int tf_oos_verdict(const tf_oos_row *rows, int n, int64_t m, char *msg, size_t msg_cap);
+
+/* ---- Time-aware figures (docs/definition.md section 10) ----
+ *
+ * Computed after a sweep, for the combos the caller names, from the bars each combo holds a
+ * position (a second pass: the plain sweep's speed and bits are untouched). Every figure is the
+ * arithmetic docs/definition.md section 10 writes out, on the mark-to-market equity in percent
+ * points of the starting capital (additive, like pnl) and its per-bar changes; annualised with
+ * periods_per_year. The same bits from every path that calls these functions. */
+typedef struct tf_time_stats {
+    double equity;           /* the MTM equity at the last bar: pnl + the open trade's gain */
+    double cagr;             /* percent a year (a period without dates and override) */
+    double ann_vol;          /* standard deviation of the per-bar changes x sqrt(periods) */
+    double sharpe;           /* mean / standard deviation of the changes x sqrt(periods) */
+    double sortino;          /* mean / downside deviation of the changes x sqrt(periods) */
+    double calmar;           /* cagr / mtm_max_dd */
+    double mtm_max_dd;       /* largest drop of the MTM equity from its running peak (from 0) */
+    double exposure_pct;     /* percent of the bars that end in a position */
+    double buy_hold;         /* (close[n-1] - close[0]) / close[0] x 100 */
+    double compounded;       /* (prod(1 + r / 100) - 1) x 100 over the closed trades' returns */
+    double mean_bars;        /* mean closed-trade duration in bars (NaN without trades) */
+    double max_bars;         /* longest closed trade in bars (0 without trades) */
+    double mean_days;        /* the same in days (NaN without dates or trades) */
+    double max_days;         /* (NaN without dates; 0 with dates and no trade) */
+    double periods_per_year; /* what annualised the figures (1: per bar) */
+} tf_time_stats;
+
+/* How to compute them. Zero-initialise; `size` as in tf_sweep_opts. */
+typedef struct tf_time_opts {
+    size_t size;
+    const int64_t *times;    /* NULL, or n_bars times in ns since 1970, oldest first */
+    double periods_per_year; /* 0: inferred (with times: (n_bars - 1) / years spanned; without:
+                                1, per-bar figures); else > 0 and finite, used as given */
+    const double *fee;       /* NULL: TF_FEE_DEFAULT; else the fee the sweep used */
+    int threads;             /* 0: all online cores; 1: the calling thread */
+} tf_time_opts;
+
+/* The periods a year that opts give over times[n] (n >= 2 with times spanning a positive
+ * time, else 1 without times; NaN with times that span no time). TF_E_INVALID_ARG for a bad
+ * override (with msg). */
+TF_API int tf_time_periods(const int64_t *times, int64_t n, const tf_time_opts *opts, double *out,
+                           char *msg, size_t msg_cap);
+
+/* The figures of one combo given its position after each bar, pos[n] (-1, 0, +1: what a
+ * streaming handle returns bar by bar), over close[n]. The reference the numba gate compares
+ * with, and what the combo functions below run per combo. 0, TF_E_NULL_ARG, TF_E_INVALID_ARG
+ * (n < 0, a position outside -1..1, a bad opts). */
+TF_API int tf_time_stats_positions(const double *close, int64_t n, const int8_t *pos,
+                                   const tf_time_opts *opts, tf_time_stats *out, char *msg,
+                                   size_t msg_cap);
+
+/* The figures of the HMA combos params[m][6] (tf_sweep's) into out[m]: each combo's positions
+ * from the kernel's own WMA routine (the sweep's bits), threads over combos (opts->threads).
+ * 0, TF_E_WINDOW_TOO_SHORT / LONG (tf_params_check), TF_E_INVALID_ARG, TF_E_NULL_ARG,
+ * TF_E_NOMEM (6 x 8 + 1 bytes a bar per thread, 32 bytes a bar for the prefix sums). */
+TF_API int tf_time_stats_hma(const double *close, int64_t n, const int64_t *params, int64_t m,
+                             const tf_time_opts *opts, tf_time_stats *out, char *msg,
+                             size_t msg_cap);
+/* The same for any strategy's combos params[m][def->n_params] (tf_sweep_with's), each combo's
+ * positions from its streaming handle (tf_strategy_open_with): TF_E_STRATEGY as there. */
+TF_API int tf_time_stats_with(const tf_strategy_def *def, const double *close, int64_t n,
+                              const double *params, int64_t m, const tf_time_opts *opts,
+                              tf_time_stats *out, char *msg, size_t msg_cap);
+
+/* The figures' names in tf_time_stats order (the CLI's and sweep_frame's column names), and
+ * figure k of s as a double; NULL / NaN outside 0 .. TF_TIME_FIGURES - 1. */
+#define TF_TIME_FIGURES 15
+TF_API const char *tf_time_figure_name(int k);
+TF_API double tf_time_figure(const tf_time_stats *s, int k);
 
 #ifdef __cplusplus
 }

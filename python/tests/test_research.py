@@ -115,14 +115,15 @@ def non_blank(png) -> float:
     return float(np.mean(np.any(np.abs(img - img[0, 0]) > 0.05, axis=-1)))
 
 
-def test_report_via_cli_is_self_contained_and_renders(tmp_path):
+def test_static_report_via_cli_is_self_contained_and_renders(tmp_path):
+    """--static: the PNG figures (the interactive page: test_report_browser.py)."""
     f = tmp_path / "prices.csv"
     import pandas as pd
     dates = pd.date_range("2021-01-04", periods=6000, freq="h").strftime("%Y-%m-%d %H:%M").tolist()
     f.write_text("Date,Close\n" + "".join(f"{d},{x!r}\n" for d, x in zip(dates, C)))
     out = tmp_path / "r.html"
     r = cli("--input", str(f), "--grid", GRID, "--walk-forward", "2", "--report", str(out),
-            "--heatmap", "L,sq")
+            "--heatmap", "L,sq", "--static")
     assert r.returncode == 0, r.stderr
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.count("data:image/png;base64,") >= 2

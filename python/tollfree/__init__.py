@@ -25,11 +25,12 @@ from tollfree.errors import EngineError, EngineTimeout  # noqa: E402
 from tollfree.research import walk_forward  # noqa: E402
 from tollfree.stats import sweep_frame  # noqa: E402
 from tollfree.strategies import define  # noqa: E402
+from tollfree.trade_list import trades  # noqa: E402
 
 
 __all__ = ["sweep", "sweep_stats", "sweep_frame", "Strategy", "connect", "EngineError",
            "EngineTimeout", "v1", "orders", "paper", "walk_forward", "report", "sweep_panel",
-           "Series", "strategies", "define"]
+           "Series", "strategies", "define", "trades"]
 
 # Imported on first use (PEP 562), not with the package: `python -m tollfree.paper`,
 # `-m tollfree.html_report` and `-m tollfree.panel` run those modules as scripts, and a module the

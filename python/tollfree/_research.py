@@ -33,7 +33,11 @@ class Fold(ctypes.Structure):  # tf_fold
 class OosOpts(ctypes.Structure):  # tf_oos_opts
     _fields_ = [("size", ctypes.c_size_t), ("split", ctypes.c_double),
                 ("walk_forward", ctypes.c_int), ("metric", ctypes.c_char_p),
-                ("reference", ctypes.c_int)]
+                ("reference", ctypes.c_int), ("anchored", ctypes.c_int),
+                ("warmup", ctypes.c_int64), ("min_trades", ctypes.c_int64)]
+
+
+WARMUP_ALL = -1  # TF_OOS_WARMUP_ALL
 
 
 class GridReport(ctypes.Structure):  # tf_grid_report
@@ -46,6 +50,9 @@ OOS_ROW_DTYPE = np.dtype([("is_start", "<i8"), ("is_end", "<i8"), ("oos_start", 
                           ("is_pnl", "<f8"), ("is_trades", "<i8"), ("oos_value", "<f8"),
                           ("oos_pnl", "<f8"), ("oos_trades", "<i8"), ("oos_rank", "<i8"),
                           ("oos_best_value", "<f8")])  # tf_oos_row
+TRADE_DTYPE = np.dtype([("entry_bar", "<i8"), ("exit_bar", "<i8"), ("entry_price", "<f8"),
+                        ("exit_price", "<f8"), ("ret", "<f8"), ("direction", "<i4"),
+                        ("open", "<i4")])  # tf_trade
 
 _declared = None
 
@@ -70,6 +77,8 @@ def L() -> ctypes.CDLL:
         lb.tf_oos_run.argtypes = [p, i64, p, i64, c.POINTER(OosOpts), p, c.c_int, c.c_char_p,
                                   sz, p]
         lb.tf_oos_verdict.argtypes = [p, c.c_int, i64, c.c_char_p, sz]
+        lb.tf_trades_list.argtypes = [p, p, p, i64, c.c_double, p, i64, p, c.c_char_p, sz]
+        lb.tf_trades_list.restype = i64
         lb.tf_oos_run_with.argtypes = [p, p, i64, p, i64, c.POINTER(OosOpts), p, c.c_int,
                                        c.c_char_p, sz, p]
         rp = c.POINTER(Results)
@@ -81,6 +90,7 @@ def L() -> ctypes.CDLL:
         lb.tf_results_column_find.argtypes = [rp, c.c_char_p, sz, c.POINTER(c.c_int), c.c_char_p,
                                               sz]
         assert ctypes.sizeof(Results) == 64 and OOS_ROW_DTYPE.itemsize == 104
+        assert TRADE_DTYPE.itemsize == 48
         _declared = lb
     return _declared
 
@@ -199,7 +209,18 @@ def grid_check(params: np.ndarray, n_bars: int) -> str | None:
     return buf.value.decode() if rc > 0 else None
 
 
-def oos_opts(split, walk_forward, metric: str = "pnl", reference: bool = False) -> OosOpts:
+def warmup_value(warmup) -> int:
+    """tf_oos_opts.warmup of ``warmup=``: 0 (cold), a number of bars N > 0, or "all"."""
+    if isinstance(warmup, str) and warmup == "all":
+        return WARMUP_ALL
+    if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0:
+        raise ValueError(f"warmup wants a number of bars N >= 0 (0: cold) or 'all', "
+                         f"got {warmup!r}")
+    return int(warmup)
+
+
+def oos_opts(split, walk_forward, metric: str = "pnl", reference: bool = False,
+             anchored: bool = False, warmup=0, min_trades: int = 0) -> OosOpts:
     """tf_oos_opts; the metric's bytes live in the returned struct's _keep."""
     if (split is None) == (walk_forward is None):
         raise ValueError("give exactly one of split= and walk_forward=")
@@ -215,9 +236,13 @@ def oos_opts(split, walk_forward, metric: str = "pnl", reference: bool = False) 
             raise ValueError(f"walk_forward wants 1..{OOS_MAX_FOLDS} folds, got {walk_forward}")
     if not isinstance(metric, str):
         raise TypeError(f"metric must be a str, got {metric!r}")
+    if isinstance(min_trades, bool) or not isinstance(min_trades, (int, np.integer)) \
+            or min_trades < 0:
+        raise ValueError(f"min_trades wants a number of trades N >= 0, got {min_trades!r}")
     m = metric.encode()
     o = OosOpts(ctypes.sizeof(OosOpts), 0.0 if split is None else float(split),
-                0 if walk_forward is None else int(walk_forward), m, int(bool(reference)))
+                0 if walk_forward is None else int(walk_forward), m, int(bool(reference)),
+                int(bool(anchored)), warmup_value(warmup), int(min_trades))
     o._keep = m
     return o
 
@@ -238,3 +263,21 @@ def verdict(rows: np.ndarray, m: int) -> str:
     if rc:
         raise ValueError(f"verdict: {strerror(rc)} (code {rc})")
     return buf.value.decode()
+
+
+def trades_list(def_ptr: int, params: np.ndarray, close: np.ndarray, fee: float, stats_dtype):
+    """(rows, stats) of ``tf_trades_list``: the TRADE_DTYPE rows and the combo's tf_stats (one
+    row of stats_dtype, binding.STATS_DTYPE)."""
+    n = close.shape[0]
+    buf = ctypes.create_string_buffer(_MSG)
+    st = np.zeros(1, dtype=stats_dtype)
+    rc = L().tf_trades_list(def_ptr, params.ctypes.data, close.ctypes.data, n, float(fee), None,
+                            0, None, buf, _MSG)
+    if rc < 0:
+        raise _fail(int(rc), buf, "trades")
+    rows = np.zeros(rc, dtype=TRADE_DTYPE)
+    rc2 = L().tf_trades_list(def_ptr, params.ctypes.data, close.ctypes.data, n, float(fee),
+                             rows.ctypes.data if rc else None, rc, st.ctypes.data, buf, _MSG)
+    if rc2 != rc:
+        raise _fail(int(rc2) if rc2 < 0 else -1, buf, "trades")
+    return rows, st[0]

@@ -1,11 +1,14 @@
-"""The sweep's HTML report: one self-contained file (styles and PNG figures inline, nothing
-fetched at view time) with the run's inputs, the ranked table, pnl against L (or a heatmap of two
-grid columns), the best combo's equity curve with its trades and drawdown from the streaming
-strategy, the out-of-sample table when asked, and the boundary benchmark's headline if given.
+"""The sweep's HTML report: one self-contained file (nothing fetched at view time) with the
+run's inputs, the ranked table, pnl against L (or a heatmap of two grid columns), the best
+combo's price with its position changes, equity and drawdown from the streaming strategy, the
+out-of-sample table when asked, and the boundary benchmark's headline if given.
+
+The charts are interactive by default: uPlot, vendored from npm into the page with its license
+(tollfree.report_charts, tollfree.report_vendor); ``static=True`` (``--static``) draws PNG
+figures with matplotlib instead (Debian: python3-matplotlib).
 
 ``tollfree.report(...)`` in Python; ``tollfree sweep ... --report FILE.html`` runs
-``python3 -m tollfree.html_report`` with the same inputs (matplotlib from Debian:
-python3-matplotlib)."""
+``python3 -m tollfree.html_report`` with the same inputs."""
 from __future__ import annotations
 
 import argparse
@@ -19,9 +22,9 @@ import numpy as np
 
 from tollfree import data as _data
 from tollfree import grid as _grid
-from tollfree import research
+from tollfree import report_charts, research
 from tollfree.binding import FEE_DEFAULT, Strategy, isa_best, sweep_stats
-from tollfree.stats import derived
+from tollfree.stats import derived, time_stats
 
 _CSS = """
 body{font:14px/1.45 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px auto;
@@ -56,6 +59,11 @@ def _envelope(y: np.ndarray, buckets: int = 1500):
     lo, hi = np.nanmin(body, axis=1), np.nanmax(body, axis=1)
     x = np.repeat(np.arange(buckets) * k + k // 2, 2)
     return x, np.column_stack([lo, hi]).reshape(-1)
+
+
+# The time-aware figures the ranked table shows (per bar without dates).
+_TIME_SHOWN = ("cagr", "sharpe", "sortino", "calmar", "mtm_max_dd", "compounded", "buy_hold",
+               "mean_bars")
 
 
 def _table(header, rows, left=()) -> str:
@@ -118,7 +126,9 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
            split: float | None = None, walk_forward: int | None = None, metric: str = "pnl",
            heatmap: str | None = None, top: int = 20, headline: str | None = None,
            threads: int | None = None, title: str = "tollfree sweep report",
-           fee: float = FEE_DEFAULT, column: str = "close", strategy=None) -> str:
+           fee: float = FEE_DEFAULT, column: str = "close", strategy=None,
+           static: bool = False, times=None, anchored: bool = False, warmup=0,
+           min_trades: int = 0) -> str:
     """Sweeps ``params`` (default grid) on ``close`` (default data; anything
     :func:`tollfree.data.to_close` takes) and writes the report to ``path``; returns ``path``.
 
@@ -126,20 +136,33 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     ``close`` is None, else the kind of series given, e.g. "a pandas Series 'Close'").
 
     ``dates``: one label per bar (the file's date column), for the axes and the inputs table.
-    ``split`` / ``walk_forward`` / ``metric``: the out-of-sample table (:func:`walk_forward`).
+    ``split`` / ``walk_forward`` / ``metric`` / ``anchored`` / ``warmup``: the out-of-sample
+    table (:func:`tollfree.research.walk_forward`). ``min_trades``: combos with fewer trades are
+    left out of the ranked table and cannot win a fold.
     ``heatmap="X,Y"``: pnl over two grid columns (others maximised over) instead of pnl
     against L. ``headline``: text (e.g. :func:`tollfree.bench.headline`) shown verbatim.
     ``fee``: percent points per closed trade. ``column``: the close column of a DataFrame.
     ``strategy`` (as :func:`tollfree.sweep` takes it): the report of that strategy's sweep,
     ``params`` its (n, k) grid (required; :func:`tollfree.grid.product`); ``heatmap`` then names
-    two of its parameters (default: its first two; one parameter: pnl against it)."""
+    two of its parameters (default: its first two; one parameter: pnl against it).
+
+    ``static``: PNG figures (matplotlib) instead of the interactive charts (uPlot, vendored at
+    build time: report_vendor.VendorMissing when it is absent and cannot be fetched).
+    ``times``: each bar's time (datetime64) for the date axes; by default ``dates`` parsed, or a
+    pandas ``close``'s DatetimeIndex; bar numbers when there is none."""
     from tollfree.strategies import resolve
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = None
+    if static:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    else:
+        report_charts.report_vendor.uplot_dir()  # refused before the sweep when it is missing
 
     t0 = time.perf_counter()
+    if times is None and dates is None and hasattr(getattr(close, "index", None), "tz_localize"):
+        times = report_charts.naive_utc(close.index)  # a pandas DatetimeIndex
     if source is None:
         source = ("the embedded default data (150,000 bars)" if close is None else
                   f"{_describe(close, column)} given to tollfree.report()")
@@ -165,6 +188,8 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     d = derived(st)
     avg, sharpe = d["avg_trade"], d["sharpe_per_trade"]
     order = np.argsort(-np.nan_to_num(pnl, nan=-np.inf), kind="stable")
+    if min_trades > 0:  # --min-trades: combos with fewer trades are not ranked
+        order = order[trades[order] >= min_trades]
     best = int(order[0])
 
     parts = [f"<h1>{html.escape(title)}</h1>",
@@ -181,19 +206,38 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     inputs += [("note", s) for s in notes]
     parts += ["<h2>Inputs</h2>", _table(["what", "value"], inputs, left=(0, 1))]
 
-    k = min(top, m)
+    k = min(top, len(order))
     head = ["rank", *pnames, "pnl", "trades", "avg_trade", "win_rate",
-            "profit_factor", "sharpe_per_trade", "max_dd"]
+            "profit_factor", "sharpe_per_trade", "max_dd", *_TIME_SHOWN]
+    # the time-aware figures (docs/definition.md section 10) of the shown rows only
+    tt = time_stats(close, params[order[:k]], strategy=None if r_st.is_hma else strategy,
+                    times=times, fee=fee, threads=threads)
     rows = []
     for r, j in enumerate(order[:k], 1):
         rows.append([r, *(_pv(v) for v in params[j]), _fmt(pnl[j]), _fmt(int(trades[j])),
                      _fmt(avg[j]), _fmt(d["win_rate"][j]), _fmt(d["profit_factor"][j]),
-                     _fmt(sharpe[j]), _fmt(st["max_dd"][j])])
-    parts += [f"<h2>Ranked by pnl (top {k} of {m:,})</h2>", _table(head, rows)]
+                     _fmt(sharpe[j]), _fmt(st["max_dd"][j]),
+                     *(_fmt(tt[c][r - 1]) for c in _TIME_SHOWN)])
+    elig = "" if min_trades <= 0 else f", {len(order):,} with at least {min_trades} trades"
+    parts += [f"<h2>Ranked by pnl (top {k} of {m:,}{elig})</h2>", _table(head, rows)]
 
-    if heatmap:
+    charts = {}
+    if heatmap and not static:
+        xi, yi = _heat_axes(heatmap, pnames)
+        hm = charts["sweep"] = report_charts.heat_data(params, pnl, xi, yi, pnames)
+        z = [v for v in hm["z"] if v is not None] or [float("nan")]
+        parts += [f"<h2>Heatmap: pnl over {html.escape(heatmap)}</h2>",
+                  report_charts.div("sweep"), '<div class="tfv" id="tf-sweep-value"></div>',
+                  '<p class="note">pnl, the best over the other parameters: red lowest '
+                  f"({_fmt(min(z))}), green highest ({_fmt(max(z))}); the cell under the cursor "
+                  "above; drag to zoom, double-click to reset.</p>"]
+    elif heatmap:
         parts += [f"<h2>Heatmap: pnl over {html.escape(heatmap)}</h2>",
                   _png(_heatmap_fig(plt, params, pnl, heatmap, pnames))]
+    elif not static:
+        charts["sweep"] = report_charts.line_data(params[:, 0], pnl, sharpe, pnames[0])
+        parts += [f"<h2>pnl and sharpe per trade against {pnames[0]}</h2>",
+                  report_charts.div("sweep")]
     else:
         fig, ax = plt.subplots(figsize=(10, 3.6))
         L = params[:, 0]
@@ -211,36 +255,32 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     eq = equity(close, params[best], fee, r_st)
     same = (np.float64(eq["pnl"]).view(np.int64) == pnl[best:best + 1].view(np.int64)[0]
             and eq["trades"] == trades[best])
-    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True,
-                                     gridspec_kw={"height_ratios": [2, 2, 1]})
-    a1.plot(*_envelope(close), lw=0.6, color="#333")
-    fl = eq["flips"]
-    longs, shorts = fl[eq["pos"][fl] > 0], fl[eq["pos"][fl] < 0]
-    if fl.size <= 4000:
-        a1.scatter(longs, close[longs], marker="^", s=10, color="#1a8a3a", label="go long")
-        a1.scatter(shorts, close[shorts], marker="v", s=10, color="#c2331f", label="go short")
-        a1.legend(loc="upper left", fontsize=8)
-    a1.set_ylabel("close")
-    a2.plot(*_envelope(eq["mtm"]), lw=0.6, color="#9bb5dd", label="marked to market")
-    a2.plot(*_envelope(eq["closed"]), lw=1.0, color="#1f5fbf", label="closed trades")
-    a2.set_ylabel("equity, pct points")
-    a2.legend(loc="upper left", fontsize=8)
-    dx, dy = _envelope(-eq["drawdown"])
-    a3.fill_between(dx, dy, 0, color="#c2331f", alpha=0.5, lw=0)
-    a3.set_ylabel("drawdown")
-    a3.set_xlabel("bar" if dates is None else f"bar ({dates[0]} .. {dates[-1]})")
-    for a in (a1, a2, a3):
-        a.grid(alpha=0.3)
     combo = ", ".join(f"{nm}={_pv(v)}" for nm, v in zip(pnames, params[best]))
     parts += [f"<h2>Best combo: {combo}</h2>",
               f'<p class="note">pnl {_fmt(pnl[best])} over {int(trades[best]):,} trades; max '
               f"closed-trade drawdown {_fmt(eq['drawdown'].max())} percent points. The curve is "
               "the streaming strategy fed bar by bar; it ends at the sweep's pnl and trade count "
-              f"{'bit for bit' if same else '(MISMATCH: please report)'}.</p>", _png(fig)]
-
+              f"{'bit for bit' if same else '(MISMATCH: please report)'}.</p>"]
+    if static:
+        parts.append(_png(_bars_fig(plt, close, eq, dates)))
+    else:
+        secs = report_charts.epoch_seconds(dates, times)
+        if secs is not None and secs.shape[0] != n:
+            raise ValueError(f"times has {secs.shape[0]} values for {n} bars")
+        b = charts["bars"] = report_charts.bars_data(close, eq, secs)
+        shown = (f"{b['shown']:,} of the {n:,} bars are drawn (each stretch's lowest and highest "
+                 "of every line, and every position change); " if b["shown"] < n else "")
+        if not b["marks"]:
+            shown += f"the {b['changes']:,} position changes are too many to mark; "
+        parts += [report_charts.div("price"), report_charts.div("equity"),
+                  report_charts.div("drawdown", shown + "drag across a chart to zoom (the three "
+                                    "follow each other), double-click to reset; the values under "
+                                    "the cursor are in each legend."
+                                    + ("" if secs is not None else " No dates: bar numbers."))]
     if split is not None or walk_forward is not None:
         wf = research.walk_forward(close, params, split=split, walk_forward=walk_forward,
-                                   metric=metric, threads=threads, fee=fee, strategy=r_st)
+                                   metric=metric, threads=threads, fee=fee, strategy=r_st,
+                                   anchored=anchored, warmup=warmup, min_trades=min_trades)
         lab = (lambda i: str(dates[min(i, n - 1)])) if dates is not None else (lambda i: f"{i:,}")
         # With the metric pnl, "oos pnl" is the metric's column already: shown once.
         extra_pnl = metric != "pnl"
@@ -261,9 +301,10 @@ def report(close=None, params=None, path: str = "report.html", *, dates=None,
     if headline:
         parts += ["<h2>Boundary benchmark headline</h2>", f"<pre>{html.escape(headline)}</pre>"]
     parts.append(f'<p class="note">written by tollfree in {time.perf_counter() - t0:.2f} s</p>')
+    style, tail = report_charts.scripts(charts) if not static else ("", "")
     doc = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-           f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-           + "\n".join(parts) + "</body></html>\n")
+           f"<title>{html.escape(title)}</title><style>{_CSS}{style}</style></head><body>"
+           + "\n".join(parts) + tail + "</body></html>\n")
     with open(path, "w", encoding="utf-8") as f:
         f.write(doc)
     return path
@@ -287,13 +328,45 @@ def _pv(v) -> str:
     return str(int(v)) if v.is_integer() and abs(v) < 2**53 else f"{v:g}"
 
 
-def _heatmap_fig(plt, params, pnl, spec, names=_grid.PARAM_NAMES):
+def _bars_fig(plt, close, eq, dates):
+    """The static figure: price with the position changes, equity, drawdown (PNG path)."""
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True,
+                                     gridspec_kw={"height_ratios": [2, 2, 1]})
+    a1.plot(*_envelope(close), lw=0.6, color="#333")
+    fl = eq["flips"]
+    longs, shorts = fl[eq["pos"][fl] > 0], fl[eq["pos"][fl] < 0]
+    if fl.size <= 4000:
+        a1.scatter(longs, close[longs], marker="^", s=10, color="#1a8a3a", label="go long")
+        a1.scatter(shorts, close[shorts], marker="v", s=10, color="#c2331f", label="go short")
+        a1.legend(loc="upper left", fontsize=8)
+    a1.set_ylabel("close")
+    a2.plot(*_envelope(eq["mtm"]), lw=0.6, color="#9bb5dd", label="marked to market")
+    a2.plot(*_envelope(eq["closed"]), lw=1.0, color="#1f5fbf", label="closed trades")
+    a2.set_ylabel("equity, pct points")
+    a2.legend(loc="upper left", fontsize=8)
+    dx, dy = _envelope(-eq["drawdown"])
+    a3.fill_between(dx, dy, 0, color="#c2331f", alpha=0.5, lw=0)
+    a3.set_ylabel("drawdown")
+    a3.set_xlabel("bar" if dates is None else f"bar ({dates[0]} .. {dates[-1]})")
+    for a in (a1, a2, a3):
+        a.grid(alpha=0.3)
+    return fig
+
+
+def _heat_axes(spec, names):
+    """The two parameters ``spec`` ("X,Y") names, as column indices; ValueError naming them."""
     names = list(names)
     try:
         xn, yn = (s.strip() for s in spec.split(","))
-        xi, yi = names.index(xn), names.index(yn)
+        return names.index(xn), names.index(yn)
     except ValueError:
         raise ValueError(f"heatmap wants two of {','.join(names)} as X,Y, got {spec!r}") from None
+
+
+def _heatmap_fig(plt, params, pnl, spec, names=_grid.PARAM_NAMES):
+    names = list(names)
+    xi, yi = _heat_axes(spec, names)
+    xn, yn = names[xi], names[yi]
     xs, ys = np.unique(params[:, xi]), np.unique(params[:, yi])
     z = np.full((ys.size, xs.size), np.nan)
     cx, cy = np.searchsorted(xs, params[:, xi]), np.searchsorted(ys, params[:, yi])
@@ -336,14 +409,19 @@ def main(argv=None) -> int:
     ap.add_argument("--fee", type=float, default=FEE_DEFAULT)
     ap.add_argument("--headline", help="a file whose text is shown as the benchmark headline")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--anchored", action="store_true")
+    ap.add_argument("--warmup", default="0", help="bars of warm-up before each part, or 'all'")
+    ap.add_argument("--min-trades", type=int, default=0)
+    ap.add_argument("--static", action="store_true",
+                    help="PNG figures (matplotlib) instead of the interactive charts")
     a = ap.parse_args(argv)
     try:
-        dates, notes, source = None, [], None
+        dates, times, notes, source = None, None, [], None
         if a.input:
             pr = _data.read_prices(a.input, a.column, date_column=a.date_column, raw=a.raw,
                                    skip_bad_rows=a.skip_bad_rows, sep=a.sep,
                                    assume_sorted=a.assume_sorted, warn=lambda s: None)
-            close, dates, notes = pr.close, pr.dates, pr.notes
+            close, dates, times, notes = pr.close, pr.dates, pr.times, pr.notes
             source = a.input if not a.raw or not a.input.startswith("/tmp/tollfree-stdin-") \
                 else "stdin"
             source += f" (column '{pr.column}')" if not a.raw else ""
@@ -359,8 +437,10 @@ def main(argv=None) -> int:
         report(close, params, a.out, dates=dates, source=source, notes=notes, grid_spec=a.grid,
                split=a.split, walk_forward=a.walk_forward, metric=a.metric, heatmap=a.heatmap,
                top=a.top, headline=headline, threads=a.threads or None, fee=a.fee,
-               strategy=strategy)
-    except (ValueError, OSError) as e:
+               strategy=strategy, static=a.static, times=times, anchored=a.anchored,
+               warmup=a.warmup if a.warmup == "all" else int(a.warmup),
+               min_trades=a.min_trades)
+    except (ValueError, OSError, report_charts.report_vendor.VendorMissing) as e:
         print(f"tollfree sweep: --report: {e}", file=sys.stderr)
         return 1
     if not a.quiet:

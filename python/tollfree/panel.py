@@ -340,7 +340,8 @@ def _attach(df, p: PanelInput):
 
 def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=None,
                 isa: str = "auto", fee: float | None = None, stats: bool = False,
-                fill: str | None = None, validate: bool = True, *, strategy=None):
+                fill: str | None = None, validate: bool = True, *, strategy=None,
+                time_stats: bool = False, periods_per_year=None):
     """Sweeps ``params`` (int64, n_combos x 6) over every instrument of ``panel``, in-process.
 
     One kernel call per instrument over the whole grid: the kernel computes each distinct
@@ -357,8 +358,19 @@ def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=Non
 
     ``strategy`` (as :func:`tollfree.sweep` takes it): that strategy's sweep, ``params`` its
     (n, k) float64 grid; the parameter columns are then its parameter names.
+
+    ``time_stats=True`` (or ``periods_per_year=``): the time-aware figures of
+    :func:`tollfree.stats.time_stats` (docs/definition.md section 10) appended per instrument
+    and combo (a second pass over every combo; per-bar figures unless ``periods_per_year``:
+    a panel carries no dates).
     """
     from tollfree.strategies import resolve
+
+    if time_stats or periods_per_year is not None:
+        df = sweep_panel(panel, params, threads, names, isa, fee, stats, fill, validate,
+                         strategy=strategy)
+        return _with_time(df, panel, params, threads, names, fee, fill, validate, strategy,
+                          periods_per_year)
 
     r_st = resolve(strategy)
     if r_st.is_hma:
@@ -381,6 +393,19 @@ def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=Non
         pnl.append(r[0])
         trades.append(r[1])
     return _attach(result_frame(p.names, params, pnl, trades, pnames), p)
+
+
+def _with_time(df, panel, params, threads, names, fee, fill, validate, strategy, ppy):
+    """df with the time-aware figures of each instrument's combos appended (grid order)."""
+    from tollfree.stats import TIME_FIGURES, time_stats
+
+    p = prepare_panel(panel, names, fill, validate)
+    parts = [time_stats(close, params, strategy=strategy, periods_per_year=ppy,
+                        fee=as_fee(fee), threads=threads, validate=validate)
+             for close in p.series]
+    for k in TIME_FIGURES:
+        df[k] = _cat([t[k] for t in parts], np.float64)
+    return df
 
 
 # ---- files ----

@@ -3,7 +3,9 @@
 The folds, winners, ranks and verdict are computed once, by the library (``tf_folds``,
 ``tf_oos_run``, ``tf_oos_verdict`` in include/tollfree/research.h), the code ``tollfree sweep
 --split F`` / ``--walk-forward K`` runs: the same bits. Each part of the series is swept cold (a
-strategy deployed at that bar would start with nothing)."""
+strategy deployed at that bar would start with nothing) unless ``warmup=`` feeds it the bars
+before the part first; ``anchored=True`` grows every in-sample part from bar 0
+(docs/research.md, "Walk-forward")."""
 from __future__ import annotations
 
 import ctypes
@@ -60,17 +62,20 @@ def metric_values(metric: str, st: dict) -> np.ndarray:
     return _r.column_values(_r.results(None, pnl, trades, rows, pnl.shape[0]), col, sign)
 
 
-def folds(n: int, split: float | None = None, walk_forward: int | None = None):
+def folds(n: int, split: float | None = None, walk_forward: int | None = None,
+          anchored: bool = False):
     """The folds as (is_start, is_end, oos_start, oos_end) bar ranges (end exclusive), by the
     library's ``tf_folds``: ``split=F`` one fold, in sample the first floor(n*F) bars;
     ``walk_forward=K`` the bars cut into K+1 equal segments (the last takes the remainder).
-    ValueError naming the empty fold when n is too short."""
-    return _r.folds(n, _r.oos_opts(split, walk_forward))
+    ValueError naming the empty fold when n is too short. ``anchored=True``: every in-sample
+    part starts at bar 0."""
+    return _r.folds(n, _r.oos_opts(split, walk_forward, anchored=anchored))
 
 
 def walk_forward(close, params=None, split: float | None = None, walk_forward: int | None = None,
                  metric: str = "pnl", threads: int | None = None, isa: str = "auto",
-                 fee: float = FEE_DEFAULT, *, strategy=None):
+                 fee: float = FEE_DEFAULT, *, strategy=None, anchored: bool = False, warmup=0,
+                 dates=None, min_trades: int = 0):
     """Out-of-sample check of the sweep: a pandas DataFrame with one row per fold.
 
     ``split=F``: in-sample = the first floor(n*F) bars, out-of-sample = the rest.
@@ -86,19 +91,34 @@ def walk_forward(close, params=None, split: float | None = None, walk_forward: i
 
     ``strategy`` (as :func:`tollfree.sweep` takes it): the folds of that strategy
     (``tf_oos_run_with``), ``params`` its (n, k) grid (required); the winner's columns are then
-    its parameters, by name, in place of the six lengths."""
+    its parameters, by name, in place of the six lengths.
+
+    ``anchored=True``: every in-sample part starts at bar 0 and grows (fold k: segments
+    0..k-1). ``warmup``: 0 (cold, the default), N bars or "all": the bars before each part feed
+    the strategy first and trades are booked only inside the part, a position the warm-up holds
+    entered at the part's first bar (each combo is then stepped: slower). ``dates``: one time
+    per bar (default: the index of a pandas ``close`` that holds times); the table then carries
+    ``is_start_date, is_end_date, oos_start_date, oos_end_date`` (each part's first and last
+    bar) after ``oos_end``.
+
+    ``min_trades=N``: a combo with fewer than N in-sample trades cannot win its fold; a fold
+    with no eligible combo has no winner (its parameters and values NaN, ``oos_rank`` 0) and
+    the table ends with a ``winner_note`` column ("ok", or what was missing)."""
 
     from tollfree import strategies as _st
 
+    from tollfree.trade_list import _dates
+    d = _dates(close, dates, len(close))
     close = to_close(close)
     r = _st.resolve(strategy)
+    extra = {"anchored": anchored, "warmup": warmup, "min_trades": min_trades}
     if not r.is_hma:
-        return _walk_forward_with(r, close, params, split, walk_forward, metric, threads, isa,
-                                  fee)
+        return _with_dates(_walk_forward_with(r, close, params, split, walk_forward, metric,
+                                              threads, isa, fee, **extra), d)
     params = _grid.default_grid() if params is None else binding.as_params(
         np.ascontiguousarray(params, dtype=np.int64))
     _check_metric(metric)
-    oos = _r.oos_opts(split, walk_forward, metric, reference=isa == "reference")
+    oos = _r.oos_opts(split, walk_forward, metric, reference=isa == "reference", **extra)
     n, m = close.shape[0], params.shape[0]
     if m < 1:
         raise ValueError("an empty grid (no combos)")
@@ -113,24 +133,44 @@ def walk_forward(close, params=None, split: float | None = None, walk_forward: i
                        buf, len(buf))
     if rc < 0:
         raise binding.KernelError(rc, f"walk_forward: {buf.value.decode(errors='replace')}")
-    return _frame(rows, params, COLUMNS[5:11], int, metric)
+    return _with_dates(_frame(rows, params, COLUMNS[5:11], int, metric, min_trades), d)
 
 
-def _frame(rows, params, names, cast, metric: str):
+def _with_dates(frame, d):
+    """The fold table with each part's first and last date after ``oos_end`` (d: the bars'
+    DatetimeIndex, or None: the table as it is)."""
+    if d is None:
+        return frame
+    at = {"is_start_date": frame["is_start"], "is_end_date": frame["is_end"] - 1,
+          "oos_start_date": frame["oos_start"], "oos_end_date": frame["oos_end"] - 1}
+    for k, (name, bars) in enumerate(at.items()):
+        frame.insert(5 + k, name, d[bars.to_numpy()])
+    return frame
+
+
+def _frame(rows, params, names, cast, metric: str, min_trades: int = 0):
     """The fold table from the library's rows: the winner's parameters by name (cast: int for
     HMA's lengths, float for a strategy's parameters)."""
     import pandas as pd
 
     m = params.shape[0]
+    none = [np.nan] * params.shape[1]  # no eligible combo (min_trades): no winner
     out = [[k, int(x["is_start"]), int(x["is_end"]), int(x["oos_start"]), int(x["oos_end"]),
-            *(cast(v) for v in params[x["winner"]]), metric, float(x["is_value"]),
-            float(x["is_pnl"]), int(x["is_trades"]), float(x["oos_value"]), float(x["oos_pnl"]),
-            int(x["oos_trades"]), int(x["oos_rank"]), m, float(x["oos_best_value"])]
+            *((cast(v) for v in params[x["winner"]]) if x["winner"] >= 0 else none), metric,
+            float(x["is_value"]), float(x["is_pnl"]), int(x["is_trades"]), float(x["oos_value"]),
+            float(x["oos_pnl"]), int(x["oos_trades"]), int(x["oos_rank"]), m,
+            float(x["oos_best_value"])]
            for k, x in enumerate(rows, 1)]
-    return pd.DataFrame(out, columns=COLUMNS[:5] + list(names) + COLUMNS[11:])
+    frame = pd.DataFrame(out, columns=COLUMNS[:5] + list(names) + COLUMNS[11:])
+    if min_trades > 0:
+        frame["winner_note"] = ["ok" if x["winner"] >= 0 else
+                                f"no combo with {min_trades} or more in-sample trades"
+                                for x in rows]
+    return frame
 
 
-def _walk_forward_with(r, close, params, split, walk_forward, metric, threads, isa, fee):
+def _walk_forward_with(r, close, params, split, walk_forward, metric, threads, isa, fee,
+                       anchored=False, warmup=0, min_trades=0):
 
     from tollfree import strategies as _st
 
@@ -139,7 +179,8 @@ def _walk_forward_with(r, close, params, split, walk_forward, metric, threads, i
                          f"{', '.join(r.param_names)} (tollfree.grid.product)")
     params = r.params(params)
     _check_metric(metric)
-    oos = _r.oos_opts(split, walk_forward, metric, reference=isa == "reference")
+    oos = _r.oos_opts(split, walk_forward, metric, reference=isa == "reference",
+                      anchored=anchored, warmup=warmup, min_trades=min_trades)
     n, m = close.shape[0], params.shape[0]
     if m < 1:
         raise ValueError("an empty grid (no combos)")
@@ -157,7 +198,7 @@ def _walk_forward_with(r, close, params, split, walk_forward, metric, threads, i
     _st.after_run(r)
     if rc < 0:
         raise binding.KernelError(rc, f"walk_forward: {buf.value.decode(errors='replace')}")
-    return _frame(rows, params, r.param_names, float, metric)
+    return _frame(rows, params, r.param_names, float, metric, min_trades)
 
 
 def verdict(frame) -> str:
@@ -166,6 +207,8 @@ def verdict(frame) -> str:
     rows = np.zeros(len(frame), dtype=_r.OOS_ROW_DTYPE)
     rows["oos_rank"] = frame["oos_rank"].to_numpy()
     rows["oos_pnl"] = frame["oos_pnl"].to_numpy()
+    if "winner_note" in frame:  # folds without a winner (min_trades) are not judged
+        rows["winner"] = np.where(frame["winner_note"].to_numpy() == "ok", 0, -1)
     return _r.verdict(rows, int(frame["combos"].iloc[0]))
 
 

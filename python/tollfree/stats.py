@@ -17,6 +17,7 @@ in grid order, as ``tollfree sweep --sort/--top`` ranks.
 """
 from __future__ import annotations
 
+import ctypes
 import warnings
 
 import numpy as np
@@ -114,7 +115,8 @@ def rank(params: np.ndarray, st: dict, sort: str | None = None,
 
 def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto",
                 fee: float = FEE_DEFAULT, progress=None, sort: str | None = None,
-                top: int | None = None, *, strategy=None):
+                top: int | None = None, *, strategy=None, min_trades: int = 0,
+                time_stats: bool = False, times=None, periods_per_year=None):
     """The sweep as a pandas DataFrame: one row per combo with the six windows, every output of
     :func:`tollfree.sweep_stats` and the derived figures (module docstring). ``params``
     defaults to the 80-combo default grid; ``close`` may be anything
@@ -128,12 +130,20 @@ def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto
 
     ``strategy`` (as :func:`tollfree.sweep` takes it): the sweep of that strategy, ``params``
     its (n, k) grid (required; :func:`tollfree.grid.product`); the first columns are then its
-    parameters, by name, and ``sort`` may name one of them."""
+    parameters, by name, and ``sort`` may name one of them.
+
+    ``min_trades=N``: combos with fewer than N trades are left out (not eligible for the
+    ranking). ``time_stats=True`` (or ``periods_per_year=``): the time-aware figures of
+    :func:`time_stats` appended as columns, computed for the rows returned only (``top=``
+    keeps that second pass short); ``times``: each bar's time (default: the index of a pandas
+    ``close`` when it holds times)."""
     import pandas as pd
 
     from tollfree.data import to_close
     from tollfree.strategies import resolve
 
+    if times is None and (time_stats or periods_per_year is not None):
+        times = _index_times(close)
     close = to_close(close)
     r = resolve(strategy)
     if r.is_hma:
@@ -160,6 +170,138 @@ def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto
     cols.update({n: st[n] for n in STAT_NAMES})
     cols.update(derived(st))
     frame = pd.DataFrame(cols)
-    if sort is None and top is None:
-        return frame
-    return frame.iloc[order]
+    if min_trades:
+        if isinstance(min_trades, bool) or not isinstance(min_trades, (int, np.integer)) \
+                or min_trades < 0:
+            raise ValueError(f"min_trades wants a number of trades N >= 0, got {min_trades!r}")
+        if sort is None and top is None:
+            order = np.arange(len(frame))
+        else:
+            order = rank(params, st, sort, None, names)
+        order = order[st["trades"][order] >= min_trades]
+        if top is not None:
+            order = order[:int(top)]
+    elif sort is None and top is None:
+        order = None
+    if order is not None:
+        frame = frame.iloc[order]
+    if time_stats or periods_per_year is not None:
+        ts = time_stats_fn(close, params[frame.index.to_numpy()],
+                           strategy=None if r.is_hma else strategy, times=times,
+                           periods_per_year=periods_per_year, fee=fee, threads=threads)
+        for k in TIME_FIGURES:
+            frame[k] = ts[k]
+    return frame
+
+
+def _index_times(close):
+    """The times of a pandas ``close``'s DatetimeIndex as int64 ns, or None."""
+    idx = getattr(close, "index", None)
+    if idx is not None and np.issubdtype(getattr(idx, "dtype", np.dtype(object)), np.datetime64):
+        return np.asarray(idx.values, dtype="datetime64[ns]").view(np.int64)
+    return None
+
+
+# ---- time-aware figures (docs/definition.md section 10; tf_time_stats in research.h) ----
+
+TIME_FIGURES = ("equity", "cagr", "ann_vol", "sharpe", "sortino", "calmar", "mtm_max_dd",
+                "exposure_pct", "buy_hold", "compounded", "mean_bars", "max_bars", "mean_days",
+                "max_days", "periods_per_year")
+TIME_DTYPE = np.dtype([(n, np.float64) for n in TIME_FIGURES])  # tf_time_stats
+
+
+class _TimeOpts(ctypes.Structure):  # tf_time_opts
+    _fields_ = [("size", ctypes.c_size_t), ("times", ctypes.c_void_p),
+                ("periods_per_year", ctypes.c_double), ("fee", ctypes.c_void_p),
+                ("threads", ctypes.c_int)]
+
+
+def _time_times(times, n: int):
+    """times (None, datetime64 values, or int64 ns since 1970) as a contiguous int64 array."""
+    if times is None:
+        return None
+    t = np.asarray(times)
+    if np.issubdtype(t.dtype, np.datetime64):
+        t = t.astype("datetime64[ns]").view(np.int64)
+    t = np.ascontiguousarray(t, dtype=np.int64)
+    if t.shape != (n,):
+        raise ValueError(f"times: {t.shape[0] if t.ndim == 1 else t.shape} values for {n} bars")
+    return t
+
+
+def _time_call(fn, close, n, times, periods_per_year, fee, threads, out, *args):
+    if fee is not None:
+        msg = _r.fee_check(fee)
+        if msg:
+            raise ValueError(msg)
+    feebuf = ctypes.c_double(FEE_DEFAULT if fee is None else fee)
+    o = _TimeOpts(ctypes.sizeof(_TimeOpts), 0 if times is None else times.ctypes.data,
+                  0.0 if periods_per_year is None else float(periods_per_year),
+                  ctypes.addressof(feebuf), int(threads or 0))
+    buf = ctypes.create_string_buffer(1024)
+    rc = fn(*args, ctypes.byref(o), out.ctypes.data, buf, 1024)
+    if rc:
+        raise ValueError(buf.value.decode(errors="replace") or f"time_stats: error {rc}")
+
+
+def _time_lib():
+    lb = _r.L()
+    if not getattr(lb, "_tf_time_declared", False):
+        p, i64, sz = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
+        lb.tf_time_stats_positions.argtypes = [p, i64, p, p, p, ctypes.c_char_p, sz]
+        lb.tf_time_stats_hma.argtypes = [p, i64, p, i64, p, p, ctypes.c_char_p, sz]
+        lb.tf_time_stats_with.argtypes = [p, p, i64, p, i64, p, p, ctypes.c_char_p, sz]
+        lb._tf_time_declared = True
+    return lb
+
+
+def time_stats(close, params=None, *, strategy=None, times=None, periods_per_year=None,
+               fee: float = FEE_DEFAULT, threads: int | None = None, positions=None,
+               validate: bool = True) -> dict:
+    """The time-aware figures of docs/definition.md section 10 (one float64 array per name of
+    ``TIME_FIGURES``), computed by the library (``tf_time_stats_*``): for the combos ``params``
+    of ``strategy`` (the HMA's (n, 6) grid by default, its 80-combo default grid when None), or,
+    with ``positions`` (int8, the position after each bar), for that one position series.
+
+    ``times``: each bar's time (datetime64 values or int64 ns since 1970, oldest first); the
+    figures are then annualised with the bars per year of the data, ``(n - 1) / years``, unless
+    ``periods_per_year`` says otherwise; without times they are per bar (periods_per_year 1).
+    ``validate=False`` lets non-finite closes through (the figures then say NaN as section 10
+    defines)."""
+    from tollfree.data import to_close
+    from tollfree.strategies import resolve
+
+    close = np.ascontiguousarray(to_close(close, validate=validate), dtype=np.float64)
+    n = close.shape[0]
+    t = _time_times(times, n)
+    lb = _time_lib()
+    if positions is not None:
+        pos = np.ascontiguousarray(positions, dtype=np.int8)
+        if pos.shape != (n,):
+            raise ValueError(f"positions: shape {pos.shape}, want ({n},)")
+        out = np.empty(1, dtype=TIME_DTYPE)
+        _time_call(lb.tf_time_stats_positions, close, n, t, periods_per_year, fee, threads, out,
+                   close.ctypes.data, n, pos.ctypes.data)
+        return {k: out[k].copy() for k in TIME_FIGURES}
+    r = resolve(strategy)
+    if r.is_hma:
+        if params is None:
+            params = _grid.default_grid()
+        elif strategy is not None:
+            from tollfree.binding import hma_params
+            params = hma_params(np.ascontiguousarray(params))
+        params = np.ascontiguousarray(params, dtype=np.int64)
+        out = np.empty(params.shape[0], dtype=TIME_DTYPE)
+        _time_call(lb.tf_time_stats_hma, close, n, t, periods_per_year, fee, threads, out,
+                   close.ctypes.data, n, params.ctypes.data, params.shape[0])
+    else:
+        if params is None:
+            raise ValueError(f"strategy {r.name}: give params")
+        p = np.ascontiguousarray(r.params(params), dtype=np.float64)
+        out = np.empty(p.shape[0], dtype=TIME_DTYPE)
+        _time_call(lb.tf_time_stats_with, close, n, t, periods_per_year, fee, threads, out,
+                   r.ptr, close.ctypes.data, n, p.ctypes.data, p.shape[0])
+    return {k: np.ascontiguousarray(out[k]) for k in TIME_FIGURES}
+
+
+time_stats_fn = time_stats  # sweep_frame's name for it (its own argument is time_stats)

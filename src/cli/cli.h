@@ -22,6 +22,7 @@ typedef struct tf_cli_series_opts {
     int skip_bad_rows;       /* skip and count bad rows instead of failing */
     char sep;                /* ',', ';' or '\t'; 0: found from the first line */
     int assume_sorted;       /* the rows are oldest first: dates unchecked (said on stderr) */
+    int keep_dates;          /* keep each bar's date cell text in the info (dates, date_off) */
 } tf_cli_series_opts;
 
 /* What reading found (for the summary and the report). */
@@ -31,6 +32,12 @@ typedef struct tf_cli_series_info {
     int date_checked; /* a date column was found and the bar order checked */
     char column[128]; /* the close column's header name (or its 1-based index) */
     char date_column[128];
+    /* keep_dates and a date column: bar i's date cell is dates[date_off[i] .. date_off[i+1])
+     * (malloc'd copies, the caller frees both); else NULL */
+    char *dates;
+    int64_t *date_off;
+    int64_t *times; /* keep_dates: each bar's time, ns since 1970 UTC (malloc'd); NULL without
+                       parsed dates (none, or --assume-sorted) */
 } tf_cli_series_info;
 
 /* The series options every command that reads --input shares: their getopt codes, the rows of

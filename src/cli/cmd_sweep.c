@@ -61,6 +61,23 @@ static const char usage_grid[] =
     "                    by ',' or '&&', each A OP B with A, B a parameter or a number and OP\n"
     "                    one of < <= > >= == != (e.g. 'fast<slow'); none kept is an error\n";
 
+/* Ranking and the time-aware figures (printed after usage_out's output options). */
+static const char usage_time[] =
+    "ranking and time-aware figures:\n"
+    "  --min-trades N    combos with fewer than N trades are left out of the ranked rows (and\n"
+    "                    cannot win a --split / --walk-forward fold: a fold with none\n"
+    "                    eligible says so in its winner_note cell)\n"
+    "  --time-stats      append the time-aware figures (docs/definition.md section 10) for the\n"
+    "                    rows printed: equity,cagr,ann_vol,sharpe,sortino,calmar,mtm_max_dd,\n"
+    "                    exposure_pct,buy_hold,compounded,mean_bars,max_bars,mean_days,\n"
+    "                    max_days,periods_per_year; annualised by the bars a year of --input's\n"
+    "                    dates, per bar without dates. A second pass over the printed combos\n"
+    "                    (use --top to keep it short); the ranking never uses them\n"
+    "  --periods-per-year N  annualise with N periods (bars) a year (e.g. 252); implies\n"
+    "                    --time-stats\n"
+    "  --compounded      append only compounded: the closed trades' returns compounded in\n"
+    "                    order, percent (pnl stays their sum)\n";
+
 /* Kept apart: one string literal may not pass 4095 bytes (-Wpedantic). */
 static const char usage_out[] =
     "out of sample:\n"
@@ -69,6 +86,15 @@ static const char usage_out[] =
     "  --walk-forward K  K folds (1..1000): the bars cut into K+1 equal segments; fold k picks\n"
     "                    its winner on segment k-1 and tests it on segment k. With either,\n"
     "                    --columns, --sort and --top are refused (the rows are folds)\n"
+    "  --anchored        with --walk-forward: every in-sample part starts at bar 0 and grows\n"
+    "                    (fold k: segments 0..k-1); out of sample as without it\n"
+    "  --warmup N|all    the bars before each part feed the strategy first (its indicators\n"
+    "                    warm), trades booked only inside the part; a position the warm-up\n"
+    "                    holds is entered at the part's first bar. N bars, or all of them;\n"
+    "                    0 = cold (the default: each part starts with nothing). Steps each\n"
+    "                    combo (slower than the cold sweep; docs/research.md, \"Warm-up\")\n"
+    "                    The fold rows carry each part's first and last date when --input has\n"
+    "                    dates (is_start_date, is_end_date, oos_start_date, oos_end_date)\n"
     "  --metric NAME     what picks the winner and ranks combos out of sample, higher is\n"
     "                    better: pnl (default) or any other output column (e.g. avg_trade,\n"
     "                    sharpe_per_trade, profit_factor, win_rate), or -COLUMN where lower\n"
@@ -82,8 +108,10 @@ static const char usage_out[] =
     "  --top K           only the first K rows after sorting (by pnl without --sort)\n"
     "  --fee F           fee per closed trade in percent points, 0 <= F < 100 (default 0.09;\n"
     "                    a negative fee, a rebate, is refused)\n"
-    "  --report FILE.html  also write a self-contained HTML report: inputs, ranked table, plots,\n"
-    "                    the best combo's equity, the out-of-sample table (python3-matplotlib)\n"
+    "  --report FILE.html  also write a self-contained HTML report: inputs, ranked table,\n"
+    "                    zoomable charts (uPlot, vendored from npm by `make web`), the best\n"
+    "                    combo's equity, the out-of-sample table\n"
+    "  --static          with --report: PNG figures (python3-matplotlib), no script\n"
     "  --heatmap X,Y     in the report, pnl over two of the six windows (others maximised\n"
     "                    over; with --strategy two of its parameters); checked before the\n"
     "                    sweep\n"
@@ -172,10 +200,14 @@ static int exec_panel(int argc, char **argv)
 typedef struct sweep_args {
     const char *input, *gridspec, *out, *isa_name, *report, *heatmap, *metric_name;
     const char *split_arg, *folds_arg, *fee_arg; /* as given: passed on to the report */
+    const char *warmup_arg;                      /* --warmup as given */
     const char *columns_arg, *sort_arg;          /* as given: refused with the folds */
     const char *strategy, *where;                /* --strategy, --where as given */
     long long top, threads;
-    int quiet, reference, list_strategies;
+    int quiet, reference, list_strategies, static_report;
+    int time_stats, compounded; /* --time-stats, --compounded */
+    double ppy;                 /* --periods-per-year (0: inferred) */
+    long long min_trades;       /* --min-trades (0: every combo eligible) */
     /* --strategy resolved: def NULL is HMA by the int64 path (by-name HMA grids included);
      * else a strategy swept by tf_sweep_with over dgrid, lib its plugin (or NULL) */
     const tf_strategy_def *def;
@@ -185,6 +217,7 @@ typedef struct sweep_args {
     tf_isa isa;
     double fee;
     tf_cli_series_opts sopts;
+    tf_cli_series_info sinfo; /* with folds: the dates the fold rows carry */
     tf_cli_oos oos;
     tf_cli_columns cols;
     tf_cli_order order;
@@ -201,9 +234,16 @@ static const struct option long_opts[] = {{"input", required_argument, 0, 'i'},
                                           {"help", no_argument, 0, 'h'},
                                           {"split", required_argument, 0, 'F'},
                                           {"walk-forward", required_argument, 0, 'W'},
+                                          {"anchored", no_argument, 0, 'A'},
+                                          {"warmup", required_argument, 0, 'U'},
+                                          {"time-stats", no_argument, 0, 0x5401},
+                                          {"compounded", no_argument, 0, 0x5402},
+                                          {"periods-per-year", required_argument, 0, 0x5403},
+                                          {"min-trades", required_argument, 0, 0x5404},
                                           {"metric", required_argument, 0, 'M'},
                                           {"report", required_argument, 0, 'R'},
                                           {"heatmap", required_argument, 0, 'H'},
+                                          {"static", no_argument, 0, 'Y'},
                                           {"columns", required_argument, 0, 'C'},
                                           {"sort", required_argument, 0, 'O'},
                                           {"fee", required_argument, 0, 'f'},
@@ -237,7 +277,11 @@ static const struct {
      {'S', offsetof(sweep_args, strategy)},    {'w', offsetof(sweep_args, where)},
      {'M', offsetof(sweep_args, metric_name)}, {'C', offsetof(sweep_args, columns_arg)},
      {'O', offsetof(sweep_args, sort_arg)}},
-  flag_opts[] = {{'q', offsetof(sweep_args, quiet)}, {'Z', offsetof(sweep_args, list_strategies)}};
+  flag_opts[] = {{'q', offsetof(sweep_args, quiet)},
+                 {0x5401, offsetof(sweep_args, time_stats)},
+                 {0x5402, offsetof(sweep_args, compounded)},
+                 {'Z', offsetof(sweep_args, list_strategies)},
+                 {'Y', offsetof(sweep_args, static_report)}};
 
 /* One option with its value (getopt's c and optarg): 0, or 2 after one line on stderr. */
 static int take_option(int c, const char *arg, void *ctx)
@@ -272,6 +316,19 @@ static int take_option(int c, const char *arg, void *ctx)
             return 2;
         a->oos.folds = (int)v;
         return 0;
+    case 'A':
+        a->oos.anchored = 1;
+        return 0;
+    case 'U':
+        a->warmup_arg = arg;
+        if (!strcmp(arg, "all")) {
+            a->oos.warmup = TF_OOS_WARMUP_ALL;
+            return 0;
+        }
+        if (int_arg("warmup", arg, 0, TF_MAX_BARS, "a number of bars N >= 0 or 'all'", &v))
+            return 2;
+        a->oos.warmup = v;
+        return 0;
     case 'F':
         a->split_arg = arg;
         a->oos.split = strtod(arg, &end);
@@ -280,6 +337,21 @@ static int take_option(int c, const char *arg, void *ctx)
             return 2;
         }
         return 0;
+    case 0x5403:
+        a->ppy = strtod(arg, &end);
+        if (*end || end == arg || !(a->ppy > 0.0) || !isfinite(a->ppy)) {
+            fprintf(stderr,
+                    "tollfree sweep: --periods-per-year wants a positive number (252 for daily "
+                    "stock bars, 365 for daily crypto), got '%s'\n",
+                    arg);
+            return 2;
+        }
+        a->time_stats = 1;
+        return 0;
+    case 0x5404:
+        return int_arg("min-trades", arg, 0, LLONG_MAX, "a number of trades N >= 0", &a->min_trades)
+                   ? 2
+                   : 0;
     case 'f':
         a->fee_arg = arg;
         return tf_cli_parse_fee("tollfree sweep", arg, &a->fee) ? 2 : 0;
@@ -424,8 +496,24 @@ static int check_args(sweep_args *a)
         fputs("tollfree sweep: --heatmap goes with --report FILE.html\n", stderr);
         return 2;
     }
+    if (a->static_report && !a->report) {
+        fputs("tollfree sweep: --static goes with --report FILE.html\n", stderr);
+        return 2;
+    }
     if (a->heatmap && check_heatmap(a->heatmap, &a->schema))
         return 2;
+    if ((a->time_stats || a->compounded) && (a->folds_arg || a->split_arg)) {
+        fprintf(stderr,
+                "tollfree sweep: %s goes with the per-combo table, not --split / "
+                "--walk-forward (the rows are folds): run it without them\n",
+                a->time_stats ? "--time-stats" : "--compounded");
+        return 2;
+    }
+    if ((a->oos.anchored || a->warmup_arg) && !a->folds_arg && !a->split_arg) {
+        fprintf(stderr, "tollfree sweep: %s goes with --walk-forward K (or --split F)\n",
+                a->oos.anchored ? "--anchored" : "--warmup");
+        return 2;
+    }
     if (a->split_arg || a->folds_arg) {
         const char *opt = a->columns_arg ? "--columns" : a->sort_arg ? "--sort" : NULL;
         opt = a->top > 0 ? "--top" : opt;
@@ -483,6 +571,7 @@ static int parse_args(int argc, char **argv, sweep_args *a)
         fputs(tf_cli_series_help, stdout);
         fputs(usage_grid, stdout);
         fputs(usage_out, stdout);
+        fputs(usage_time, stdout);
         fputs(usage_panel, stdout);
     }
     if (rc >= 0)
@@ -638,7 +727,10 @@ static int load_inputs(sweep_args *a, double **close, int64_t *n, int64_t **grid
         }
     }
     if (a->input) {
-        if (tf_cli_read_series_ex(a->input, &a->sopts, close, n, NULL)) {
+        tf_cli_series_opts so = a->sopts;
+        /* the fold rows' dates; the time-aware figures' times */
+        so.keep_dates = a->split_arg || a->folds_arg || a->time_stats || a->compounded;
+        if (tf_cli_read_series_ex(a->input, &so, close, n, &a->sinfo)) {
             free(*grid);
             free(*dgrid);
             *grid = NULL;
@@ -685,8 +777,12 @@ static int run_oos(const sweep_args *a, const double *series, int64_t n, const i
     tf_sweep_opts o = {
         .threads = (int)a->threads, .isa = a->isa, .fee = &a->fee, .progress = &stop};
     tf_cli_interrupt_arm(&stop);
+    tf_cli_oos oos = a->oos;
+    oos.min_trades = a->min_trades;
+    oos.dates = a->sinfo.dates;
+    oos.date_off = a->sinfo.date_off;
     int rc =
-        tf_cli_oos_run(mem, series, n, grid, a->def, dgrid, m, &a->oos, &o, a->reference, a->quiet);
+        tf_cli_oos_run(mem, series, n, grid, a->def, dgrid, m, &oos, &o, a->reference, a->quiet);
     int interrupted = tf_cli_interrupt_disarm();
     int status = 1;
     if (fclose(mem) != 0)
@@ -761,8 +857,25 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
         res.n_params = a->def->n_params;
         res.param_names = a->def->param_names;
     }
-    if (tf_cli_table_write(f, &res, &a->cols, &a->order, a->top))
+    tf_cli_table_extra x = {.min_trades = a->min_trades,
+                            .time = a->time_stats   ? 1
+                                    : a->compounded ? 2
+                                                    : 0,
+                            .def = a->def,
+                            .close = series,
+                            .n = n,
+                            .topts = {.size = sizeof x.topts,
+                                      .times = a->sinfo.times,
+                                      .periods_per_year = a->ppy,
+                                      .fee = &a->fee,
+                                      .threads = (int)a->threads}};
+    if (tf_cli_table_write_ex(f, &res, &a->cols, &a->order, a->top, &x))
         goto done;
+    if (x.left_out && !a->quiet)
+        fprintf(stderr,
+                "tollfree sweep: --min-trades %lld: %lld of %lld combos left out of the ranking "
+                "(fewer trades)\n",
+                a->min_trades, (long long)x.left_out, (long long)m);
     if (!a->quiet)
         fprintf(stderr, "sweep: %s%s%lld combos x %lld bars in %.3f s (%s, %lld threads%s)\n",
                 a->def ? a->def->name : "", a->def ? ": " : "", (long long)m, (long long)n, dt,
@@ -869,9 +982,20 @@ static int run_report(const sweep_args *a, const double *series, int64_t n, cons
         ARG2("--heatmap", a->heatmap);
     if (a->fee_arg)
         ARG2("--fee", a->fee_arg);
+    if (a->warmup_arg)
+        ARG2("--warmup", a->warmup_arg);
+    char mtbuf[24];
+    if (a->min_trades > 0) {
+        snprintf(mtbuf, sizeof mtbuf, "%lld", a->min_trades);
+        ARG2("--min-trades", mtbuf);
+    }
 #undef ARG2
+    if (a->oos.anchored)
+        args[k++] = "--anchored";
     if (a->quiet)
         args[k++] = "--quiet";
+    if (a->static_report)
+        args[k++] = "--static";
     args[k] = NULL;
     int status = tf_cli_report((char *const *)args) ? 1 : 0;
     if (src == stdin_tmp)
@@ -890,7 +1014,8 @@ static void grid_note(const sweep_args *a, int64_t n, const int64_t *grid, int64
     if (a->split_arg || a->folds_arg) {
         tf_oos_opts o = {.size = sizeof o,
                          .split = a->folds_arg ? 0.0 : a->oos.split,
-                         .walk_forward = a->oos.folds};
+                         .walk_forward = a->oos.folds,
+                         .anchored = a->oos.anchored};
         tf_fold f[TF_OOS_MAX_FOLDS];
         int nf = tf_folds(n, &o, f, TF_OOS_MAX_FOLDS, NULL, 0);
         for (int k = 0; k < nf; k++) {
@@ -933,6 +1058,9 @@ int tf_cmd_sweep(int argc, char **argv)
     free(close);
     free(grid);
     free(dgrid);
+    free(a.sinfo.dates);
+    free(a.sinfo.date_off);
+    free(a.sinfo.times);
     tf_strategy_unload(a.lib);
     return status;
 }

@@ -11,5 +11,7 @@ int tf_cmd_engine(int argc, char **argv);
 int tf_cmd_engine_serve(int argc, char **argv);
 /* `tollfree paper`: the paper-trading loop (cmd_paper.c). */
 int tf_cmd_paper(int argc, char **argv);
+/* `tollfree trades`: one combo's trade list (cmd_trades.c). */
+int tf_cmd_trades(int argc, char **argv);
 
 #endif

@@ -152,6 +152,33 @@ static void print_notes(const char *notes)
     }
 }
 
+/* The date cells of p's n bars copied into info (none without a date column). 0, or -1 when
+ * out of memory. */
+static int keep_dates(const tf_prices *p, int64_t n, tf_cli_series_info *info)
+{
+    const int64_t *off, *times = tf_prices_times(p);
+    const char *text = tf_prices_dates(p, &off);
+    if (!text)
+        return 0;
+    info->date_off = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    info->dates = malloc((size_t)off[n] + 1);
+    info->times = times ? malloc(sizeof(int64_t) * (size_t)(n ? n : 1)) : NULL;
+    if (!info->date_off || !info->dates || (times && !info->times)) {
+        free(info->date_off);
+        free(info->dates);
+        free(info->times);
+        info->dates = NULL;
+        info->date_off = info->times = NULL;
+        return -1;
+    }
+    memcpy(info->date_off, off, sizeof(int64_t) * (size_t)(n + 1));
+    memcpy(info->dates, text, (size_t)off[n]);
+    info->dates[off[n]] = '\0';
+    if (times)
+        memcpy(info->times, times, sizeof(int64_t) * (size_t)n);
+    return 0;
+}
+
 int tf_cli_read_series_ex(const char *path, const tf_cli_series_opts *o, double **out, int64_t *n,
                           tf_cli_series_info *info)
 {
@@ -165,7 +192,8 @@ int tf_cli_read_series_ex(const char *path, const tf_cli_series_opts *o, double 
                          .raw = o->raw,
                          .skip_bad_rows = o->skip_bad_rows,
                          .sep = (unsigned char)o->sep,
-                         .assume_sorted = o->assume_sorted};
+                         .assume_sorted = o->assume_sorted,
+                         .keep_dates = o->keep_dates};
     tf_prices *p;
     char msg[2048];
     int rc = tf_prices_read_path(&p, path, &po, msg, sizeof msg);
@@ -184,6 +212,12 @@ int tf_cli_read_series_ex(const char *path, const tf_cli_series_opts *o, double 
     snprintf(info->date_column, sizeof info->date_column, "%s",
              tf_prices_text(p, TF_PRICES_DATE_COLUMN));
     *out = tf_prices_take(p, n);
+    if (keep_dates(p, *n, info)) {
+        fprintf(stderr, "tollfree: %s: out of memory\n", path);
+        free(*out);
+        tf_prices_free(p);
+        return -1;
+    }
     tf_prices_free(p);
     return 0;
 }

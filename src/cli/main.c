@@ -16,6 +16,7 @@ static const char usage[] =
     "  journal   generate, verify and dump OFL1 journals\n"
     "  engine    the order engine: run, gen, snapshot, serve\n"
     "  paper     paper-trade a combo through the order engine, with backtest parity\n"
+    "  trades    every trade of one combo (entry, exit, dates, return), as the sweep books it\n"
     "\n"
     "Run 'tollfree <command> --help' for a command's options; 'tollfree --version' prints the\n"
     "version.\n"
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
         return tf_cmd_engine(argc - 1, argv + 1);
     if (!strcmp(cmd, "paper"))
         return tf_cmd_paper(argc - 1, argv + 1);
+    if (!strcmp(cmd, "trades"))
+        return tf_cmd_trades(argc - 1, argv + 1);
     fprintf(stderr, "tollfree: unknown command '%s' (try 'tollfree --help')\n", cmd);
     return 2;
 }

@@ -17,9 +17,17 @@ typedef struct tf_cli_oos {
     double split;
     int folds;
     tf_cli_order metric;
+    int anchored;   /* tf_oos_opts.anchored */
+    int64_t warmup; /* tf_oos_opts.warmup: 0 cold, N bars, TF_OOS_WARMUP_ALL */
+    /* NULL, or each bar's date cell: dates[date_off[i] .. date_off[i+1]) (the fold rows then
+     * carry each part's first and last date) */
+    const char *dates;
+    const int64_t *date_off;
+    int64_t min_trades; /* tf_oos_opts.min_trades: the rows then end with a winner_note cell */
 } tf_cli_oos;
 
-/* Runs every fold by the library's tf_oos_run (each part a cold-started sweep) and writes one CSV
+/* Runs every fold by the library's tf_oos_run (each part swept cold, or after oos->warmup bars)
+ * and writes one CSV
  * row per fold to f: the in-sample winner by the metric, its figures in and out of sample, and
  * its rank out of sample among all combos. With def (a strategy, tf_oos_run_with) the combos
  * are dgrid[m][def->n_params] and the winner's columns are def's parameter names; without, the

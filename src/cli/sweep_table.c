@@ -61,8 +61,71 @@ int tf_cli_columns_need_stats(const tf_cli_columns *c, int sort_col, const tf_re
     return need;
 }
 
+/* The shown rows' time-aware figures into *out (malloc'd [shown]): 0, or -1 after a line. */
+static int time_rows(const tf_results *r, const int64_t *order, int64_t shown,
+                     const tf_cli_table_extra *x, tf_time_stats **out)
+{
+    size_t k = (size_t)(shown ? shown : 1);
+    uint32_t np = x->def ? x->def->n_params : 6;
+    *out = malloc(sizeof(tf_time_stats) * k);
+    int64_t *ip = x->def ? NULL : malloc(sizeof(int64_t) * 6 * k);
+    double *dp = x->def ? malloc(sizeof(double) * np * k) : NULL;
+    char msg[1024] = "out of memory";
+    int rc = *out && (ip || dp) ? 0 : TF_E_NOMEM;
+    for (int64_t i = 0; !rc && i < shown; i++) {
+        if (ip)
+            memcpy(ip + 6 * i, r->params + 6 * order[i], 6 * sizeof(int64_t));
+        else
+            memcpy(dp + np * i, r->dparams + np * order[i], np * sizeof(double));
+    }
+    if (!rc)
+        rc = x->def
+                 ? tf_time_stats_with(x->def, x->close, x->n, dp, shown, &x->topts, *out, msg,
+                                      sizeof msg)
+                 : tf_time_stats_hma(x->close, x->n, ip, shown, &x->topts, *out, msg, sizeof msg);
+    free(ip);
+    free(dp);
+    if (rc) {
+        fprintf(stderr, "tollfree sweep: time-aware figures: %s\n", msg);
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Keeps in order[0..m) the combos with at least min trades (ranked order kept); their count. */
+static int64_t eligible(const tf_results *r, int64_t *order, int64_t m, int64_t min)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < m; i++)
+        if (r->trades[order[i]] >= min)
+            order[k++] = order[i];
+    return k;
+}
+
+static void time_header(FILE *f, const tf_cli_table_extra *x)
+{
+    for (int k = 0; k < TF_TIME_FIGURES; k++)
+        if (x->time == 1 || !strcmp(tf_time_figure_name(k), "compounded"))
+            fprintf(f, ",%s", tf_time_figure_name(k));
+}
+
+static void time_cells(FILE *f, const tf_cli_table_extra *x, const tf_time_stats *s)
+{
+    for (int k = 0; k < TF_TIME_FIGURES; k++)
+        if (x->time == 1 || !strcmp(tf_time_figure_name(k), "compounded"))
+            fprintf(f, ",%.17g", tf_time_figure(s, k));
+}
+
 int tf_cli_table_write(FILE *f, const tf_results *r, const tf_cli_columns *c,
                        const tf_cli_order *ord, int64_t top)
+{
+    return tf_cli_table_write_ex(f, r, c, ord, top, NULL);
+}
+
+int tf_cli_table_write_ex(FILE *f, const tf_results *r, const tf_cli_columns *c,
+                          const tf_cli_order *ord, int64_t top, tf_cli_table_extra *x)
 {
     size_t m = (size_t)(r->m ? r->m : 1);
     int64_t *order = malloc(sizeof(int64_t) * m);
@@ -82,9 +145,21 @@ int tf_cli_table_write(FILE *f, const tf_results *r, const tf_cli_columns *c,
         free(order);
         return -1;
     }
-    int64_t shown = top > 0 && top < r->m ? top : r->m;
+    int64_t m_ok = r->m;
+    if (x && x->min_trades > 0) {
+        m_ok = eligible(r, order, r->m, x->min_trades);
+        x->left_out = r->m - m_ok;
+    }
+    int64_t shown = top > 0 && top < m_ok ? top : m_ok;
+    tf_time_stats *ts = NULL;
+    if (x && x->time && time_rows(r, order, shown, x, &ts)) {
+        free(order);
+        return -1;
+    }
     for (int k = 0; k < c->n; k++)
         fprintf(f, "%s%s", k ? "," : "", tf_results_column_name(r, c->idx[k]));
+    if (ts)
+        time_header(f, x);
     fputc('\n', f);
     for (int64_t i = 0; i < shown; i++) {
         int64_t j = order[i];
@@ -97,8 +172,11 @@ int tf_cli_table_write(FILE *f, const tf_results *r, const tf_cli_columns *c,
             else
                 fprintf(f, "%.17g", v);
         }
+        if (ts)
+            time_cells(f, x, &ts[i]);
         fputc('\n', f);
     }
+    free(ts);
     free(order);
     if (fflush(f) != 0 || ferror(f)) {
         fprintf(stderr, "tollfree sweep: write failed: %s\n", strerror(errno));

@@ -47,4 +47,21 @@ int tf_cli_columns_need_stats(const tf_cli_columns *c, int sort_col, const tf_re
 int tf_cli_table_write(FILE *f, const tf_results *r, const tf_cli_columns *c,
                        const tf_cli_order *order, int64_t top);
 
+/* What tf_cli_table_write_ex adds to the table. */
+typedef struct tf_cli_table_extra {
+    int64_t min_trades; /* > 0: combos with fewer trades are left out of the ranked rows */
+    int time;           /* 1: every time-aware figure; 2: only compounded (after the columns) */
+    const tf_strategy_def *def; /* NULL: HMA (r->params); else the strategy of r->dparams */
+    const double *close;        /* the series, for the time-aware figures */
+    int64_t n;
+    tf_time_opts topts;
+    int64_t left_out; /* out: the combos min_trades left out */
+} tf_cli_table_extra;
+
+/* tf_cli_table_write, then: combos with fewer than x->min_trades trades are not ranked (not
+ * shown), and x->time appends the time-aware figures (research.h, tf_time_stats_*) computed for
+ * the shown rows only (a second pass over those combos). x NULL: tf_cli_table_write. */
+int tf_cli_table_write_ex(FILE *f, const tf_results *r, const tf_cli_columns *c,
+                          const tf_cli_order *order, int64_t top, tf_cli_table_extra *x);
+
 #endif
