@@ -6,10 +6,13 @@
  *      commands, a reader thread counts the replies; timed from the first byte sent to the last
  *      reply's Heartbeat);
  *   2. one command's round trip over Unix, median and p99, with --durability none, group, every;
- *   3. restart time with N journaled commands (from exec to the listening line: replay included).
+ *   3. restart time with N journaled commands (from exec to the listening line: replay included);
+ *   4. a lone client's round trip (median, max of --lone calls, 100 ms apart) while 3 other
+ *      connections each send 256 commands at a time and wait for their replies, durability group
+ *      and every.
  *
  * The commands alternate a resting buy and a crossing sell at one price, so the book stays small
- * and every other command trades. Usage: bench_engine_service [--count N] [--rtt N]
+ * and every other command trades. Usage: bench_engine_service [--count N] [--rtt N] [--lone N]
  * [--bin PATH/tollfree] [--dir TMPDIR]. Defaults: N = 1000000, 2000 round trips per level, the
  * tollfree next to this program's bench/ folder, /tmp. */
 #include <errno.h>
@@ -220,10 +223,80 @@ static int round_trips(server *s, int n, double *med, double *p99)
     return 0;
 }
 
+/* ---- 4. a lone client among busy ones ---- */
+
+static volatile int g_busy_stop;
+
+/* Reads whole frames until n Heartbeats (thread-safe: no shared buffer). */
+static int read_heartbeats(int fd, int n)
+{
+    uint8_t f[TF_OFL_MAX_FRAME];
+    for (int got = 0; got < n;) {
+        size_t need = 2, have = 0;
+        for (int part = 0; part < 2; part++, need = (size_t)f[0] | (size_t)f[1] << 8, have = 0)
+            while (have < need) {
+                ssize_t r = recv(fd, f + 2 * part + have, need - have, 0);
+                if (r <= 0 || need > sizeof f - 2)
+                    return -1;
+                have += (size_t)r;
+            }
+        got += f[2] == TF_OFL_HEARTBEAT;
+    }
+    return 0;
+}
+
+static void *busy_client(void *arg)
+{
+    server *s = arg;
+    int fd = connect_unix(s->sock);
+    uint8_t *b = malloc(256 * TF_OFL_MAX_FRAME);
+    for (uint64_t i = 0; fd >= 0 && b && !g_busy_stop;) {
+        size_t l = 0;
+        for (int k = 0; k < 256; k++, i++)
+            l += encode_cmd(b + l, i);
+        if (send_all(fd, b, l) || read_heartbeats(fd, 256))
+            break;
+    }
+    free(b);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static int lone_among_busy(server *s, int n, double *med, double *max)
+{
+    pthread_t t[3];
+    g_busy_stop = 0;
+    for (int i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, busy_client, s);
+    struct timespec gap = {0, 100000000};
+    nanosleep(&gap, NULL);
+    int fd = connect_unix(s->sock), rc = fd < 0;
+    double *lat = malloc((size_t)n * sizeof *lat);
+    uint8_t b[TF_OFL_MAX_FRAME];
+    for (int i = 0; !rc && i < n; i++) {
+        size_t l = encode_cmd(b, 1000000000u + 2 * (uint64_t)i); /* a resting buy */
+        double t0 = now_s();
+        rc = send_all(fd, b, l) || read_heartbeats(fd, 1);
+        lat[i] = now_s() - t0;
+        nanosleep(&gap, NULL);
+    }
+    g_busy_stop = 1;
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL); /* each ends after its batch in flight */
+    if (fd >= 0)
+        close(fd);
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    *med = lat[n / 2];
+    *max = lat[n - 1];
+    free(lat);
+    return rc ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t count = 1000000;
-    int rtt = 2000;
+    int rtt = 2000, lone = 15;
     const char *dir = "/tmp";
     g_bin[0] = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -231,6 +304,8 @@ int main(int argc, char **argv)
             count = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--rtt"))
             rtt = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--lone"))
+            lone = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--bin"))
             snprintf(g_bin, sizeof g_bin, "%s", argv[i + 1]);
         else if (!strcmp(argv[i], "--dir"))
@@ -285,6 +360,18 @@ int main(int argc, char **argv)
             return 1;
         printf("round trip over unix, durability %-5s: median %8.1f us, p99 %8.1f us (%d calls)\n",
                levels[k], med * 1e6, p99 * 1e6, rtt);
+    }
+    for (int k = 1; lone > 0 && k < 3; k++) {
+        double med, max;
+        if (start(&s, "lone", levels[k], 1) < 0)
+            return 1;
+        int rc = lone_among_busy(&s, lone, &med, &max);
+        stop(&s);
+        if (rc)
+            return 1;
+        printf("lone client among 3 pipelining ones, durability %-5s: median %8.1f ms, max %8.1f "
+               "ms (%d calls)\n",
+               levels[k], med * 1e3, max * 1e3, lone);
     }
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);

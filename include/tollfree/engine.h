@@ -142,7 +142,9 @@ TF_API int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap,
  * TF_E_ENGINE_SNAPSHOT (damaged or not a snapshot), TF_E_LIMIT, TF_E_NOMEM. */
 TF_API int tf_engine_snapshot_read(const void *buf, uint64_t len,
                                    const tf_engine_config *cfg_override, tf_engine **out);
-/* File helpers: written to PATH.tmp, fsync'd, renamed over PATH, directory synced. */
+/* File helpers: written to PATH.tmp, fsync'd, renamed over PATH, directory synced. Load also
+ * reads the engine service's DIR/snapshot.tfs: the image followed by a 40-byte block starting
+ * "TFSB" that binds it to its journal (docs/engine-service.md); the block is ignored here. */
 TF_API int tf_engine_snapshot_save(const tf_engine *e, const char *path);
 TF_API int tf_engine_snapshot_load(const char *path, const tf_engine_config *cfg_override,
                                    tf_engine **out);
@@ -152,6 +154,13 @@ TF_API int tf_engine_snapshot_load(const char *path, const tf_engine_config *cfg
 /* Parses "1-16,42" into ids[0..cap): ascending, without duplicates. Returns the count, or
  * TF_E_INVALID_ARG (syntax, 0, a reversed range), TF_E_LIMIT (more than cap). */
 TF_API int tf_engine_parse_instruments(const char *s, uint64_t *ids, uint32_t cap);
+
+/* Cancels the listed orders that are live as one command with this command_seq (duplicates
+ * skipped as tf_engine_apply skips them): one Canceled per live order, in the list's order;
+ * ids not live are passed over without an event. Returns the tf_engine_outcome, or
+ * TF_E_NULL_ARG, or the sink's failure. Never allocates. */
+TF_API int tf_engine_cancel_orders(tf_engine *e, uint64_t command_seq, const uint64_t *order_ids,
+                                   size_t n, tf_engine_sink *sink);
 
 /* ---- generated order flow ------------------------------------------------------------------- */
 
@@ -187,6 +196,55 @@ TF_API int tf_engine_flow_open(const tf_engine_flow_config *cfg, tf_engine_flow 
  * returns 0, or TF_E_NULL_ARG. Never allocates. */
 TF_API int tf_engine_flow_next(tf_engine_flow *f, tf_ofl_msg *out);
 TF_API void tf_engine_flow_close(tf_engine_flow *f);
+
+/* ---- self-trade prevention and account-wide cancels (docs/engine.md "Self-trade prevention") --
+ */
+
+/* What happens when an incoming order (a NewLimit, a NewMarket, or a Replace that re-matches)
+ * of an account would trade with a resting order of the same account. The mode is the incoming
+ * order's account's. NONE (the default) lets it trade. */
+typedef enum tf_engine_stp {
+    TF_ENGINE_STP_NONE = 0,
+    TF_ENGINE_STP_CANCEL_NEWEST = 1, /* the incoming order's remainder is canceled */
+    TF_ENGINE_STP_CANCEL_OLDEST = 2, /* the resting order is canceled, matching goes on */
+    TF_ENGINE_STP_CANCEL_BOTH = 3    /* both are canceled */
+} tf_engine_stp;
+
+/* Accounts that can have a mode other than NONE at once (a table allocated at create). */
+#define TF_ENGINE_STP_ACCOUNTS 4096
+
+/* Sets an account's STP mode (NONE removes it). Not a command: no event, no sequence number;
+ * a journal records it beside the commands so a replay sets it at the same place. Returns 0,
+ * TF_E_NULL_ARG, TF_E_INVALID_ARG (mode out of range), TF_E_LIMIT (TF_ENGINE_STP_ACCOUNTS
+ * accounts already have a mode). Never allocates. */
+TF_API int tf_engine_set_stp(tf_engine *e, uint64_t account_id, int mode);
+/* Every account's mode back to NONE (a venue's new config starts from none). No-op for NULL. */
+TF_API void tf_engine_clear_stp(tf_engine *e);
+/* The account's mode (TF_ENGINE_STP_NONE for NULL e or an account without one). */
+TF_API int tf_engine_get_stp(const tf_engine *e, uint64_t account_id);
+/* Accounts with a mode other than NONE. */
+TF_API uint32_t tf_engine_stp_count(const tf_engine *e);
+
+/* Counts an account's live orders from now on (on = 1; 0 stops), for a venue's open-order limit.
+ * Starting counts the live orders once (O(live orders)); after that each order resting or leaving
+ * costs a binary search over the tracked and STP accounts, and nothing while none is tracked.
+ * Shares the TF_ENGINE_STP_ACCOUNTS table with the STP modes. Not part of the state hash or the
+ * snapshot. Returns 0, TF_E_NULL_ARG, TF_E_LIMIT. Never allocates. */
+TF_API int tf_engine_track_account(tf_engine *e, uint64_t account_id, int on);
+/* A tracked account's live orders, or -1 (NULL e, not tracked). */
+TF_API int64_t tf_engine_account_orders(const tf_engine *e, uint64_t account_id);
+
+/* The best price of one side, without the level's total (O(1)): 1 (*price filled in), 0 (the
+ * side is empty), TF_E_INVALID_ARG (unknown instrument or side), TF_E_NULL_ARG. */
+TF_API int tf_engine_best_price(const tf_engine *e, uint64_t instrument_id, int side,
+                                int64_t *price);
+
+/* Cancels every live order of an account as one command with this command_seq (duplicates are
+ * skipped as tf_engine_apply skips them): one Canceled event per order, in hash order. A walk
+ * of every book: O(live orders + price levels), whatever the account's share of them.
+ * Returns the tf_engine_outcome, or TF_E_NULL_ARG, or the sink's failure. Never allocates. */
+TF_API int tf_engine_cancel_account(tf_engine *e, uint64_t command_seq, uint64_t account_id,
+                                    tf_engine_sink *sink);
 
 /* Formats a state hash as the spec prints it: "0x" and 16 lowercase hex digits (19 bytes). */
 TF_API void tf_engine_format_hash(uint64_t hash, char out[19]);

@@ -28,6 +28,13 @@
  * with the 15-byte header alone (TF_OFL_JOURNAL_HEADER_LEN) is read and appended to as it is. */
 #define TF_JOURNAL_HEADER_LEN 23
 #define TF_JOURNAL_MAX_RECORD (TF_OFL_MAX_FRAME + TF_JOURNAL_CRC_LEN)
+/* Extension records (docs/venue.md): kinds 0x10-0x1F and 0x90-0x9F are outside the closed OFL1
+ * set, and the journal carries them whole. Appending one (tf_journal_append_frame) checks its
+ * envelope only; the reader checks its length, CRC and journal_seq and returns it with msg->kind
+ * and msg->journal_seq set and the payload left undecoded (the venue layer decodes r->frame). A
+ * batch read ends after an extension record, so r->frame views it. Any other byte outside the
+ * OFL1 set is still a record that does not decode. */
+#define TF_JOURNAL_EXT_KIND(k) (((k) >= 0x10 && (k) <= 0x1F) || ((k) >= 0x90 && (k) <= 0x9F))
 
 /* When appended records become durable (fdatasync'd). Nothing is reported durable before. */
 typedef enum tf_journal_durability {

@@ -51,7 +51,25 @@ typedef struct tf_orders_opts {
     uint32_t max_inflight;     /* commands tf_orders_send_many keeps unanswered; 0 = default */
     tf_orders_fill_fn on_fill; /* when set, unsolicited Trades go here instead of the queue */
     void *on_fill_ctx;
+    /* A service started with --sessions (docs/venue.md): the session's name and secret. The
+     * connect then logs on (challenge-response: the secret never leaves this process) and every
+     * command goes out as a Keyed frame with the next client_seq. NULL: no logon. */
+    const char *session;
+    const void *secret;
+    size_t secret_len;
 } tf_orders_opts;
+
+/* The layout of tf_orders_opts before the session fields: a caller built against it passes this
+ * size and gets no logon. */
+#define TF_ORDERS_OPTS_SIZE_V1 offsetof(tf_orders_opts, session)
+
+/* A venue rejection (docs/venue.md): an event of kind TF_ORDERS_VENUE_REJECTED carries the
+ * Rejected payload (msg.rejected) with a reason from the venue's table, e.g. 16 NotAuthorized
+ * (the session does not hold the account), 31 StaleClientSeq (a client_seq below the session's
+ * last that the service no longer remembers). */
+#define TF_ORDERS_VENUE_REJECTED 0x90
+#define TF_ORDERS_NOT_AUTHORIZED 16
+#define TF_ORDERS_STALE_CLIENT_SEQ 31
 
 /* One command's reply. ev/cap are the caller's (in); the rest is written by the call. */
 typedef struct tf_orders_reply {
@@ -113,5 +131,30 @@ TF_API uint64_t tf_orders_fills_dropped(const tf_orders *c);
 
 /* The socket, for a caller's poll loop (readable: call tf_orders_poll_fills). -1 when closed. */
 TF_API int tf_orders_fd(const tf_orders *c);
+
+/* ---- sessions (a service with --sessions, docs/venue.md) ------------------------------------ */
+
+/* Connects and logs on as `session` with `secret` (as tf_orders_connect with opts->session set;
+ * opts may be NULL). -EACCES when the service refuses the logon (an unknown session or a wrong
+ * secret: the service does not say which), TF_E_PROTOCOL when the service sent no logon
+ * challenge (it was started without --sessions). */
+TF_API int tf_orders_connect_session(tf_orders **out, const char *url, const char *session,
+                                     const void *secret, size_t secret_len,
+                                     const tf_orders_opts *opts);
+/* The last client_seq the service had applied for this session when this connection logged on
+ * (0: none, or no logon). The next command goes out with tf_orders_next_client_seq(), which
+ * starts one above it. */
+TF_API uint64_t tf_orders_logon_client_seq(const tf_orders *c);
+TF_API uint64_t tf_orders_next_client_seq(const tf_orders *c);
+/* Resends: sets the client_seq the next command goes out with. After a connection broke with
+ * commands unanswered, log on again, set it to the first unanswered command's client_seq and send
+ * the same commands in the same order: those the service had applied are answered with their
+ * original events (not applied again), the others are applied. A client_seq at or below the
+ * session's last that the service no longer remembers is answered VenueRejected
+ * StaleClientSeq. The connections of one session share its client_seq, which must increase in
+ * the order the service takes the commands: a session sending on several connections at once
+ * numbers on one of them and sets 0 on the others (0: every later command goes out with
+ * client_seq 0, no resend protection). TF_E_INVALID_ARG for a connection without logon. */
+TF_API int tf_orders_set_next_client_seq(tf_orders *c, uint64_t client_seq);
 
 #endif

@@ -104,6 +104,12 @@ typedef struct tf_paper_config {
      * here is HMA with combo = params (whole numbers). */
     const tf_strategy_def *strategy;
     const double *params;
+    /* Appended: a service started with --sessions (docs/venue.md). Both connections log on as
+     * this session (it must hold the accounts the run uses: 1 and 2, and 3 with half_spread);
+     * NULL: no logon. */
+    const char *session;
+    const void *secret;
+    size_t secret_len;
 } tf_paper_config;
 
 /* What a run did. The caller sets size and the four optional outputs (in); tf_paper_run writes

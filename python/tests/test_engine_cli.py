@@ -194,9 +194,16 @@ def test_torn_and_corrupt_journals_stop_at_the_valid_prefix(tmp_path, flow):
             b = bytearray(data)
             b[rng.randrange(15, len(b))] ^= 0x40
             cut.write_bytes(bytes(b))
-        s = run_json(cut)
+        r = run("run", cut, "--quiet", check=False)
+        s = json.loads(r.stdout)
         if s["journal"]["whole"]:
+            assert r.returncode == 0
             continue  # the cut fell on a record boundary
+        # A torn tail (the damage is at the very end) is exit 0; damage with records after it
+        # is exit 1; both name where the valid prefix ends on stderr.
+        assert r.returncode == (0 if s["journal"]["torn_tail"] else 1), r.stderr
+        assert r.returncode == 1 or trial % 2 or s["journal"]["records_after"] == 0
+        assert f'offset {s["journal"]["offset"]}' in r.stderr
         prefix = tmp_path / "prefix.ofl"
         prefix.write_bytes(cut.read_bytes()[:s["journal"]["offset"]])
         p = run_json(prefix)

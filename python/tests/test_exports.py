@@ -47,7 +47,8 @@ def test_exports_are_the_public_api():
         n for n in exported if not n.startswith("tf_"))
 
 
-INTERNAL = ("tfk_", "tfw_", "tfo_", "eng_", "tfes_", "tfn_", "srv_", "tfc_", "tfu_", "tfr_", "tfp_", "tfs_")
+INTERNAL = ("tfk_", "tfw_", "tfo_", "eng_", "tfes_", "tfn_", "srv_", "tfc_", "tfu_", "tfr_", "tfp_", "tfs_",
+            "tfv_")
 
 
 @pytest.mark.skipif(shutil.which("nm") is None, reason="needs nm (binutils)")

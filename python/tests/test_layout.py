@@ -34,6 +34,7 @@ MIRRORS = {
     "tollfree._research.OosOpts": "tf_oos_opts",
     "tollfree._research.GridReport": "tf_grid_report",
     "tollfree.strategies.StrategyDef": "tf_strategy_def",
+    "tollfree.stats._TimeOpts": "tf_time_opts",
 }
 # numpy dtypes that mirror a C struct (arrays the library fills): "module.NAME": the C struct.
 # The itemsize must be the struct's size and each field's offset and size the C field's (a
@@ -41,7 +42,9 @@ MIRRORS = {
 DTYPES = {
     "tollfree._research.DERIVED_DTYPE": "tf_derived",
     "tollfree._research.OOS_ROW_DTYPE": "tf_oos_row",
+    "tollfree._research.TRADE_DTYPE": "tf_trade",
     "tollfree.binding.STATS_DTYPE": "tf_stats",
+    "tollfree.stats.TIME_DTYPE": "tf_time_stats",
 }
 # Sizes Python uses as plain constants: "module.NAME": the C struct.
 SIZES = {"tollfree.paper.FILL_SIZE": "tf_paper_fill"}

@@ -24,10 +24,22 @@ OS failures (``-ECONNREFUSED``; ``-ECONNRESET`` when the server closed between r
 or reply the protocol does not allow, and :class:`tollfree.EngineTimeout` past ``timeout``. After
 any of those the client is closed. Bad arguments raise ``ValueError``/``TypeError`` before anything
 is sent. A reject is an event (:class:`Rejected`), never an exception.
+
+Sessions (a service started with ``--sessions``, docs/venue.md): ``connect(url, session=NAME,
+secret=...)`` logs on (challenge-response, HMAC-SHA256: the secret never crosses the wire; when
+``secret`` is left out it is read from the environment variable ``TOLLFREE_SECRET``). Every
+command then goes out as a Keyed frame with the next ``client_seq``; a venue rejection comes back
+as :class:`VenueRejected` (a :class:`Rejected` whose reason is from the venue's table, e.g.
+NotAuthorized). To resend after a broken connection, log on again and pass the same
+``client_seq`` (``call(cmd, client_seq=N)``, ``send_many(cmds, first_client_seq=N)``): a command
+the service had applied is answered with its original events and not applied again.
 """
 from __future__ import annotations
 
 import errno
+import hashlib
+import hmac
+import os
 import select
 import socket
 import struct
@@ -42,7 +54,7 @@ from tollfree.errors import EngineError, EngineTimeout, os_error
 __all__ = ["connect", "Client", "Reply", "NewLimit", "NewMarket", "CancelByOrder", "CancelByClient",
            "Replace", "Accepted", "Rejected", "Replaced", "Canceled", "Trade", "Heartbeat",
            "encode_frame", "decode_frame", "FrameError", "BUY", "SELL", "REASONS",
-           "E_TRUNCATED", "E_PROTOCOL"]
+           "E_TRUNCATED", "E_PROTOCOL", "VenueRejected", "VENUE_REASONS", "encode_keyed"]
 
 E_TRUNCATED = -1210
 E_PROTOCOL = -1213
@@ -56,6 +68,13 @@ BUY, SELL = 0, 1
 REASONS = {0: "InvalidQuantity", 1: "UnknownInstrument", 2: "OrderNotFound", 3: "InvalidPrice",
            4: "DuplicateClientOrderId", 255: "Other"}
 RESERVED = (0x06, 0x40, 0xA0)
+# The venue extension (docs/venue.md): a Keyed command (0x10) and VenueRejected (0x90).
+KEYED = 0x10
+VENUE_REJECTED = 0x90
+VENUE_REASONS = {16: "NotAuthorized", 17: "MaxQuantity", 18: "MaxNotional", 19: "PriceBand",
+                 20: "MaxOpenOrders", 21: "KillSwitch", 22: "SelfTrade", 31: "StaleClientSeq"}
+LOGON_LABEL = b"tollfree-venue-logon-v1"
+LOGON_NONCE = 32
 
 
 class FrameError(ValueError):
@@ -145,6 +164,22 @@ class Rejected:
         return (f"Rejected(event_seq={self.event_seq}, command_seq={self.command_seq}, "
                 f"timestamp_ns={self.timestamp_ns}, client_order_id={self.client_order_id}, "
                 f"reason={REASONS.get(self.reason, '?')}({self.reason}))")
+
+
+@dataclass(frozen=True, repr=False)
+class VenueRejected(Rejected):
+    """A rejection by the venue layer (docs/venue.md): the Rejected payload, its reason from the
+    venue's table (16 NotAuthorized, 31 StaleClientSeq, ...). An instance of Rejected too."""
+    KIND = 0x90
+
+    @property
+    def reason_name(self) -> str:
+        return VENUE_REASONS.get(self.reason, "?")
+
+    def __repr__(self) -> str:
+        return (f"VenueRejected(event_seq={self.event_seq}, command_seq={self.command_seq}, "
+                f"timestamp_ns={self.timestamp_ns}, client_order_id={self.client_order_id}, "
+                f"reason={self.reason_name}({self.reason}))")
 
 
 @dataclass(frozen=True)
@@ -319,7 +354,26 @@ def decode_payload(kind: int, buf, off: int):
     raise FrameError(E_OFL_UNKNOWN_KIND, f"unknown kind 0x{kind:02x}")
 
 
-def decode_frame(buf, off: int = 0):
+def encode_keyed(cmd, client_seq: int) -> bytes:
+    """A command as a logged-on session sends it: a Keyed frame (kind 0x10; u64 session, which
+    the service fills in, u64 client_seq, u8 flags 0, u8 inner kind, the inner payload)."""
+    p = encode_payload(cmd)
+    body = struct.pack("<QQBB", 0, client_seq, 0, cmd.KIND) + p
+    return HEADER.pack(FRAME_LEN_BASE + len(body), KEYED, 0) + body
+
+
+def _decode_venue(buf, off: int):
+    """A VenueRejected frame at buf[off:] (whole, kind 0x90)."""
+    frame_len = HEADER.unpack_from(buf, off)[0]
+    if frame_len - FRAME_LEN_BASE != 33:
+        raise FrameError(E_OFL_PAYLOAD_LENGTH, f"VenueRejected payload of {frame_len - 9} bytes")
+    a = _S_REJECTED.unpack_from(buf, off + HEADER_LEN)
+    if a[4] not in VENUE_REASONS:
+        raise FrameError(E_OFL_INVALID_REASON, f"invalid venue reason {a[4]}")
+    return VenueRejected(*a), 2 + frame_len
+
+
+def decode_frame(buf, off: int = 0, venue: bool = False):
     """Decodes the stream frame at ``buf[off:]``: ``(message, journal_seq, size)``, or ``None``
     when more bytes are needed. A malformed frame raises :class:`FrameError` with the C codec's
     code, checked in the C codec's order (header, frame_len, the 128-byte cap, length, kind,
@@ -334,6 +388,9 @@ def decode_frame(buf, off: int = 0):
         raise FrameError(E_OFL_FRAME_TOO_LARGE, f"frame of {2 + frame_len} bytes over the cap")
     if avail < 2 + frame_len:
         return None
+    if venue and kind == VENUE_REJECTED:
+        msg, size = _decode_venue(buf, off)
+        return msg, jseq, size
     size = PAYLOAD_SIZE.get(kind)
     if size is None:
         if kind in RESERVED:
@@ -348,7 +405,7 @@ def decode_frame(buf, off: int = 0):
 
 def as_dict(m) -> dict:
     """A message's fields (and its ``kind`` name) as a plain dict, for JSON."""
-    d = {"kind": KIND_NAMES[m.KIND]}
+    d = {"kind": "VenueRejected" if m.KIND == VENUE_REJECTED else KIND_NAMES[m.KIND]}
     d.update({f.name: getattr(m, f.name) for f in fields(m)})
     return d
 
@@ -383,7 +440,8 @@ class Client:
     unanswered."""
 
     def __init__(self, url: str, timeout: float | None = 30.0, max_fills: int = 4096,
-                 max_inflight: int = 256):
+                 max_inflight: int = 256, session: str | None = None,
+                 secret: str | bytes | None = None):
         family, addr = parse_url(url)
         if max_fills < 1 or max_inflight < 1:
             raise ValueError("max_fills and max_inflight must be >= 1")
@@ -403,6 +461,70 @@ class Client:
             raise os_error(e, f"connect {url}") from None
         if family != socket.AF_UNIX:
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.session = session
+        self.logon_client_seq = 0
+        self.next_client_seq = 0
+        if session is not None:
+            if secret is None:
+                secret = os.environ.get("TOLLFREE_SECRET")
+            if not secret:
+                self.close()
+                raise ValueError("a session needs its secret (secret=... or TOLLFREE_SECRET)")
+            self._logon(session, secret.encode() if isinstance(secret, str) else bytes(secret))
+
+    # -- logon (docs/venue.md, "Logon")
+
+    def _read_exact(self, n: int, deadline: float | None) -> bytes:
+        while len(self._rx) < n:
+            self._recv(deadline, True)
+        out = bytes(self._rx[:n])
+        del self._rx[:n]
+        return out
+
+    def _logon(self, name: str, secret: bytes) -> None:
+        nb = name.encode()
+        if not 1 <= len(nb) <= 64:
+            self.close()
+            raise ValueError("a session name has 1 to 64 bytes")
+        # A service without --sessions sends no challenge: wait at most 5 s for it.
+        wait = 5.0 if self.timeout is None else min(self.timeout, 5.0)
+        try:
+            ch = self._read_exact(40, time.monotonic() + wait)
+        except EngineTimeout:
+            raise EngineError(E_PROTOCOL, f"{self.url}: no logon challenge (is the service "
+                                          "started with --sessions?)") from None
+        if ch[:3] != b"\x26\x00\x01" or ch[3:7] != b"TFV1" or ch[7] != 1:
+            self._fail(EngineError(E_PROTOCOL, "not a logon challenge"))
+        mac = hmac.new(secret, LOGON_LABEL + ch[8:40] + nb, hashlib.sha256).digest()
+        body = bytes([0x02, len(nb)]) + nb + mac
+        try:
+            self._sock.sendall(struct.pack("<H", len(body)) + body)
+        except OSError as e:
+            self._fail(os_error(e, f"send to {self.url}"))
+        try:
+            res = self._read_exact(20, self._deadline())
+        except EngineError as e:
+            if e.code in (-errno.ECONNRESET, E_TRUNCATED):
+                raise EngineError(-errno.EACCES, f"{self.url}: logon refused") from None
+            raise
+        if res[:3] != b"\x12\x00\x03":
+            self._fail(EngineError(E_PROTOCOL, "not a logon result"))
+        if res[3] != 0:
+            self._fail(EngineError(-errno.EACCES, f"{self.url}: logon refused (an unknown "
+                                                  "session or a wrong secret)"))
+        self.logon_client_seq = struct.unpack_from("<Q", res, 12)[0]
+        self.next_client_seq = self.logon_client_seq + 1
+
+    def _encode(self, cmd, client_seq: int | None = None) -> bytes:
+        if self.session is None:
+            return encode_frame(cmd)
+        if client_seq is not None:
+            if client_seq < 1:
+                raise ValueError("client_seq starts at 1")
+            self.next_client_seq = client_seq
+        f = encode_keyed(cmd, self.next_client_seq)
+        self.next_client_seq += 1
+        return f
 
     # -- plumbing
 
@@ -439,7 +561,7 @@ class Client:
         off = 0
         try:
             while True:
-                r = decode_frame(buf, off)
+                r = decode_frame(buf, off, venue=True)
                 if r is None:
                     break
                 off += r[2]
@@ -480,7 +602,7 @@ class Client:
                         self._fail(EngineError(E_PROTOCOL, "a Heartbeat that closes no reply"))
                     replies.append(cur)
                     cur = None
-                elif kind < 0x81:
+                elif kind < 0x81 or kind == KEYED:
                     self._fail(EngineError(E_PROTOCOL, f"the engine sent a command "
                                                        f"({KIND_NAMES[kind]})"))
                 elif cur is None:
@@ -500,11 +622,12 @@ class Client:
 
     # -- commands
 
-    def call(self, cmd: Command) -> Reply:
-        """Sends one command and returns its reply (the events, in order)."""
+    def call(self, cmd: Command, client_seq: int | None = None) -> Reply:
+        """Sends one command and returns its reply (the events, in order). A logged-on session
+        may give the ``client_seq`` (a resend); by default the next one is used."""
         if not isinstance(cmd, (NewLimit, NewMarket, CancelByOrder, CancelByClient, Replace)):
             raise TypeError(f"not a command: {cmd!r}")
-        return self._exchange([encode_frame(cmd)], 1)[0]
+        return self._exchange([self._encode(cmd, client_seq)], 1)[0]
 
     def new_limit(self, account_id: int, client_order_id: int, instrument_id: int, side,
                   price: int, quantity: int) -> Reply:
@@ -525,11 +648,14 @@ class Client:
     def replace(self, order_id: int, client_order_id: int, price: int, quantity: int) -> Reply:
         return self.call(Replace(order_id, client_order_id, price, quantity))
 
-    def send_many(self, cmds: Iterable[Command]) -> list[Reply]:
+    def send_many(self, cmds: Iterable[Command],
+                  first_client_seq: int | None = None) -> list[Reply]:
         """Pipelined bulk flow: sends every command without waiting (at most ``max_inflight``
         unanswered) and returns their replies in order. Every command is encoded (and so
-        checked) before anything is sent."""
-        frames = [encode_frame(c) for c in cmds]
+        checked) before anything is sent. A logged-on session numbers them from
+        ``first_client_seq`` (a resend) or the next client_seq."""
+        frames = [self._encode(c, first_client_seq if i == 0 else None)
+                  for i, c in enumerate(cmds)]
         if not frames:
             return []
         return self._exchange(frames, len(frames))
@@ -612,6 +738,9 @@ class Client:
 
 
 def connect(url: str, timeout: float | None = 30.0, max_fills: int = 4096,
-            max_inflight: int = 256) -> Client:
-    """Connects to ``tollfree engine serve`` at ``unix:PATH`` or ``tcp:[HOST:]PORT``."""
-    return Client(url, timeout=timeout, max_fills=max_fills, max_inflight=max_inflight)
+            max_inflight: int = 256, session: str | None = None,
+            secret: str | bytes | None = None) -> Client:
+    """Connects to ``tollfree engine serve`` at ``unix:PATH`` or ``tcp:[HOST:]PORT``; with
+    ``session`` logs on (``secret``, else the environment variable ``TOLLFREE_SECRET``)."""
+    return Client(url, timeout=timeout, max_fills=max_fills, max_inflight=max_inflight,
+                  session=session, secret=secret)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import sys
 import threading
 from dataclasses import asdict, dataclass, field
@@ -70,7 +71,9 @@ class _Config(ctypes.Structure):
                 ("coarse_tick", ctypes.c_int), ("timeout_ms", ctypes.c_int),
                 ("engine_url", ctypes.c_char_p), ("journal_dir", ctypes.c_char_p),
                 ("progress", ctypes.POINTER(_Progress)), ("strategy", ctypes.c_void_p),
-                ("params", ctypes.POINTER(ctypes.c_double))]
+                ("params", ctypes.POINTER(ctypes.c_double)),
+                ("session", ctypes.c_char_p), ("secret", ctypes.c_char_p),
+                ("secret_len", ctypes.c_size_t)]
 
 
 _I64, _D = ctypes.c_int64, ctypes.c_double
@@ -276,7 +279,8 @@ def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[flo
         instrument: int = 1, timeout: Optional[float] = 60.0,
         progress: Union[None, bool, Callable[[int, int], None]] = None,
         plot: Optional[str] = None, fee: float = FEE, coarse_tick: bool = False,
-        strategy=None, params=None) -> PaperResult:
+        strategy=None, params=None, session: Optional[str] = None,
+        secret: Union[None, str, bytes] = None) -> PaperResult:
     """Paper-trades ``combo`` (six window lengths) on ``close`` (a numpy array, pandas Series or
     DataFrame with a ``close`` column, any sequence of positive prices; default: the default
     data) through libtollfree's ``tf_paper_run``.
@@ -295,7 +299,9 @@ def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[flo
     ``timeout``: seconds per service call (None: no limit). ``progress``: a bar on stderr (None:
     when stderr is a terminal), or a callable(done, total). ``plot``: a PNG path for
     :func:`plot_equity`. ``fee``: percent points per closed trade (0 <= fee < 100, default 0.09),
-    for the fills' PnL and the kernel's alike.
+    for the fills' PnL and the kernel's alike. ``session``: log on to a service started with
+    ``--sessions`` (docs/venue.md) as this session, with ``secret`` (else the environment
+    variable ``TOLLFREE_SECRET``).
 
     Raises :class:`ValueError` for bad arguments (``tollfree.data.BadInput``, a ValueError, for
     refused prices or a refused tick), :class:`PaperError` when the venue refuses an order the
@@ -328,6 +334,14 @@ def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[flo
     c = default_close() if close is None else to_close(close)
     n = int(c.shape[0])
 
+    if session is not None:
+        if not engine:
+            raise ValueError("session goes with engine= (a service started with --sessions)")
+        if secret is None:
+            secret = os.environ.get("TOLLFREE_SECRET", "")
+        secret_b = secret.encode() if isinstance(secret, str) else bytes(secret)
+        if not 16 <= len(secret_b) <= 256:
+            raise ValueError("a session secret has 16 to 256 characters")
     fee_c = ctypes.c_double(fee)
     pg = _Progress()
     cfg = _Config(size=ctypes.sizeof(_Config), tick=tick_v, fee=ctypes.pointer(fee_c),
@@ -337,6 +351,10 @@ def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[flo
                   engine_url=engine.encode() if engine else None,
                   journal_dir=str(journal).encode() if journal else None,
                   progress=ctypes.pointer(pg))
+    if session is not None:
+        cfg.session = session.encode()
+        cfg.secret = secret_b
+        cfg.secret_len = len(secret_b)
     if p_st is None:
         cfg.combo[:] = combo
     else:
@@ -487,6 +505,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--plot")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--session")
+    ap.add_argument("--secret-file")
     a = ap.parse_args(argv)
     if a.combo is None and a.params is None:
         ap.error("give --combo (HMA) or --strategy NAME --params a=V,...")
@@ -506,10 +526,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             close = load_close(a.input, a.column, date_column=a.date_column, raw=a.raw,
                                skip_bad_rows=a.skip_bad_rows, sep=a.sep,
                                assume_sorted=a.assume_sorted)
+        secret = None
+        if a.secret_file:
+            with open(a.secret_file) as f:
+                secret = f.readline().rstrip("\r\n")
         r = run(a.combo, close, tick=a.tick, engine=a.engine, half_spread=a.half_spread,
                 journal=a.journal, instrument=a.instrument, fee=a.fee,
                 progress=False if a.quiet else None, plot=a.plot, coarse_tick=a.coarse_tick,
-                strategy=a.strategy, params=params)
+                strategy=a.strategy, params=params, session=a.session, secret=secret)
     except KeyboardInterrupt:
         print("tollfree paper: interrupted", file=sys.stderr)
         return 130

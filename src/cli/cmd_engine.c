@@ -11,8 +11,10 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "engine_service/engine_service.h"
 #include "tollfree/engine.h"
 #include "tollfree/journal.h"
+#include "venue/venue.h"
 
 static const char usage[] =
     "usage: tollfree engine <run|gen|snapshot|serve> [options]\n"
@@ -56,8 +58,11 @@ static const char run_usage[] =
     "                      commands it already covers (command_seq <= its last) are counted\n"
     "                      as covered_by_snapshot and not applied\n"
     "  --quiet             no progress line on stderr (progress shows only on a terminal)\n"
-    "Exit 0 when the journal was read to its end or to a torn/corrupt tail (reported in the\n"
-    "JSON), 1 when it cannot be read at all, 2 for bad usage.\n";
+    "Where the valid prefix ends is also said on stderr, with \"torn_tail\" and \"records_after\"\n"
+    "in the JSON. Exit 0 when the journal was read to its end or to a torn tail (the damage is\n"
+    "at the very end: what an interrupted append leaves), 1 when the damage has records with a\n"
+    "good CRC after it (the JSON then covers only the records before it) or the journal cannot\n"
+    "be read at all, 2 for bad usage.\n";
 
 static const char gen_usage[] =
     "usage: tollfree engine gen --count N [--seed S] [--mix exchange-core|ofl1]\n"
@@ -87,7 +92,9 @@ static const char snapshot_usage[] =
     "renamed). 'engine run COMMANDS.ofl --from-snapshot FILE' then gives the same state hash\n"
     "and the same tail events as a full run. The instruments: as for 'engine run' (the list\n"
     "stored beside the journal by default). Prints one JSON line: last_command_seq,\n"
-    "resting_orders, state_hash, bytes, instruments, instruments_from.\n";
+    "resting_orders, state_hash, bytes, instruments, instruments_from. A journal damaged before\n"
+    "SEQ (or anywhere, without --at) by more than a torn tail (see 'engine run --help') writes\n"
+    "no snapshot: exit 1, the damage named on stderr.\n";
 
 /* ---- options -------------------------------------------------------------------------------- */
 
@@ -233,6 +240,8 @@ struct run_stats {
     uint64_t records, commands, malformed, covered;
     int stop_reason;
     uint64_t stop_offset, stop_seq;
+    int torn;               /* the stop is a torn tail (docs/engine-service.md) */
+    uint64_t records_after; /* records with a good CRC after the stop */
 };
 
 struct event_out {
@@ -246,7 +255,7 @@ static int write_events(void *ctx, const tf_ofl_msg *ev, size_t n)
     if (!w->journal)
         return 0;
     for (size_t i = 0; i < n; i++) {
-        int rc = tf_journal_append(w->journal, &ev[i], NULL);
+        int rc = tfv_journal_append_event(w->journal, &ev[i], NULL);
         if (rc) {
             w->err = rc;
             return rc;
@@ -260,6 +269,31 @@ static int is_command(uint8_t kind)
     return kind >= TF_OFL_NEW_LIMIT && kind <= TF_OFL_REPLACE;
 }
 
+/* One record through the venue layer (docs/venue.md): an extension record (a Keyed command of a
+ * session) is decoded from the reader's frame; its inner command counts as a command. */
+static int apply_one(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_msg *m, uint64_t upto,
+                     uint64_t covered, tf_engine_sink *sink, struct run_stats *st)
+{
+    tfv_msg vm = {.kind = m->kind, .journal_seq = m->journal_seq, .ofl = *m};
+    int rc;
+    st->records++;
+    if (tfv_is_ext_kind(m->kind) && tfv_decode_reader_frame(r, &vm) < 0) {
+        st->malformed++; /* a whole record this version cannot read: stepped over */
+        return 0;
+    }
+    const tf_ofl_msg *c = &vm.ofl;
+    if (is_command(c->kind)) {
+        st->commands++;
+        if (c->new_limit.command_seq <= covered) {
+            st->covered++;
+            return 0;
+        }
+    }
+    if ((rc = tfv_apply(v, &vm, sink)) < 0)
+        return rc;
+    return upto && is_command(c->kind) && c->new_limit.command_seq == upto;
+}
+
 /* Applies every valid record of the image; whole records that do not decode are malformed and
  * stepped over. `upto` (0: all) stops after the command with that command_seq. */
 static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto, uint64_t covered,
@@ -269,11 +303,14 @@ static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto,
     int rc = tf_journal_reader_init(&r, map->data, map->len);
     if (rc)
         return rc;
+    tfv_venue *v;
+    if ((rc = tfv_open(e, &v)))
+        return rc;
     enum { BATCH = 256 };
     static tf_ofl_msg msgs[BATCH];
     uint64_t next_report = 1u << 22;
     double t0 = now_s();
-    for (;;) {
+    for (rc = 0; !rc;) {
         int n = tf_journal_reader_next_batch(&r, msgs, BATCH);
         if (n < 0 && tf_journal_reader_skip(&r) == 1) {
             st->records++;
@@ -285,29 +322,18 @@ static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto,
             st->stop_reason = n;
             st->stop_offset = r.pos;
             st->stop_seq = r.next_seq;
-            return 0;
+            break;
         }
-        for (int i = 0; i < n; i++) {
-            const tf_ofl_msg *m = &msgs[i];
-            st->records++;
-            if (is_command(m->kind)) {
-                st->commands++;
-                if (m->new_limit.command_seq <= covered) {
-                    st->covered++;
-                    continue;
-                }
-            }
-            if ((rc = tf_engine_apply(e, m, sink)) < 0)
-                return rc;
-            if (upto && is_command(m->kind) && m->new_limit.command_seq == upto)
-                return 1;
-        }
+        for (int i = 0; i < n && !rc; i++)
+            rc = apply_one(v, &r, &msgs[i], upto, covered, sink, st);
         if (progress && st->records >= next_report) {
             next_report += 1u << 22;
             fprintf(stderr, "\rengine run: %" PRIu64 " records, %.1f M/s   ", st->records,
                     (double)st->records / (now_s() - t0) / 1e6);
         }
     }
+    tfv_close(v);
+    return rc;
 }
 
 static const char *hash_str(uint64_t h, char buf[19])
@@ -367,6 +393,31 @@ static void print_book(const tf_engine *e)
     printf("]");
 }
 
+/* Where the journal's valid prefix ended, on stderr: a torn tail (what an interrupted append
+ * leaves) is read up to the cut (0); damage with records after it is not (1). */
+static int report_stop(const char *sub, const char *path, const tf_journal_map *map,
+                       struct run_stats *st)
+{
+    tfes_damage d;
+    tfes_damage_at(map->data, map->len, st->stop_offset, st->stop_seq, st->stop_reason, &d);
+    st->torn = d.torn;
+    st->records_after = d.following;
+    if (d.torn) {
+        fprintf(stderr,
+                "tollfree engine %s: %s: torn tail at record %" PRIu64 " (offset %" PRIu64
+                "): %s; read up to it\n",
+                sub, path, d.record, d.offset, tf_strerror(d.reason));
+        return 0;
+    }
+    fprintf(stderr,
+            "tollfree engine %s: %s: record %" PRIu64 " at offset %" PRIu64 ": %s, and %" PRIu64
+            " records with a good CRC follow it: not a torn tail; %s\n",
+            sub, path, d.record, d.offset, tf_strerror(d.reason), d.following,
+            strcmp(sub, "run") ? "no snapshot written"
+                               : "the summary covers only the records before it (exit 1)");
+    return 1;
+}
+
 static void print_summary(const tf_engine *e, const struct run_stats *st, double seconds,
                           int with_book, const struct inst_used *used)
 {
@@ -387,8 +438,9 @@ static void print_summary(const tf_engine *e, const struct run_stats *st, double
         printf(",\"records_per_second\":%.0f", (double)st->records / seconds);
     if (st->stop_reason)
         printf(",\"journal\":{\"whole\":false,\"offset\":%" PRIu64 ",\"journal_seq\":%" PRIu64
-               ",\"reason\":\"%s\"}",
-               st->stop_offset, st->stop_seq, tf_strerror(st->stop_reason));
+               ",\"reason\":\"%s\",\"torn_tail\":%s,\"records_after\":%" PRIu64 "}",
+               st->stop_offset, st->stop_seq, tf_strerror(st->stop_reason),
+               st->torn ? "true" : "false", st->records_after);
     else
         printf(",\"journal\":{\"whole\":true}");
     print_used(used);
@@ -598,8 +650,11 @@ static int cmd_run(int argc, char **argv)
     }
     if (w.journal && (close_events(o.events, w.journal) || status))
         status = 1;
+    int damaged = !status && st.stop_reason && report_stop("run", o.input, &map, &st);
     if (!status)
-        print_summary(e, &st, t1 - t0, o.book, &used);
+        print_summary(e, &st, t1 - t0, o.book, &used); /* with damage: the prefix's state */
+    if (damaged)
+        status = 1;
     free(ev);
     tf_engine_destroy(e);
     tf_journal_map_close(&map);
@@ -638,6 +693,8 @@ static int cmd_snapshot(int argc, char **argv)
     if (rc >= 0 && o.have_at && rc != 1) {
         fprintf(stderr, "tollfree engine snapshot: no command with command_seq %" PRIu64 " in %s\n",
                 o.at, o.input);
+        status = 1;
+    } else if (rc == 0 && st.stop_reason && report_stop("snapshot", o.input, &map, &st)) {
         status = 1;
     } else if (rc >= 0 && (rc = tf_engine_snapshot_save(e, o.out)) < 0) {
         fprintf(stderr, "tollfree engine snapshot: %s: %s\n", o.out, tf_strerror(rc));

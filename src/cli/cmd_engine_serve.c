@@ -6,12 +6,18 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "common/opts_size.h"
 #include "engine_service/engine_service.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 static const char usage[] =
     "usage: tollfree engine serve --journal DIR [--instruments LIST] [--unix PATH]\n"
     "                             [--tcp [HOST:]PORT] [--durability none|group|every]\n"
     "                             [--feed udp:HOST:PORT] [--max-orders N] [--snapshot-every N]\n"
+    "                             [--sessions FILE] [--risk FILE]\n"
     "\n"
     "Serve the order engine to clients over Unix or TCP sockets (docs/engine-service.md).\n"
     "Clients send OFL1 command frames; the sequencer numbers each command (command_seq),\n"
@@ -23,18 +29,31 @@ static const char usage[] =
     "options:\n"
     "  --journal DIR        the journal directory (created when missing): commands.ofl,\n"
     "                       events.ofl, snapshot.tfs. On start the commands are replayed\n"
-    "                       (a torn or corrupt tail is cut at the last valid record and\n"
-    "                       reported) and events.ofl is brought in line with them\n"
+    "                       (a torn tail, what a crash during an append leaves, is cut and\n"
+    "                       reported) and events.ofl is brought in line with them. Damage\n"
+    "                       with more records after it refuses the start (exit 1, naming\n"
+    "                       the record, its offset and how many records follow)\n"
+    "  --repair-journal     cut commands.ofl at such damage and start; stderr says how many\n"
+    "                       records (acknowledged commands) it drops\n"
     "  --instruments LIST   instrument ids, e.g. 1-16,42 (default: the list stored in\n"
     "                       DIR/commands.ofl.instruments, else 1-16); stored on the first start,\n"
     "                       another list later is refused; 'engine run' replays with it\n"
     "  --unix PATH          listen on a Unix socket (mode 0600; a stale socket is replaced)\n"
-    "  --tcp [HOST:]PORT    listen on TCP; HOST defaults to 127.0.0.1 (loopback only unless\n"
-    "                       told otherwise); port 0 picks a free one (printed on stderr)\n"
+    "  --tcp [HOST:]PORT    listen on TCP; HOST defaults to 127.0.0.1; only a loopback HOST\n"
+    "                       (127.x.x.x, ::1, localhost) is taken: TLS is not available yet;\n"
+    "                       port 0 picks a free one (printed on stderr)\n"
+    "  --sessions FILE      clients must log on (docs/venue.md): one line per session,\n"
+    "                       NAME SECRET ACCOUNT[,ACCOUNT...]; the file must be mode 600. A\n"
+    "                       session acts only for its accounts and on its own orders, and a\n"
+    "                       command resent with the same client_seq is answered with its\n"
+    "                       original events, never applied twice\n"
+    "  --risk FILE          per-account limits, kill-switch admins, cancel-on-disconnect\n"
+    "                       (docs/venue.md \"Risk\"); journaled; SIGHUP reloads it\n"
     "  --durability LEVEL   when a command counts as done, before any client sees its events:\n"
     "                         group  (default) one fdatasync covers every command that arrived\n"
     "                                meanwhile; safe against a crash and a power loss\n"
-    "                         every  one fdatasync per command; as safe, slower under load\n"
+    "                         every  one fdatasync per command, its replies sent right after\n"
+    "                                it; as safe, slower under load\n"
     "                         none   no fdatasync: commands are handed to the kernel before\n"
     "                                the replies go out, so they survive a crash of this\n"
     "                                process (kill -9), but a power loss or a kernel crash can\n"
@@ -51,7 +70,7 @@ static const char usage[] =
 static const char usage_limits[] =
     "connections (the limits are those of tollfree serve too):\n"
     "  --max-conns N        connections at once (default 4096; more are refused)\n"
-    "  --max-conns-per-peer N  connections of one peer (a UID on Unix sockets; on TCP an IPv4\n"
+    "  --max-conns-per-peer N  connections of one peer (a process on Unix sockets; on TCP an IPv4\n"
     "                       address or an IPv6 /64) at once (default: max-conns minus the\n"
     "                       reserve)\n"
     "  --conn-reserve N     the last N slots only go to peers holding fewer than 4\n"
@@ -61,14 +80,17 @@ static const char usage_limits[] =
     "                       for S seconds (default 60, 0 = never)\n"
     "  --idle-timeout S     close a connection idle between frames for S seconds (default 0 =\n"
     "                       never: a client waiting for fills is idle)\n"
+    "  --idle-timeout-full S  the same, but only while the service is full (only the reserve\n"
+    "                       left): idle connections make room (default 300, 0 = never)\n"
     "  --min-rate BYTES     a frame still arriving after 10 s must have averaged this many\n"
     "                       bytes a second, else its connection is closed (default 1024, 0 =\n"
     "                       off)\n"
-    "  --max-memory BYTES   replies held and queued for all connections together (default\n"
-    "                       1073741824, at least 1048576): above it, a connection whose\n"
+    "  --max-memory BYTES   input buffers and replies held and queued for all connections\n"
+    "                       together (default 1G, at least 1M): above it, a connection whose\n"
     "                       replies wait takes no new command until its peer reads\n"
-    "  --max-output BYTES   replies queued for one peer beyond the socket buffer before it is\n"
-    "                       closed (default 4194304)\n"
+    "  --max-output BYTES   a connection's replies held in memory (default 4M); a larger reply\n"
+    "                       is streamed from DIR/events.ofl as the peer reads, never dropped\n"
+    "  (sizes: digits with an optional K, M or G suffix)\n"
     "  --quiet              no per-connection log lines\n"
     "  --help               this text\n"
     "\n"
@@ -97,6 +119,79 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     return 0;
 }
 
+/* The connection limits (the same parser and wording as tollfree serve's, common/opts_size.h):
+ * 1 taken, 0 not a limit option, -1 a bad value (msg says why). */
+static int limit_option(const char *a, const char *v, tfes_config *cfg, char *msg, size_t cap)
+{
+    const struct {
+        const char *name;
+        int sized;
+        uint64_t lo, hi;
+        int *i;      /* where the value goes: an int, */
+        uint64_t *u; /* or a u64 */
+    } lims[] = {
+        {"--max-conns", 0, 1, 1000000, &cfg->max_conns, NULL},
+        {"--max-conns-per-peer", 0, 1, 1000000, &cfg->max_conns_per_peer, NULL},
+        {"--conn-reserve", 0, 0, 1000000, &cfg->conn_reserve, NULL},
+        {"--stall-timeout", 0, 0, 86400 * 365, &cfg->stall_timeout_s, NULL},
+        {"--idle-timeout", 0, 0, 86400 * 365, &cfg->idle_timeout_s, NULL},
+        {"--idle-timeout-full", 0, 0, 86400 * 365, &cfg->idle_full_timeout_s, NULL},
+        {"--min-rate", 1, 0, UINT64_MAX / 2, NULL, &cfg->min_rate},
+        {"--max-memory", 1, (uint64_t)1 << 20, UINT64_MAX / 2, NULL, &cfg->max_memory},
+        {"--max-output", 1, 4096, (uint64_t)1 << 34, NULL, &cfg->max_output},
+    };
+    for (size_t k = 0; k < sizeof lims / sizeof lims[0]; k++) {
+        if (strcmp(a, lims[k].name))
+            continue;
+        uint64_t n;
+        int rc = lims[k].sized ? tfu_parse_size(a, v, lims[k].lo, lims[k].hi, &n, msg, cap)
+                               : tfu_parse_count(a, v, lims[k].lo, lims[k].hi, &n, msg, cap);
+        if (rc)
+            return -1;
+        if (lims[k].u)
+            *lims[k].u = n;
+        else
+            *lims[k].i = lims[k].i == &cfg->conn_reserve && n == 0 ? -1 : (int)n; /* 0: none */
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 when every address HOST of "[HOST:]PORT" resolves to is a loopback one (or no HOST). */
+static int loopback_only(const char *spec)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon)
+        return 1; /* PORT alone: 127.0.0.1 */
+    char host[256];
+    size_t hl = (size_t)(colon - spec);
+    if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
+        spec++;
+        hl -= 2;
+    }
+    if (hl == 0 || hl >= sizeof host)
+        return hl == 0;
+    memcpy(host, spec, hl);
+    host[hl] = 0;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0)
+        return 0;
+    int ok = res != NULL;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+            const struct sockaddr_in *in = (const void *)a->ai_addr;
+            ok &= (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+        } else if (a->ai_family == AF_INET6) {
+            const struct sockaddr_in6 *in6 = (const void *)a->ai_addr;
+            ok &= IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+        } else {
+            ok = 0;
+        }
+    }
+    freeaddrinfo(res);
+    return ok;
+}
+
 int tf_cmd_engine_serve(int argc, char **argv)
 {
     tfes_config cfg;
@@ -105,6 +200,8 @@ int tf_cmd_engine_serve(int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t n;
+        char msg[256];
+        int lim;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
             fputs(usage_limits, stdout);
@@ -112,6 +209,10 @@ int tf_cmd_engine_serve(int argc, char **argv)
         }
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             cfg.quiet = 1;
+            continue;
+        }
+        if (!strcmp(a, "--repair-journal")) {
+            cfg.repair_journal = 1;
             continue;
         }
         if (!v) {
@@ -146,27 +247,19 @@ int tf_cmd_engine_serve(int argc, char **argv)
             }
         } else if (!strcmp(a, "--feed")) {
             cfg.feed = v;
+        } else if (!strcmp(a, "--sessions")) {
+            cfg.sessions = v;
+        } else if (!strcmp(a, "--risk")) {
+            cfg.risk = v;
         } else if (!strcmp(a, "--max-orders") && !parse_u64(v, 1, TF_ENGINE_MAX_ORDERS, &n)) {
             cfg.max_orders = (uint32_t)n;
         } else if (!strcmp(a, "--snapshot-every") && !parse_u64(v, 0, UINT64_MAX / 2, &n)) {
             cfg.snapshot_every = n;
-        } else if (!strcmp(a, "--max-conns") && !parse_u64(v, 1, 1000000, &n)) {
-            cfg.max_conns = (int)n;
-        } else if (!strcmp(a, "--stall-timeout") && !parse_u64(v, 0, 86400 * 365, &n)) {
-            cfg.stall_timeout_s = (int)n;
-        } else if (!strcmp(a, "--idle-timeout") && !parse_u64(v, 0, 86400 * 365, &n)) {
-            cfg.idle_timeout_s = (int)n;
-        } else if (!strcmp(a, "--max-conns-per-peer") && !parse_u64(v, 1, 1000000, &n)) {
-            cfg.max_conns_per_peer = (int)n;
-        } else if (!strcmp(a, "--conn-reserve") && !parse_u64(v, 0, 1000000, &n)) {
-            cfg.conn_reserve = n ? (int)n : -1;
-        } else if (!strcmp(a, "--min-rate") && !parse_u64(v, 0, UINT64_MAX / 2, &n)) {
-            cfg.min_rate = n;
-        } else if (!strcmp(a, "--max-memory") &&
-                   !parse_u64(v, (uint64_t)1 << 20, UINT64_MAX / 2, &n)) {
-            cfg.max_memory = n;
-        } else if (!strcmp(a, "--max-output") && !parse_u64(v, 4096, (uint64_t)1 << 34, &n)) {
-            cfg.max_output = n;
+        } else if ((lim = limit_option(a, v, &cfg, msg, sizeof msg)) != 0) {
+            if (lim < 0) {
+                fprintf(stderr, "tollfree engine serve: %s (try --help)\n", msg);
+                return 2;
+            }
         } else {
             fprintf(stderr, "tollfree engine serve: bad option or value: %s %s (try --help)\n", a,
                     v);
@@ -180,6 +273,19 @@ int tf_cmd_engine_serve(int argc, char **argv)
     if (!cfg.n_unix && !cfg.n_tcp) {
         fputs("tollfree engine serve: give at least one listener (--unix PATH, --tcp PORT)\n",
               stderr);
+        return 2;
+    }
+    for (int i = 0; i < cfg.n_tcp; i++) {
+        if (loopback_only(cfg.tcp_addrs[i]))
+            continue;
+        fprintf(stderr,
+                "tollfree engine serve: --tcp %s: not a loopback address: TLS is not available "
+                "yet, so logons and orders would cross the network in the clear%s; listen on "
+                "127.0.0.1 or a Unix socket (and reach it through an SSH or TLS tunnel)\n",
+                cfg.tcp_addrs[i],
+                cfg.sessions ? ""
+                             : " and without --sessions anyone could act "
+                               "for any account");
         return 2;
     }
     tfes_summary sum;

@@ -13,6 +13,7 @@
 #include "orderflow/orderflow_internal.h"
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
+#include "venue/venue.h"
 
 static const char usage[] =
     "usage: tollfree journal <gen|verify|dump> [options]\n"
@@ -354,6 +355,31 @@ static void payload_fields(struct out *o, const tf_ofl_msg *m)
     }
 }
 
+/* An extension record (docs/venue.md): a Keyed command's session, client_seq, flags and the
+ * inner command's fields; a VenueRejected's fields with its venue reason. */
+static void ext_fields(struct out *o, const tf_journal_reader *r)
+{
+    tfv_msg vm;
+    if (tfv_decode_reader_frame(r, &vm) != 0) {
+        field_s(o, "error", "an extension record this version cannot read");
+        return;
+    }
+    if (vm.kind == TFV_KEYED) {
+        field_u(o, "session_id", vm.session);
+        field_u(o, "client_seq", vm.client_seq);
+        field_u(o, "flags", vm.flags);
+        field_s(o, "inner", tf_ofl_kind_name(vm.ofl.kind));
+        payload_fields(o, &vm.ofl);
+        return;
+    }
+    const tf_ofl_rejected *j = &vm.ofl.rejected; /* VenueRejected */
+    field_u(o, "event_seq", j->event_seq);
+    field_u(o, "command_seq", j->command_seq);
+    field_u(o, "timestamp_ns", j->timestamp_ns);
+    field_u(o, "client_order_id", j->client_order_id);
+    field_s(o, "reason", tfv_reason_name(j->reason));
+}
+
 static int cmd_dump(int argc, char **argv)
 {
     const char *path = NULL;
@@ -400,13 +426,19 @@ static int cmd_dump(int argc, char **argv)
         struct out o = {line, line + sizeof line, json, 1};
         if (json) {
             put(&o, "{\"journal_seq\":%" PRIu64 ",\"kind\":\"%s\"", msg.journal_seq,
-                tf_ofl_kind_name(msg.kind));
+                tfv_kind_name(msg.kind));
             o.first = 0;
-            payload_fields(&o, &msg);
+            if (tfv_is_ext_kind(msg.kind))
+                ext_fields(&o, &r);
+            else
+                payload_fields(&o, &msg);
             put(&o, "}\n");
         } else {
-            put(&o, "%12" PRIu64 "  %-14s  ", msg.journal_seq, tf_ofl_kind_name(msg.kind));
-            payload_fields(&o, &msg);
+            put(&o, "%12" PRIu64 "  %-14s  ", msg.journal_seq, tfv_kind_name(msg.kind));
+            if (tfv_is_ext_kind(msg.kind))
+                ext_fields(&o, &r);
+            else
+                payload_fields(&o, &msg);
             put(&o, "\n");
         }
         fwrite(line, 1, (size_t)(o.p - line), stdout);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,6 +66,10 @@ static const char usage_options[] =
     "                    through the service with the C client: the strategy on one connection,\n"
     "                    the counterparty or quoter on another, which receives its fills as\n"
     "                    unsolicited Trades). Default: an in-process engine, instrument 1\n"
+    "  --session NAME    log on to a service started with --sessions as NAME (it must hold\n"
+    "                    accounts 1 and 2, and 3 with --half-spread); the secret comes from\n"
+    "                    --secret-file FILE (its first line; mode 600) or TOLLFREE_SECRET.\n"
+    "                    There is no --secret: a secret on the command line shows in ps\n"
     "  --instrument ID   the instrument traded (default 1; the service must list it)\n"
     "  --half-spread K   no auction: a quoting account (3) keeps a bid K ticks under and an ask\n"
     "                    K ticks over each close (replaced every bar), and the strategy sends\n"
@@ -133,6 +138,8 @@ typedef struct paper_args {
     int json, quiet, have_combo;
     tf_strategy_lib *lib; /* a plugin's, unloaded at the end */
     double pv[TF_STRATEGY_MAX_PARAMS];
+    const char *secret_file; /* --secret-file (else TOLLFREE_SECRET) */
+    char secret[260];
 } paper_args;
 
 static const struct option long_opts[] = {{"combo", required_argument, 0, 'C'},
@@ -151,6 +158,8 @@ static const struct option long_opts[] = {{"combo", required_argument, 0, 'C'},
                                           {"help", no_argument, 0, 'h'},
                                           {"strategy", required_argument, 0, 'S'},
                                           {"params", required_argument, 0, 'P'},
+                                          {"session", required_argument, 0, 'N'},
+                                          {"secret-file", required_argument, 0, 'K'},
                                           {0, 0, 0, 0}};
 
 /* One option with its value: 0, or 2 after one line on stderr. */
@@ -213,6 +222,12 @@ static int take_option(int c, const char *arg, void *ctx)
     case 'j':
         a->cfg.journal_dir = arg;
         return 0;
+    case 'N':
+        a->cfg.session = arg;
+        return 0;
+    case 'K':
+        a->secret_file = arg;
+        return 0;
     case 'p':
         a->plot = arg;
         return 0;
@@ -272,6 +287,8 @@ static int resolve_strategy(paper_args *a)
 }
 
 /* Parses argv into a. -1: go on; else the exit status (0 after --help, 2 on a usage error). */
+static int session_secret(paper_args *a);
+
 static int parse_args(int argc, char **argv, paper_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -299,6 +316,54 @@ static int parse_args(int argc, char **argv, paper_args *a)
                         "keeps its own journal)\n");
         return 2;
     }
+    return a->cfg.session || a->secret_file ? session_secret(a) : -1;
+}
+
+/* --session NAME: its secret from --secret-file FILE (its first line; the file must not be
+ * readable by group or others) or the environment variable TOLLFREE_SECRET. -1 (go on) or 2. */
+static int session_secret(paper_args *a)
+{
+    if (!a->cfg.session || !a->cfg.engine_url) {
+        fprintf(stderr, "tollfree paper: --session and --secret-file go with --engine URL of a "
+                        "service started with --sessions\n");
+        return 2;
+    }
+    const char *src = a->secret_file ? a->secret_file : "TOLLFREE_SECRET";
+    if (a->secret_file) {
+        FILE *f = fopen(a->secret_file, "r");
+        struct stat st;
+        if (!f || fstat(fileno(f), &st) != 0) {
+            fprintf(stderr, "tollfree paper: --secret-file %s: %s\n", src, strerror(errno));
+            if (f)
+                fclose(f);
+            return 2;
+        }
+        if (st.st_mode & 077) {
+            fprintf(stderr,
+                    "tollfree paper: --secret-file %s: mode %04o lets group or others "
+                    "read it: run `chmod 600 %s`\n",
+                    src, (unsigned)(st.st_mode & 07777), src);
+            fclose(f);
+            return 2;
+        }
+        if (!fgets(a->secret, sizeof a->secret, f))
+            a->secret[0] = 0;
+        fclose(f);
+    } else {
+        const char *e = getenv("TOLLFREE_SECRET");
+        snprintf(a->secret, sizeof a->secret, "%s", e ? e : "");
+    }
+    a->secret[strcspn(a->secret, "\r\n")] = 0;
+    size_t n = strlen(a->secret);
+    if (n < 16 || n > 256) {
+        fprintf(stderr,
+                "tollfree paper: --session %s: the secret (from %s) has %zu characters, "
+                "not 16 to 256\n",
+                a->cfg.session, src, n);
+        return 2;
+    }
+    a->cfg.secret = a->secret;
+    a->cfg.secret_len = n;
     return -1;
 }
 

@@ -1,10 +1,10 @@
 /* `tollfree serve`: the engine service (docs/protocol.md). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "common/opts_size.h"
 #include "server/server.h"
 
 static const char usage[] =
@@ -40,7 +40,7 @@ static const char usage[] =
     "  --min-rate BYTES     a frame still arriving after 10 s must have averaged this many\n"
     "                       bytes a second, else its connection is closed (default 1K, 0 = off)\n"
     "  --max-conns N        socket connections at once (default 4096)\n"
-    "  --max-conns-per-peer N  connections of one peer (a UID on Unix sockets; on TCP an IPv4\n"
+    "  --max-conns-per-peer N  connections of one peer (a process on Unix sockets; on TCP an IPv4\n"
     "                       address or an IPv6 /64) at once (default: max-conns minus the\n"
     "                       reserve)\n"
     "  --conn-reserve N     the last N slots only go to peers holding fewer than 4\n"
@@ -62,42 +62,43 @@ static const char usage[] =
     "  tollfree serve --unix /tmp/tf.sock --shm /tmp/tf-shm.sock --tcp 127.0.0.1:7070\n"
     "  tollfree serve --unix /tmp/tf.sock --strategy sma_cross --strategy ./my_strategy.so\n";
 
-/* "123", "64K", "256M", "4G" (binary units), "1KiB". */
-static int parse_bytes(const char *s, uint64_t *out)
+/* The limits (the same parser and wording as engine serve's, common/opts_size.h): 1 taken, 0 not
+ * a limit option, -1 a bad value (msg says why). */
+static int limit_option(const char *a, const char *v, srv_config *cfg, char *msg, size_t cap)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || s[0] == '-')
-        return -1;
-    int shift = 0;
-    if (*end == 'K' || *end == 'k')
-        shift = 10;
-    else if (*end == 'M' || *end == 'm')
-        shift = 20;
-    else if (*end == 'G' || *end == 'g')
-        shift = 30;
-    if (shift) {
-        end++;
-        if (!strcmp(end, "iB") || !strcmp(end, "B"))
-            end += strlen(end);
+    const struct {
+        const char *name;
+        int sized;
+        uint64_t lo, hi;
+        int *i;      /* where the value goes: an int, */
+        uint64_t *u; /* or a u64 */
+    } lims[] = {
+        {"--threads", 0, 0, TF_MAX_THREADS, &cfg->threads, NULL},
+        {"--max-frame", 1, 1, TF_WIRE_MAX_FRAME_LIMIT, NULL, &cfg->max_frame},
+        {"--max-memory", 1, TF_SERVER_MIN_MEMORY, UINT64_MAX / 2, NULL, &cfg->max_memory},
+        {"--dataset-cache", 1, 0, UINT64_MAX / 2, NULL, &cfg->dataset_cache},
+        {"--spin", 0, 0, 1000000000, &cfg->spin, NULL},
+        {"--stall-timeout", 0, 0, 86400 * 365, &cfg->stall_timeout_s, NULL},
+        {"--idle-timeout", 0, 0, 86400 * 365, &cfg->idle_timeout_s, NULL},
+        {"--min-rate", 1, 0, UINT64_MAX / 2, NULL, &cfg->min_rate},
+        {"--max-conns", 0, 1, 1000000, &cfg->max_conns, NULL},
+        {"--max-conns-per-peer", 0, 1, 1000000, &cfg->max_conns_per_peer, NULL},
+        {"--conn-reserve", 0, 0, 1000000, &cfg->conn_reserve, NULL},
+    };
+    for (size_t k = 0; k < sizeof lims / sizeof lims[0]; k++) {
+        if (strcmp(a, lims[k].name))
+            continue;
+        uint64_t n;
+        int rc = lims[k].sized ? tfu_parse_size(a, v, lims[k].lo, lims[k].hi, &n, msg, cap)
+                               : tfu_parse_count(a, v, lims[k].lo, lims[k].hi, &n, msg, cap);
+        if (rc)
+            return -1;
+        if (lims[k].u)
+            *lims[k].u = n;
+        else
+            *lims[k].i = lims[k].i == &cfg->conn_reserve && n == 0 ? -1 : (int)n; /* 0: none */
+        return 1;
     }
-    if (*end)
-        return -1;
-    if (shift && v > (UINT64_MAX >> shift))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
     return 0;
 }
 
@@ -108,8 +109,8 @@ int tf_cmd_serve(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long n;
-        uint64_t b;
+        char msg[256];
+        int lim;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
             return 0;
@@ -153,39 +154,18 @@ int tf_cmd_serve(int argc, char **argv)
                 return 2;
             }
             cfg.strategies[cfg.n_strategies++] = v;
-        } else if (!strcmp(a, "--threads") && !parse_int(v, 0, TF_MAX_THREADS, &n)) {
-            cfg.threads = (int)n;
-        } else if (!strcmp(a, "--max-frame") && !parse_bytes(v, &b) && b >= 1 &&
-                   b <= TF_WIRE_MAX_FRAME_LIMIT) {
-            cfg.max_frame = b;
-        } else if (!strcmp(a, "--max-datasets") &&
-                   !parse_int(v, 1, TF_SERVER_MAX_DATASETS_LIMIT, &n)) {
-            cfg.max_datasets = (uint32_t)n;
-        } else if (!strcmp(a, "--max-memory") && !parse_bytes(v, &b)) {
-            if (b < TF_SERVER_MIN_MEMORY) {
-                fprintf(stderr,
-                        "tollfree serve: --max-memory %s: give at least 1M (it bounds datasets, "
-                        "sessions and connection buffers; there is no unlimited setting)\n",
-                        v);
+        } else if (!strcmp(a, "--max-datasets")) {
+            uint64_t n;
+            if (tfu_parse_count(a, v, 1, TF_SERVER_MAX_DATASETS_LIMIT, &n, msg, sizeof msg)) {
+                fprintf(stderr, "tollfree serve: %s (try --help)\n", msg);
                 return 2;
             }
-            cfg.max_memory = b;
-        } else if (!strcmp(a, "--dataset-cache") && !parse_bytes(v, &b)) {
-            cfg.dataset_cache = b;
-        } else if (!strcmp(a, "--spin") && !parse_int(v, 0, 1000000000, &n)) {
-            cfg.spin = (int)n;
-        } else if (!strcmp(a, "--stall-timeout") && !parse_int(v, 0, 86400 * 365, &n)) {
-            cfg.stall_timeout_s = (int)n;
-        } else if (!strcmp(a, "--idle-timeout") && !parse_int(v, 0, 86400 * 365, &n)) {
-            cfg.idle_timeout_s = (int)n;
-        } else if (!strcmp(a, "--min-rate") && !parse_bytes(v, &b)) {
-            cfg.min_rate = b;
-        } else if (!strcmp(a, "--max-conns") && !parse_int(v, 1, 1000000, &n)) {
-            cfg.max_conns = (int)n;
-        } else if (!strcmp(a, "--max-conns-per-peer") && !parse_int(v, 1, 1000000, &n)) {
-            cfg.max_conns_per_peer = (int)n;
-        } else if (!strcmp(a, "--conn-reserve") && !parse_int(v, 0, 1000000, &n)) {
-            cfg.conn_reserve = n ? (int)n : -1;
+            cfg.max_datasets = (uint32_t)n;
+        } else if ((lim = limit_option(a, v, &cfg, msg, sizeof msg)) != 0) {
+            if (lim < 0) {
+                fprintf(stderr, "tollfree serve: %s (try --help)\n", msg);
+                return 2;
+            }
         } else {
             fprintf(stderr, "tollfree serve: bad option or value: %s %s\n", a, v);
             return 2;

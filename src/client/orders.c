@@ -4,6 +4,7 @@
  * same pump: write what is pending, read what has come, and hand each whole frame to
  * on_frame(), which assembles replies (events up to the closing Heartbeat) and sets unsolicited
  * Trades aside. A single command is a pipeline of one. */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -19,6 +20,7 @@
 
 #include "client/client_internal.h"
 #include "tollfree/orders.h"
+#include "venue/venue.h"
 
 /* Buffers: many frames per system call when pipelining; a frame is at most TF_OFL_MAX_FRAME. */
 #define RX_BYTES (64 * 1024)
@@ -41,6 +43,9 @@ struct tf_orders {
     /* bytes to send are tx[tpos..tlen) */
     uint8_t *tx;
     size_t tpos, tlen;
+    /* a logged-on session (docs/venue.md): commands go out Keyed with next_seq */
+    int keyed;
+    uint64_t session_id, logon_seq, next_seq;
 };
 
 /* The replies one call is waiting for. */
@@ -92,7 +97,7 @@ static int fail(tf_orders *c, int rc)
 
 static int is_event(uint8_t kind)
 {
-    return kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE;
+    return (kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE) || kind == TFV_VENUE_REJECTED;
 }
 
 static void queue_fill(tf_orders *c, const tf_ofl_msg *m)
@@ -153,14 +158,14 @@ static int drain_rx(tf_orders *c, rx_target *t)
 {
     /* A call stops at its last reply: what follows is the next call's (or a fill's). */
     while (c->rpos < c->rlen && !(t->expected && t->done == t->expected)) {
-        tf_ofl_msg m;
-        int rc = tf_ofl_frame_decode(c->rx + c->rpos, c->rlen - c->rpos, &m);
+        tfv_msg m; /* an OFL1 frame, or a VenueRejected */
+        int rc = tfv_decode(c->rx + c->rpos, c->rlen - c->rpos, &m);
         if (rc == TF_E_OFL_HEADER_TOO_SHORT || rc == TF_E_OFL_PAYLOAD_TOO_SHORT)
             break; /* need more bytes */
-        if (rc < 0)
+        if (rc < 0 || m.kind == TFV_KEYED)
             return TF_E_PROTOCOL;
         c->rpos += (size_t)rc;
-        rc = on_frame(c, t, &m);
+        rc = on_frame(c, t, &m.ofl);
         if (rc)
             return rc;
     }
@@ -216,6 +221,19 @@ static int write_some(tf_orders *c)
     return 0;
 }
 
+/* A command as sent: plain, or Keyed with the next client_seq when logged on. */
+static int encode_cmd(tf_orders *c, uint8_t *buf, size_t cap, const tf_ofl_msg *cmd)
+{
+    if (!c->keyed)
+        return tf_ofl_frame_encode(buf, cap, cmd);
+    tfv_msg k = {
+        .kind = TFV_KEYED, .ofl = *cmd, .session = c->session_id, .client_seq = c->next_seq};
+    int w = tfv_encode(buf, cap, &k);
+    if (w > 0 && c->next_seq)
+        c->next_seq++; /* 0: no client_seq from now on */
+    return w;
+}
+
 /* Sends cmds[0..n) and waits for their n replies, per rx_target. The workhorse of every call. */
 static int run(tf_orders *c, const tf_ofl_msg *cmds, size_t n, rx_target *t, int64_t deadline)
 {
@@ -224,7 +242,7 @@ static int run(tf_orders *c, const tf_ofl_msg *cmds, size_t n, rx_target *t, int
         /* Encode while there is room and the window allows: at most max_inflight unanswered. */
         while (sent < n && sent - t->done < c->max_inflight &&
                TX_BYTES - c->tlen >= TF_OFL_MAX_FRAME) {
-            int w = tf_ofl_frame_encode(c->tx + c->tlen, TX_BYTES - c->tlen, &cmds[sent]);
+            int w = encode_cmd(c, c->tx + c->tlen, TX_BYTES - c->tlen, &cmds[sent]);
             if (w < 0)
                 return fail(c, TF_E_PROTOCOL); /* checked before; cannot happen */
             c->tlen += (size_t)w;
@@ -418,6 +436,83 @@ int tf_orders_fd(const tf_orders *c)
     return c ? c->fd : -1;
 }
 
+/* ---------------------------------------------------------------- logon */
+
+/* One handshake frame into f (at most TFV_LOGON_MAX bytes), waiting until the deadline. */
+static int logon_read(tf_orders *c, uint8_t *f, int64_t deadline)
+{
+    rx_target t = {0};
+    for (;;) {
+        int n = tfv_logon_frame_size(c->rx + c->rpos, c->rlen - c->rpos);
+        if (n < 0)
+            return TF_E_PROTOCOL;
+        if (n > 0) {
+            memcpy(f, c->rx + c->rpos, (size_t)n);
+            c->rpos += (size_t)n;
+            return n;
+        }
+        int rc = read_some(c, &t);
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
+            continue;
+        int left = ms_left(deadline);
+        struct pollfd pf = {c->fd, POLLIN, 0};
+        int pr = left == 0 ? 0 : poll(&pf, 1, left);
+        if (pr < 0 && errno != EINTR)
+            return -errno;
+        if (pr == 0)
+            return TF_E_PROTOCOL; /* no challenge: a service without --sessions says nothing */
+    }
+}
+
+/* Challenge, answer, result (docs/venue.md, "Logon"). */
+static int logon(tf_orders *c, const char *session, const void *secret, size_t secret_len)
+{
+    uint8_t f[TFV_LOGON_MAX];
+    /* A service without --sessions sends nothing: do not wait the whole call timeout for it. */
+    int wait = c->timeout_ms < 0 || c->timeout_ms > 5000 ? 5000 : c->timeout_ms;
+    int n = logon_read(c, f, deadline_of(wait));
+    if (n < 0)
+        return n;
+    if (n != 3 + 5 + TFV_LOGON_NONCE || f[2] != TFV_LOGON_CHALLENGE || memcmp(f + 3, "TFV1", 4) ||
+        f[7] != 1)
+        return TF_E_PROTOCOL;
+    uint8_t a[TFV_LOGON_MAX];
+    int an = tfv_logon_answer(a, sizeof a, session, secret, secret_len, f + 8);
+    if (an < 0)
+        return an;
+    memcpy(c->tx, a, (size_t)an);
+    c->tpos = 0;
+    c->tlen = (size_t)an;
+    int64_t deadline = deadline_of(c->timeout_ms);
+    int rc;
+    while ((rc = write_some(c)) == 0 && c->tlen) {
+        struct pollfd pf = {c->fd, POLLOUT, 0};
+        if (poll(&pf, 1, ms_left(deadline)) == 0)
+            return -ETIMEDOUT;
+    }
+    if (rc)
+        return rc;
+    n = logon_read(c, f, deadline);
+    if (n == -ECONNRESET || n == TF_E_TRUNCATED)
+        return -EACCES; /* refused and closed before the result was read */
+    if (n < 0)
+        return n;
+    if (n != 20 || f[2] != TFV_LOGON_RESULT)
+        return TF_E_PROTOCOL;
+    if (f[3] != 0)
+        return -EACCES;
+    uint64_t id, last;
+    memcpy(&id, f + 4, 8);
+    memcpy(&last, f + 12, 8);
+    c->session_id = le64toh(id);
+    c->logon_seq = le64toh(last);
+    c->next_seq = c->logon_seq + 1;
+    c->keyed = 1;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- connect / close */
 
 int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *opts)
@@ -427,10 +522,13 @@ int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *op
     *out = NULL;
     tf_orders_opts o = {0};
     if (opts) {
-        if (opts->size != 0 && opts->size < sizeof o)
+        /* 0, this layout, or the one before the session fields (which then stay NULL). */
+        if (opts->size != 0 && opts->size != TF_ORDERS_OPTS_SIZE_V1 && opts->size < sizeof o)
             return TF_E_INVALID_ARG;
-        o = *opts;
+        memcpy(&o, opts, opts->size == TF_ORDERS_OPTS_SIZE_V1 ? TF_ORDERS_OPTS_SIZE_V1 : sizeof o);
     }
+    if (o.session && (!o.secret || !o.secret_len || o.secret_len > TFV_SECRET_MAX))
+        return TF_E_INVALID_ARG;
     if (o.max_fills > (1u << 24) || o.max_inflight > (1u << 24))
         return TF_E_INVALID_ARG;
     tf_orders *c = calloc(1, sizeof *c);
@@ -465,11 +563,51 @@ int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *op
         if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) != 0)
             rc = -errno;
     }
+    if (!rc && o.session)
+        rc = logon(c, o.session, o.secret, o.secret_len);
     if (rc) {
         tf_orders_close(c);
         return rc;
     }
     *out = c;
+    return 0;
+}
+
+int tf_orders_connect_session(tf_orders **out, const char *url, const char *session,
+                              const void *secret, size_t secret_len, const tf_orders_opts *opts)
+{
+    if (!session || !secret)
+        return TF_E_NULL_ARG;
+    tf_orders_opts o = {0};
+    if (opts) {
+        if (opts->size != 0 && opts->size != TF_ORDERS_OPTS_SIZE_V1 && opts->size < sizeof o)
+            return TF_E_INVALID_ARG;
+        memcpy(&o, opts, opts->size == TF_ORDERS_OPTS_SIZE_V1 ? TF_ORDERS_OPTS_SIZE_V1 : sizeof o);
+    }
+    o.size = sizeof o;
+    o.session = session;
+    o.secret = secret;
+    o.secret_len = secret_len;
+    return tf_orders_connect(out, url, &o);
+}
+
+uint64_t tf_orders_logon_client_seq(const tf_orders *c)
+{
+    return c ? c->logon_seq : 0;
+}
+
+uint64_t tf_orders_next_client_seq(const tf_orders *c)
+{
+    return c && c->keyed ? c->next_seq : 0;
+}
+
+int tf_orders_set_next_client_seq(tf_orders *c, uint64_t client_seq)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    if (!c->keyed)
+        return TF_E_INVALID_ARG;
+    c->next_seq = client_seq;
     return 0;
 }
 

@@ -12,6 +12,7 @@
 #define TF_COMMON_OPTS_SIZE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Where field f of struct T ends: the smallest size that covers it. A struct's min (below) is
  * TFU_FIELD_END of the last field of its first sized layout. */
@@ -24,5 +25,18 @@
  * zero. On success dst->size is known. Returns 0, or TF_E_INVALID_ARG (size below min, or a
  * non-zero byte beyond known) with dst untouched. src and dst must not be NULL. */
 int tfu_opts_load(void *dst, size_t known, const void *src, size_t min);
+
+/* ---- limit options of the servers (`serve`, `engine serve`): one parser, one wording ---- */
+
+/* A byte count: decimal digits with an optional binary suffix K, M or G (1K = 1024; "KB" and
+ * "KiB" read the same), within [lo, hi]. Returns 0 with *out set, or TF_E_INVALID_ARG with a
+ * message in msg (cap bytes) that names the option and the value and says what is expected,
+ * e.g. "--max-memory 1X: not a size (digits with an optional K, M or G suffix, e.g. 64M)" or
+ * "--max-memory 512K: give at least 1M (1048576 bytes)". Prints nothing. */
+int tfu_parse_size(const char *opt, const char *val, uint64_t lo, uint64_t hi, uint64_t *out,
+                   char *msg, size_t cap);
+/* A plain count (digits, no suffix) within [lo, hi]; the same returns and wording. */
+int tfu_parse_count(const char *opt, const char *val, uint64_t lo, uint64_t hi, uint64_t *out,
+                    char *msg, size_t cap);
 
 #endif

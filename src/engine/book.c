@@ -70,6 +70,8 @@ uint32_t eng_rest(tf_engine *e, uint32_t tree, int64_t price, uint64_t id, uint6
     o->remaining = qty;
     eng_link(e, oi, tree, price);
     e->live++;
+    if (e->n_tracked)
+        eng_count_open(e, account, 1);
     eng_insert_id(e, oi);
     eng_insert_client(e, oi);
     return oi;
@@ -109,4 +111,6 @@ void eng_forget(tf_engine *e, uint32_t oi)
     e->orders[oi].next = e->free_order;
     e->free_order = oi;
     e->live--;
+    if (e->n_tracked)
+        eng_count_open(e, e->orders[oi].account, -1);
 }

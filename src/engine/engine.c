@@ -30,6 +30,7 @@ uint64_t tf_engine_bytes_needed(const tf_engine_config *cfg)
     bytes += 6 * eng_table_capacity(m) * sizeof(uint32_t); /* tables and their spares */
     /* the direct table, at its largest (its size depends on the ids' spread) */
     bytes += (4 * n + 4096) * sizeof(uint32_t);
+    bytes += TF_ENGINE_STP_ACCOUNTS * sizeof(eng_stp);
     return bytes;
 }
 
@@ -78,7 +79,8 @@ int tf_engine_create(const tf_engine_config *cfg, tf_engine **out)
     e->sides = calloc(2 * (size_t)n, sizeof *e->sides);
     e->orders = calloc(m + 1, sizeof *e->orders);
     e->levels = calloc(m + 1, sizeof *e->levels);
-    if (!e->sides || !e->orders || !e->levels)
+    e->stp = calloc(TF_ENGINE_STP_ACCOUNTS, sizeof *e->stp);
+    if (!e->sides || !e->orders || !e->levels || !e->stp)
         goto fail;
     if ((rc = eng_table_init(&e->by_id, m)) || (rc = eng_table_init(&e->by_client, m)) ||
         (rc = eng_table_init(&e->by_price, m)))
@@ -100,6 +102,7 @@ void tf_engine_destroy(tf_engine *e)
     eng_table_fini(&e->by_id);
     eng_table_fini(&e->by_client);
     eng_table_fini(&e->by_price);
+    free(e->stp);
     free(e->levels);
     free(e->orders);
     free(e->sides);
@@ -219,6 +222,62 @@ static uint64_t match(tf_engine *e, uint32_t book, int side, uint64_t taker, int
     return qty;
 }
 
+/* The same walk for an aggressor whose account has an STP mode: one maker per step, and a
+ * maker of the same account is not traded with. CANCEL_OLDEST cancels the maker (Canceled) and
+ * goes on; CANCEL_NEWEST stops and sets *stopped (the caller cancels the aggressor's remainder);
+ * CANCEL_BOTH cancels the maker, then stops. Returns what is left. */
+static uint64_t match_stp(tf_engine *e, uint32_t book, int side, uint64_t taker, uint64_t account,
+                          int mode, int64_t limit_key, uint64_t qty, int *stopped)
+{
+    eng_side *opp = &e->sides[book * 2 + (side ^ 1)];
+    while (qty && opp->best) {
+        eng_level *l = &e->levels[opp->best];
+        if (l->key > limit_key)
+            break;
+        uint32_t oi = l->head;
+        eng_order *o = &e->orders[oi];
+        if (o->account == account) {
+            if (mode != TF_ENGINE_STP_CANCEL_NEWEST)
+                eng_cancel_order(e, oi);
+            if (mode != TF_ENGINE_STP_CANCEL_OLDEST) {
+                *stopped = 1;
+                return qty;
+            }
+            continue;
+        }
+        uint64_t q = qty < o->remaining ? qty : o->remaining;
+        e->trades++;
+        tf_ofl_msg *m = emit(e, TF_OFL_TRADE);
+        if (m) {
+            m->trade.maker_order_id = o->id;
+            m->trade.taker_order_id = taker;
+            m->trade.instrument_id = e->instrument[book];
+            m->trade.price = eng_level_price(l);
+            m->trade.quantity.lo = q;
+            m->trade.quantity.hi = 0;
+        }
+        qty -= q;
+        o->remaining -= q;
+        if (!o->remaining) {
+            eng_unlink(e, oi);
+            eng_forget(e, oi);
+        }
+    }
+    return qty;
+}
+
+/* match, or match_stp when the aggressor's account has a mode (looked up only while some
+ * account has one, so an engine without STP settings pays one compare). */
+static uint64_t match_any(tf_engine *e, uint32_t book, int side, uint64_t taker, uint64_t account,
+                          int64_t limit_key, uint64_t qty, int *stopped)
+{
+    *stopped = 0;
+    int mode = e->n_modes ? eng_stp_mode(e, account) : TF_ENGINE_STP_NONE;
+    if (mode == TF_ENGINE_STP_NONE)
+        return match(e, book, side, taker, limit_key, qty);
+    return match_stp(e, book, side, taker, account, mode, limit_key, qty, stopped);
+}
+
 /* ---- commands ------------------------------------------------------------------------------- */
 
 static int qty_ok(tf_ofl_qty q)
@@ -256,9 +315,12 @@ static void new_limit(tf_engine *e, const tf_ofl_new_limit *c)
     }
     uint64_t id = e->next_order_id++;
     emit_accepted(e, id, c->client_order_id, c->account_id);
-    int side = c->side;
-    uint64_t left = match(e, (uint32_t)book, side, id, eng_key(side ^ 1, c->price), c->quantity.lo);
-    if (left)
+    int side = c->side, stopped;
+    uint64_t left = match_any(e, (uint32_t)book, side, id, c->account_id,
+                              eng_key(side ^ 1, c->price), c->quantity.lo, &stopped);
+    if (stopped)
+        emit_canceled(e, id); /* self-trade prevention: the remainder does not rest */
+    else if (left)
         eng_rest(e, (uint32_t)book * 2 + (uint32_t)side, c->price, id, c->account_id,
                  c->client_order_id, left);
 }
@@ -273,11 +335,13 @@ static void new_market(tf_engine *e, const tf_ofl_new_market *c)
     }
     uint64_t id = e->next_order_id++;
     emit_accepted(e, id, c->client_order_id, c->account_id);
-    if (match(e, (uint32_t)book, c->side, id, INT64_MAX, c->quantity.lo))
+    int stopped;
+    if (match_any(e, (uint32_t)book, c->side, id, c->account_id, INT64_MAX, c->quantity.lo,
+                  &stopped))
         emit_canceled(e, id);
 }
 
-static void cancel_order(tf_engine *e, uint32_t oi)
+void eng_cancel_order(tf_engine *e, uint32_t oi)
 {
     uint64_t id = e->orders[oi].id;
     eng_unlink(e, oi);
@@ -325,10 +389,15 @@ static void replace(tf_engine *e, const tf_ofl_replace *c)
     /* Leaves its level and comes back as an aggressor at the new price and quantity; it keeps
      * its pool slot and table entries (nothing can match it while it is out of the book). */
     uint32_t tree = o->tree;
-    int side = (int)(tree & 1);
+    int side = (int)(tree & 1), stopped;
     eng_unlink(e, oi);
-    uint64_t left = match(e, tree >> 1, side, o->id, eng_key(side ^ 1, c->price), c->quantity.lo);
-    if (left) {
+    uint64_t left = match_any(e, tree >> 1, side, o->id, o->account, eng_key(side ^ 1, c->price),
+                              c->quantity.lo, &stopped);
+    if (stopped) { /* self-trade prevention: the order is canceled, as if it had left */
+        uint64_t id = o->id;
+        eng_forget(e, oi);
+        emit_canceled(e, id);
+    } else if (left) {
         o->remaining = left;
         eng_link(e, oi, tree, c->price);
     } else {
@@ -364,15 +433,8 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
     if ((cmd->kind == TF_OFL_NEW_LIMIT && cmd->new_limit.side > TF_OFL_SELL) ||
         (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL))
         return TF_E_OFL_INVALID_SIDE;
-    if (seq <= e->last_command_seq) {
-        e->duplicates++;
+    if (!eng_begin(e, seq, sink))
         return TF_ENGINE_DUPLICATE;
-    }
-    e->last_command_seq = seq;
-    e->now = seq;
-    e->applied++;
-    e->sink = sink;
-    e->sink_err = 0;
     uint32_t oi;
     switch (cmd->kind) {
     case TF_OFL_NEW_LIMIT:
@@ -384,7 +446,7 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
     case TF_OFL_CANCEL_BY_ORDER:
         oi = eng_find_id(e, cmd->cancel_by_order.order_id);
         if (oi)
-            cancel_order(e, oi);
+            eng_cancel_order(e, oi);
         else
             emit_rejected(e, 0, TF_OFL_ORDER_NOT_FOUND);
         break;
@@ -392,7 +454,7 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
         oi = eng_find_client(e, cmd->cancel_by_client.account_id,
                              cmd->cancel_by_client.client_order_id);
         if (oi)
-            cancel_order(e, oi);
+            eng_cancel_order(e, oi);
         else
             emit_rejected(e, cmd->cancel_by_client.client_order_id, TF_OFL_ORDER_NOT_FOUND);
         break;

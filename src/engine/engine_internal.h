@@ -37,6 +37,15 @@ typedef struct eng_level {
     uint32_t n_orders;
 } eng_level;
 
+/* An account with a self-trade prevention mode other than none, or whose live orders are
+ * counted (stp.c). */
+typedef struct eng_stp {
+    uint64_t account;
+    uint32_t mode;    /* tf_engine_stp */
+    uint32_t tracked; /* 1: `open` counts its live orders */
+    uint64_t open;
+} eng_stp;
+
 /* One side of one book: a tree of levels. */
 typedef struct eng_side {
     uint32_t root;
@@ -75,6 +84,12 @@ struct tf_engine {
     uint32_t fresh_order, fresh_level; /* the first never-used entry of each pool */
     eng_table by_id, by_client, by_price;
 
+    /* self-trade prevention: [n_stp] ascending by account, room for TF_ENGINE_STP_ACCOUNTS */
+    eng_stp *stp;
+    uint32_t n_stp;     /* entries */
+    uint32_t n_modes;   /* entries with a mode (the hash and the snapshot hold these) */
+    uint32_t n_tracked; /* entries whose live orders are counted */
+
     /* state of the spec */
     uint64_t next_order_id, last_command_seq, next_event_seq;
     uint64_t live;
@@ -108,6 +123,29 @@ void eng_tree_remove(tf_engine *e, eng_side *s, uint32_t li);
 uint32_t eng_tree_next(const tf_engine *e, uint32_t li); /* the next worse level, or 0 */
 /* 0 when the side's tree keeps every red-black rule and its cached best and count (tests). */
 int eng_tree_check(const tf_engine *e, const eng_side *s);
+
+/* stp.c */
+int eng_stp_mode(const tf_engine *e, uint64_t account);         /* binary search; 0 when none */
+void eng_count_open(tf_engine *e, uint64_t account, int delta); /* a tracked account's count */
+
+/* engine.c: takes a resting order out of the book and emits its Canceled */
+void eng_cancel_order(tf_engine *e, uint32_t oi);
+
+/* The preamble of every command (tf_engine_apply, tf_engine_cancel_account): the duplicate
+ * check, the sequence, the sink. 1 when the command is to be applied, 0 for a duplicate. */
+static inline int eng_begin(tf_engine *e, uint64_t seq, tf_engine_sink *sink)
+{
+    if (seq <= e->last_command_seq) {
+        e->duplicates++;
+        return 0;
+    }
+    e->last_command_seq = seq;
+    e->now = seq;
+    e->applied++;
+    e->sink = sink;
+    e->sink_err = 0;
+    return 1;
+}
 
 /* query.c: qsort order of u64 ids */
 int eng_cmp_u64(const void *a, const void *b);

@@ -59,6 +59,15 @@ uint64_t tf_engine_state_hash(const tf_engine *e)
     h = fnv_u64(h, e->next_order_id);
     h = fnv_u64(h, e->last_command_seq);
     h = fnv_u64(h, e->next_event_seq);
+    /* STP settings only when some are set: an engine without them hashes as it always has */
+    if (e->n_modes) {
+        h = fnv_u64(h, e->n_modes);
+        for (uint32_t i = 0; i < e->n_stp; i++)
+            if (e->stp[i].mode) {
+                h = fnv_u64(h, e->stp[i].account);
+                h = fnv_u64(h, e->stp[i].mode);
+            }
+    }
     return h;
 }
 

@@ -10,9 +10,12 @@
  *       order * n_orders, in hash order (books ascending, bids then asks, best first, oldest
  *       first): u64 instrument_id, u64 side, i64 price, u64 order_id, account_id,
  *       client_order_id, remaining (56 bytes)
+ *       version 2 only (written when some account has an STP mode): u64 n_stp, then n_stp *
+ *       (u64 account_id, u64 mode), accounts ascending (16 bytes each)
  *       u32 CRC32C of every byte before it
- * All little-endian. Loading rebuilds the books by resting the orders in that order, which
- * restores every level's time priority.
+ * All little-endian. An engine without STP settings writes version 1, byte for byte as before.
+ * Loading rebuilds the books by resting the orders in that order, which restores every level's time
+ * priority.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +31,8 @@
 #define HEAD_LEN 112
 #define ORDER_LEN 56
 #define VERSION 1
+#define VERSION_STP 2
+#define STP_LEN 16
 
 /* The image is little-endian; on a little-endian host a fixed-size memcpy is one move. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -73,7 +78,8 @@ uint64_t tf_engine_snapshot_size(const tf_engine *e)
 {
     if (!e)
         return 0;
-    return HEAD_LEN + 8ull * e->n_books + ORDER_LEN * e->live + 4;
+    uint64_t stp = e->n_modes ? 8 + STP_LEN * (uint64_t)e->n_modes : 0;
+    return HEAD_LEN + 8ull * e->n_books + ORDER_LEN * e->live + stp + 4;
 }
 
 int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64_t *len)
@@ -85,7 +91,7 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
         return TF_E_OFL_BUFFER_TOO_SHORT;
     uint8_t *p = buf;
     memcpy(p, "TFES", 4);
-    p[4] = VERSION;
+    p[4] = e->n_modes ? VERSION_STP : VERSION;
     p[5] = p[6] = p[7] = 0;
     st64(p + 8, need);
     st32(p + 16, e->n_books);
@@ -109,6 +115,16 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
                 for (int i = 0; i < 7; i++)
                     st64(q + 8 * i, f[i]);
             }
+    if (e->n_modes) {
+        st64(q, e->n_modes);
+        q += 8;
+        for (uint32_t i = 0; i < e->n_stp; i++)
+            if (e->stp[i].mode) {
+                st64(q, e->stp[i].account);
+                st64(q + 8, e->stp[i].mode);
+                q += STP_LEN;
+            }
+    }
     st32(q, tf_crc32c(0, p, need - 4));
     *len = need;
     return 0;
@@ -137,6 +153,38 @@ static int load_order(tf_engine *e, const uint8_t *q, int *prev_tree, int64_t *p
     return 0;
 }
 
+/* The length of a version-2 image's STP section (u64 count + entries), found from the end: the
+ * count sits right after the orders, which the header's n_orders places. 0 when it does not fit. */
+static uint64_t stp_section(const uint8_t *p, uint64_t len, uint32_t n_books, uint64_t n_orders)
+{
+    uint64_t body = len - HEAD_LEN - 4;
+    if (n_books > TF_ENGINE_MAX_INSTRUMENTS || n_orders > TF_ENGINE_MAX_ORDERS)
+        return 0;
+    uint64_t at = 8ull * n_books + ORDER_LEN * n_orders; /* offset of n_stp within the body */
+    if (body < at + 8)
+        return 0;
+    uint64_t n_stp = ld64(p + HEAD_LEN + at);
+    if (n_stp == 0 || n_stp > TF_ENGINE_STP_ACCOUNTS || body - at - 8 != STP_LEN * n_stp)
+        return 0;
+    return 8 + STP_LEN * n_stp;
+}
+
+/* The STP entries at q: accounts strictly ascending, modes 1..3. */
+static int load_stp(tf_engine *e, const uint8_t *q)
+{
+    uint64_t n = ld64(q);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t account = ld64(q + 8 + STP_LEN * i), mode = ld64(q + 16 + STP_LEN * i);
+        if (mode < TF_ENGINE_STP_CANCEL_NEWEST || mode > TF_ENGINE_STP_CANCEL_BOTH ||
+            (i && account <= e->stp[i - 1].account))
+            return TF_E_ENGINE_SNAPSHOT;
+        e->stp[i] = (eng_stp){.account = account, .mode = (uint32_t)mode};
+        e->n_stp++;
+        e->n_modes++;
+    }
+    return 0;
+}
+
 int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_config *cfg_override,
                             tf_engine **out)
 {
@@ -146,13 +194,16 @@ int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_confi
     if (!buf)
         return TF_E_NULL_ARG;
     const uint8_t *p = buf;
-    if (len < HEAD_LEN + 4 || memcmp(p, "TFES", 4) || p[4] != VERSION || p[5] || p[6] || p[7] ||
-        ld64(p + 8) != len)
+    if (len < HEAD_LEN + 4 || memcmp(p, "TFES", 4) || (p[4] != VERSION && p[4] != VERSION_STP) ||
+        p[5] || p[6] || p[7] || ld64(p + 8) != len)
         return TF_E_ENGINE_SNAPSHOT;
     uint32_t n_books = ld32(p + 16), max_orders = ld32(p + 20);
     uint64_t n_orders = ld64(p + 104);
     /* Counts are checked against the length by division before anything is sized by them. */
-    uint64_t body = len - HEAD_LEN - 4;
+    uint64_t body = len - HEAD_LEN - 4, stp_len = 0;
+    if (p[4] == VERSION_STP && (stp_len = stp_section(p, len, n_books, n_orders)) == 0)
+        return TF_E_ENGINE_SNAPSHOT;
+    body -= stp_len;
     if (n_books == 0 || n_books > TF_ENGINE_MAX_INSTRUMENTS || body < 8ull * n_books ||
         (body - 8ull * n_books) % ORDER_LEN || (body - 8ull * n_books) / ORDER_LEN != n_orders)
         return TF_E_ENGINE_SNAPSHOT;
@@ -210,6 +261,10 @@ int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_confi
             tf_engine_destroy(e);
             return rc;
         }
+    if (stp_len && (rc = load_stp(e, q))) {
+        tf_engine_destroy(e);
+        return rc;
+    }
     *out = e;
     return 0;
 }
@@ -263,6 +318,10 @@ int tf_engine_snapshot_load(const char *path, const tf_engine_config *cfg_overri
             got += (uint64_t)r;
     }
     close(fd);
+    /* The engine service's snapshot.tfs ends with a 40-byte block binding it to its journal
+     * ("TFSB", docs/engine-service.md): the image is what comes before it. */
+    if (!rc && n > HEAD_LEN + 4 + 40 && ld64(buf + 8) == n - 40 && !memcmp(buf + n - 40, "TFSB", 4))
+        n -= 40;
     if (!rc)
         rc = tf_engine_snapshot_read(buf, n, cfg_override, out);
     free(buf);

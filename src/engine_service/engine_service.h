@@ -4,10 +4,11 @@
  * One thread, the connection layer's loop (src/net/), runs the sequencer: it takes OFL1 command
  * frames from every connection, assigns command_seq, appends each command to DIR/commands.ofl,
  * applies it to the engine, appends its events to DIR/events.ofl and holds the replies; once per
- * loop turn (when no connection has more input, or a batch is full) it makes the commands
- * durable at the configured level and only then releases the held replies, the unsolicited
- * Trades and the feed datagrams. On start it rebuilds the engine from the journal (from the
- * newest snapshot when there is one) and brings events.ofl in line with it.
+ * loop turn (when no connection has more input, or a batch is full; with --durability every,
+ * after each command's own fdatasync) it makes the commands durable at the configured level and
+ * only then releases the held replies, the unsolicited Trades and the feed datagrams. On start it
+ * rebuilds the engine from the journal (from the newest snapshot when there is one) and brings
+ * events.ofl in line with it.
  */
 #ifndef TF_ENGINE_SERVICE_H
 #define TF_ENGINE_SERVICE_H
@@ -36,10 +37,14 @@ typedef struct tfes_config {
     int conn_reserve;        /* slots for peers with few connections; 0: max_conns/16, -1: none */
     int stall_timeout_s;     /* 0: never */
     int idle_timeout_s;      /* 0: never */
+    int idle_full_timeout_s; /* the same while the service is full (only the reserve left) */
     uint64_t min_rate;       /* bytes/s a frame in progress must average (0: off) */
     uint64_t max_output;     /* bytes queued for one peer before it is closed (0: 4 MiB) */
     uint64_t max_memory;     /* replies held and queued for all connections (0: 1 GiB) */
     int quiet;
+    const char *sessions; /* --sessions FILE (NULL: no logon, plain commands) */
+    const char *risk;     /* --risk FILE (docs/venue.md "Risk"; NULL: no limits) */
+    int repair_journal;   /* --repair-journal: cut commands.ofl at damage that is not a torn tail */
 } tfes_config;
 
 /* What a run ends with (the JSON line of the CLI). */
@@ -60,8 +65,9 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out);
 
 typedef struct tfes_recovered {
     tf_engine *engine;
-    tf_journal *commands; /* open for appending, valid prefix kept */
-    tf_journal *events;   /* the same, in line with the commands */
+    struct tfv_venue *venue; /* the venue layer over the engine (src/venue/) */
+    tf_journal *commands;    /* open for appending, valid prefix kept */
+    tf_journal *events;      /* the same, in line with the commands */
     uint64_t session_id;
     uint64_t replayed; /* commands applied on start (after the snapshot, if one was used) */
     int from_snapshot;
@@ -75,5 +81,47 @@ void tfes_recovered_fini(tfes_recovered *r);
 
 /* DIR/NAME into buf (4096 bytes). */
 void tfes_path(char *buf, size_t cap, const char *dir, const char *name);
+
+/* ---- damage in commands.ofl (recover.c) ---- */
+
+/* Where a journal's valid prefix ends and what kind of damage ends it. A torn tail is what a
+ * crash during an append leaves: after the first invalid record comes nothing, or nothing but
+ * zero bytes, and no record with a good CRC; the invalid record ends where its length field
+ * says, or, when that field is impossible, TF_JOURNAL_MAX_RECORD bytes on (at the latest). So
+ * the file ends inside that record or right after it. Anything else (a bad record with more data
+ * after it) is damage a restart must not repair by itself. */
+typedef struct tfes_damage {
+    int reason;         /* 0: whole; else why the record at `offset` is not valid (a tf_error) */
+    int torn;           /* 1: a torn tail (reason != 0) */
+    uint64_t record;    /* journal_seq of the first invalid record = valid records before it */
+    uint64_t offset;    /* its byte offset = where the valid prefix ends */
+    uint64_t following; /* records with a good CRC after it (found by their length fields) */
+    uint64_t file_bytes;
+} tfes_damage;
+
+/* Examines the journal at path (read only; a missing or empty file is whole). 0 or -errno or a
+ * header error (the file cannot be read as a journal at all). */
+int tfes_journal_check(const char *path, tfes_damage *d);
+/* The same for a journal image d[0..len) whose walk stopped at `offset` (record `record`) for
+ * `reason` (0: whole). */
+void tfes_damage_at(const uint8_t *d, size_t len, uint64_t offset, uint64_t record, int reason,
+                    tfes_damage *dmg);
+
+/* ---- snapshots bound to the journal (recover.c) ---- */
+
+/* The last command record a snapshot covers: its journal_seq, byte offset and CRC32C in
+ * commands.ofl, and the journal's session_id. */
+typedef struct tfes_snap_bind {
+    uint64_t session_id;
+    uint64_t journal_seq;
+    uint64_t offset;
+    uint32_t crc;
+} tfes_snap_bind;
+
+/* The binding of the last record of `commands` (flushed: the file at `path` ends with it). 0,
+ * -errno, or TF_E_OFL_SEQ_GAP when the file does not end with that record. */
+int tfes_snap_bind_last(tf_journal *commands, const char *path, tfes_snap_bind *b);
+/* Writes the engine's snapshot followed by the binding block to path (atomic replace). */
+int tfes_snapshot_save(const tf_engine *e, const char *path, const tfes_snap_bind *b);
 
 #endif

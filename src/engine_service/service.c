@@ -3,24 +3,31 @@
  * Invariant: no byte of a command's reply (and no unsolicited Trade, no feed datagram) leaves
  * before the command is durable at the configured level. Replies are built into a per-connection
  * `held` buffer while commands are applied; commit() makes the batch durable (one fdatasync for
- * the group), then hands every held buffer to the connection layer in one piece, so a reply is
+ * the group; under `every` it runs after each command, already synced, so each reply leaves
+ * once its own command is durable), then hands every held buffer to the connection layer in one
+ * piece, so a reply is
  * never split and an unsolicited Trade always falls between two whole replies.
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "engine_service/engine_service.h"
 #include "net/net.h"
 #include "tollfree/datagram.h"
+#include "venue/venue.h"
 
 #define NAME "tollfree engine serve"
 #define SINK_EVENTS 1024
 #define BATCH_COMMANDS 16384 /* commit at least this often under a continuous flood */
 #define IBUF_BYTES (32 << 10)
+#define HELD_KEEP 4096 /* a held buffer above this is freed once released */
 
 typedef struct es_conn {
     tfn_conn *c;
@@ -28,11 +35,28 @@ typedef struct es_conn {
     uint64_t id;
     uint8_t *held;
     size_t held_len, held_cap;
-    int dirty; /* on the service's dirty list */
+    /* Output beyond the memory threshold (held_limit): an ordered queue of pieces streamed as
+     * the peer reads (es_pull); q[qhead, q_commit) is durable and may go, q[q_commit, qn)
+     * belongs to the batch being made durable, and `held` comes after all of them. */
+    struct es_piece *q;
+    size_t qhead, q_commit, qn, qcap;
+    uint64_t q_pos; /* bytes of q[qhead] already given */
+    int dirty;      /* on the service's dirty list */
     uint8_t frame[TF_OFL_MAX_FRAME];
     size_t frame_len;
     uint64_t commands, rejected_frames;
+    /* --sessions: the logon (docs/venue.md); sess is NULL until it is accepted */
+    const tfv_session *sess;
+    uint8_t nonce[TFV_LOGON_NONCE];
 } es_conn;
+
+/* A piece of a connection's queued output: memory (mem, len bytes, owned), or the records
+ * [off, off + len) of events.ofl, sent with their CRCs stripped. */
+typedef struct es_piece {
+    uint8_t *mem;
+    uint64_t off, len;
+    size_t cap; /* of mem: counted in --max-memory */
+} es_piece;
 
 typedef struct slot {
     es_conn *conn;
@@ -59,6 +83,7 @@ typedef struct svc {
     tfn_loop *lp;
     int failed;        /* a journal write failed: stop, release nothing more */
     uint64_t mem_used; /* held replies and the layer's queued output (atomic; --max-memory) */
+    int ev_fd;         /* DIR/events.ofl read-only: the source of streamed replies */
     /* connections */
     slot *slots;
     uint32_t nslots, *free_slots, nfree;
@@ -82,6 +107,13 @@ typedef struct svc {
     tf_ofl_msg *feed_q;
     size_t feed_n, feed_cap;
     uint64_t feed_errors;
+    /* sessions (--sessions) */
+    tfv_sessions sessions;
+    int use_sessions;
+    /* --risk (docs/venue.md "Risk"): the config in force (admins, cancel-on-disconnect) */
+    tfv_risk_config risk;
+    uint8_t *resend_buf;
+    size_t resend_cap;
 } svc;
 
 void tfes_config_init(tfes_config *cfg)
@@ -90,6 +122,7 @@ void tfes_config_init(tfes_config *cfg)
     cfg->durability = TF_JOURNAL_GROUP;
     cfg->max_orders = TF_ENGINE_DEFAULT_MAX_ORDERS;
     cfg->stall_timeout_s = 60;
+    cfg->idle_full_timeout_s = 300;
     cfg->min_rate = 1024;
 }
 
@@ -207,7 +240,7 @@ static int held_add(svc *s, es_conn *ec, const void *p, size_t n)
 static int held_msg(svc *s, es_conn *ec, const tf_ofl_msg *m)
 {
     uint8_t f[TF_OFL_MAX_FRAME];
-    int n = tf_ofl_frame_encode(f, sizeof f, m);
+    int n = tfv_encode_event(f, sizeof f, m); /* an OFL1 event or a VenueRejected */
     return n < 0 ? n : held_add(s, ec, f, (size_t)n);
 }
 
@@ -215,6 +248,156 @@ static int held_heartbeat(svc *s, es_conn *ec, uint64_t journal_seq)
 {
     tf_ofl_msg hb = {.kind = TF_OFL_HEARTBEAT, .journal_seq = journal_seq};
     return held_msg(s, ec, &hb);
+}
+
+/* ---------------------------------------------------------------- queued output */
+
+static svc *conn_svc(const tfn_conn *c);
+
+static int queue_grow(svc *s, es_conn *ec)
+{
+    if (ec->qn < ec->qcap)
+        return 0;
+    size_t cap = ec->qcap ? ec->qcap * 2 : 8;
+    es_piece *q = realloc(ec->q, cap * sizeof *q);
+    if (!q)
+        return TF_E_NOMEM;
+    __atomic_fetch_add(&s->mem_used, (cap - ec->qcap) * sizeof *q, __ATOMIC_RELAXED);
+    ec->q = q;
+    ec->qcap = cap;
+    return 0;
+}
+
+/* Moves the held bytes to the end of the queue (the buffer changes hands, its count with it). */
+static int queue_held(svc *s, es_conn *ec)
+{
+    if (!ec->held_len)
+        return 0;
+    int rc = queue_grow(s, ec);
+    if (rc)
+        return rc;
+    ec->q[ec->qn++] = (es_piece){ec->held, 0, ec->held_len, ec->held_cap};
+    ec->held = NULL;
+    ec->held_len = ec->held_cap = 0;
+    return 0;
+}
+
+static void queue_free(svc *s, es_conn *ec)
+{
+    for (size_t i = ec->qhead; i < ec->qn; i++) {
+        __atomic_fetch_sub(&s->mem_used, ec->q[i].cap, __ATOMIC_RELAXED);
+        free(ec->q[i].mem);
+    }
+    __atomic_fetch_sub(&s->mem_used, ec->qcap * sizeof *ec->q, __ATOMIC_RELAXED);
+    free(ec->q);
+    ec->q = NULL;
+    ec->qhead = ec->q_commit = ec->qn = ec->qcap = 0;
+    ec->q_pos = 0;
+}
+
+/* An event for ec: the frame f (n bytes) is record `off` of events.ofl (n + CRC bytes). Held in
+ * memory while the connection's output is small; beyond held_limit (or behind a queue) it is
+ * queued as a range of events.ofl instead, so a reply of any size costs no memory. */
+static int held_event(svc *s, es_conn *ec, const uint8_t *f, size_t n, uint64_t off)
+{
+    size_t len = n + TF_JOURNAL_CRC_LEN;
+    int spill = ec->qn > ec->qhead || tfn_conn_queued(ec->c) + ec->held_len + n > s->held_limit;
+    if (!spill || s->ev_fd < 0)
+        return held_add(s, ec, f, n);
+    int rc = queue_held(s, ec);
+    if (rc)
+        return rc;
+    es_piece *last = ec->qn > ec->q_commit ? &ec->q[ec->qn - 1] : NULL;
+    if (last && !last->mem && last->off + last->len == off) {
+        last->len += len;
+    } else {
+        if ((rc = queue_grow(s, ec)))
+            return rc;
+        ec->q[ec->qn++] = (es_piece){NULL, off, len, 0};
+    }
+    if (!ec->dirty) {
+        ec->dirty = 1;
+        s->dirty[s->ndirty++] = ec->slot;
+    }
+    s->must_commit = 1; /* a large output: let it start */
+    return 0;
+}
+
+static int held_event_msg(svc *s, es_conn *ec, const tf_ofl_msg *m, uint64_t off)
+{
+    uint8_t f[TF_OFL_MAX_FRAME];
+    int n = tfv_encode_event(f, sizeof f, m);
+    return n < 0 ? n : held_event(s, ec, f, (size_t)n, off);
+}
+
+/* Releases a durable batch of one connection: straight to the layer when nothing is queued and
+ * it is small, else through the queue. */
+static void release(svc *s, es_conn *ec)
+{
+    if (ec->qn == ec->qhead && tfn_conn_queued(ec->c) + ec->held_len <= s->held_limit) {
+        if (ec->held_len)
+            tfn_conn_send(ec->c, ec->held, ec->held_len);
+        ec->held_len = 0;
+    } else if (queue_held(s, ec)) {
+        tfn_conn_close(ec->c, "out of memory for output");
+    }
+    if (ec->held_cap > HELD_KEEP) { /* an idle connection keeps no large buffer */
+        __atomic_fetch_sub(&s->mem_used, ec->held_cap, __ATOMIC_RELAXED);
+        free(ec->held);
+        ec->held = NULL;
+        ec->held_cap = 0;
+    }
+    ec->q_commit = ec->qn;
+    if (ec->q_commit > ec->qhead)
+        tfn_conn_pull_ready(ec->c);
+}
+
+/* The layer asks for the next bytes of the queue (ops->pull): memory pieces as they are, ranges
+ * of events.ofl read back record by record with their CRCs stripped. */
+static int es_pull(tfn_conn *c, uint8_t *buf, size_t cap, int *more)
+{
+    svc *s = conn_svc(c);
+    es_conn *ec = tfn_conn_data(c);
+    size_t w = 0;
+    while (ec->qhead < ec->q_commit && cap - w >= TF_JOURNAL_MAX_RECORD) {
+        es_piece *pc = &ec->q[ec->qhead];
+        uint64_t left = pc->len - ec->q_pos;
+        size_t want = left < cap - w ? (size_t)left : cap - w;
+        if (pc->mem) {
+            memcpy(buf + w, pc->mem + ec->q_pos, want);
+            w += want;
+            ec->q_pos += want;
+        } else {
+            ssize_t r = pread(s->ev_fd, buf + w, want, (off_t)(pc->off + ec->q_pos));
+            if (r <= 0)
+                return r < 0 ? -errno : -EIO;
+            size_t p = 0, out = 0;
+            for (;;) {
+                size_t flen =
+                    p + 2 <= (size_t)r ? (size_t)buf[w + p] | (size_t)buf[w + p + 1] << 8 : 0;
+                size_t rec = 2 + flen + TF_JOURNAL_CRC_LEN;
+                if (flen < TF_OFL_FRAME_LEN_BASE || p + rec > (size_t)r)
+                    break;
+                memmove(buf + w + out, buf + w + p, 2 + flen);
+                out += 2 + flen;
+                p += rec;
+            }
+            if (!p)
+                return -EIO; /* not a record where one must be */
+            w += out;
+            ec->q_pos += p;
+        }
+        if (ec->q_pos == pc->len) {
+            __atomic_fetch_sub(&s->mem_used, pc->cap, __ATOMIC_RELAXED);
+            free(pc->mem);
+            ec->qhead++;
+            ec->q_pos = 0;
+        }
+    }
+    if (ec->qhead == ec->qn)
+        ec->qhead = ec->q_commit = ec->qn = 0;
+    *more = ec->qhead < ec->q_commit;
+    return (int)w;
 }
 
 /* ---------------------------------------------------------------- commit */
@@ -244,9 +427,14 @@ static void maybe_snapshot(svc *s)
         fail(s, "events.ofl", rc);
         return;
     }
-    char path[4096];
+    /* Bound to the last command record it covers (recover.c uses it only with that journal). */
+    char path[4096], cmd_path[4096];
     tfes_path(path, sizeof path, s->cfg.dir, "snapshot.tfs");
-    rc = tf_engine_snapshot_save(s->r.engine, path);
+    tfes_path(cmd_path, sizeof cmd_path, s->cfg.dir, "commands.ofl");
+    tfes_snap_bind b;
+    rc = tfes_snap_bind_last(s->r.commands, cmd_path, &b);
+    if (!rc)
+        rc = tfes_snapshot_save(s->r.engine, path, &b);
     if (rc)
         tfn_log(s->lp, 1, "snapshot at command_seq %llu failed: %s (the journal is unharmed)",
                 (unsigned long long)c.last_command_seq, tf_strerror(rc));
@@ -277,15 +465,7 @@ static void commit(svc *s)
         if (!ec)
             continue;
         ec->dirty = 0;
-        if (ec->held_len)
-            tfn_conn_send(ec->c, ec->held, ec->held_len); /* over the limit: closed by the layer */
-        ec->held_len = 0;
-        if (ec->held_cap > (1u << 20)) {
-            __atomic_fetch_sub(&s->mem_used, ec->held_cap, __ATOMIC_RELAXED);
-            free(ec->held);
-            ec->held = NULL;
-            ec->held_cap = 0;
-        }
+        release(s, ec);
     }
     s->ndirty = 0;
     if (s->feed_n) {
@@ -310,10 +490,23 @@ static void commit(svc *s)
     }
 }
 
+static void reload_risk(svc *s);
+static volatile sig_atomic_t got_hup;
+
+static void on_hup(int sig)
+{
+    (void)sig;
+    got_hup = 1;
+}
+
 static void before_sleep(tfn_loop *lp, void *ud, int more)
 {
     (void)lp;
     svc *s = ud;
+    if (got_hup) {
+        got_hup = 0;
+        reload_risk(s);
+    }
     if (!s->batch_commands && !s->ndirty)
         return;
     if (more && s->batch_commands < BATCH_COMMANDS && !s->must_commit)
@@ -359,15 +552,17 @@ static int on_events(void *ctx, const tf_ofl_msg *ev, size_t n)
     for (size_t i = 0; i < n; i++) {
         tf_ofl_msg m = ev[i];
         uint64_t seq;
-        int rc = tf_journal_append(s->r.events, &m, &seq);
+        tf_journal_stats js;
+        tf_journal_get_stats(s->r.events, &js); /* js.bytes: where this record starts */
+        int rc = tfv_journal_append_event(s->r.events, &m, &seq);
         if (rc) {
             fail(s, "events.ofl", rc);
             return rc;
         }
         m.journal_seq = seq;
-        if ((rc = held_msg(s, s->sender, &m)))
-            return rc;
-        if (s->feed) {
+        if (s->sender && (rc = held_event_msg(s, s->sender, &m, js.bytes)))
+            return rc;                                 /* (no sender: a cancel-on-disconnect) */
+        if (s->feed && m.kind != TFV_VENUE_REJECTED) { /* OFL1 datagrams carry OFL1 kinds */
             m.session_id = s->r.session_id;
             if ((rc = feed_push(s, &m)))
                 return rc;
@@ -386,7 +581,7 @@ static int on_events(void *ctx, const tf_ofl_msg *ev, size_t n)
             uint64_t owner;
             if (route_get(s, m.trade.maker_order_id, &owner)) {
                 es_conn *maker = owner_conn(s, owner);
-                if (maker && maker != s->sender && (rc = held_msg(s, maker, &m)))
+                if (maker && maker != s->sender && (rc = held_event_msg(s, maker, &m, js.bytes)))
                     return rc;
             }
             rc = touch(s, m.kind, m.trade.maker_order_id, m.trade.taker_order_id);
@@ -421,14 +616,57 @@ static int update_routes(svc *s, es_conn *ec)
     return rc;
 }
 
-static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd)
+/* A command whose (session, client_seq) was applied before: its original events, read back
+ * from events.ofl, then its Heartbeat; nothing is journaled or applied again. */
+static void resend(svc *s, es_conn *ec, const tfv_resend *rs)
 {
+    size_t len = 0;
+    int rc = tfv_read_events(s->r.venue, rs->ev_first, rs->ev_count, rs->command_seq,
+                             &s->resend_buf, &len, &s->resend_cap);
+    if (!rc && len)
+        rc = held_add(s, ec, s->resend_buf, len);
+    if (!rc)
+        rc = held_heartbeat(s, ec, rs->command_seq);
+    if (rc)
+        fail(s, "a resent reply", rc);
+}
+
+/* Not journaled: VenueRejected(reason) with event_seq 0 and command_seq 0, then Heartbeat(0). */
+static void refuse(svc *s, es_conn *ec, uint64_t coid, int reason)
+{
+    tf_ofl_msg rej = {.kind = TFV_VENUE_REJECTED};
+    rej.rejected.client_order_id = coid;
+    rej.rejected.reason = (uint8_t)reason;
+    if (held_msg(s, ec, &rej) || held_heartbeat(s, ec, 0))
+        fail(s, "a reply", TF_E_NOMEM);
+}
+
+static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd, uint64_t client_seq)
+{
+    tfv_msg rec;
+    tfv_resend rs;
+    int rc = tfv_take(s->r.venue, ec->sess, cmd, client_seq, &rec, &rs);
+    if (rc == TFV_RESEND) {
+        resend(s, ec, &rs);
+        return;
+    }
+    if (rc == TFV_STALE) {
+        uint64_t coid = cmd->kind == TF_OFL_NEW_LIMIT    ? cmd->new_limit.client_order_id
+                        : cmd->kind == TF_OFL_NEW_MARKET ? cmd->new_market.client_order_id
+                                                         : 0;
+        refuse(s, ec, coid, TFV_REASON_STALE_CLIENT_SEQ);
+        return;
+    }
+    if (rc < 0) {
+        fail(s, "taking a command", rc);
+        return;
+    }
     tf_engine_counters c;
     tf_engine_get_counters(s->r.engine, &c);
     uint64_t seq = c.last_command_seq + 1;
     /* Every command payload starts with command_seq: the sequencer's, never the client's. */
-    cmd->new_limit.command_seq = seq;
-    int rc = tf_journal_append(s->r.commands, cmd, NULL);
+    rec.ofl.new_limit.command_seq = seq;
+    rc = tfv_journal_append(s->r.commands, &rec, NULL);
     if (!rc && s->cfg.durability == TF_JOURNAL_EVERY)
         rc = tf_journal_sync(s->r.commands);
     if (rc) {
@@ -437,7 +675,7 @@ static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd)
     }
     s->sender = ec;
     tf_engine_sink sink = {.ev = s->sink_buf, .cap = SINK_EVENTS, .flush = on_events, .ctx = s};
-    rc = tf_engine_apply(s->r.engine, cmd, &sink);
+    rc = tfv_apply(s->r.venue, &rec, &sink);
     if (rc >= 0 && sink.n)
         rc = on_events(s, s->sink_buf, sink.n);
     if (rc < 0) {
@@ -448,6 +686,119 @@ static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd)
         fail(s, "a reply", rc);
     ec->commands++;
     s->batch_commands++;
+    if (s->cfg.durability == TF_JOURNAL_EVERY)
+        commit(s); /* durable on its own: its replies need not wait for the rest of the turn */
+}
+
+/* ---------------------------------------------------------------- risk (docs/venue.md "Risk") */
+
+/* Journals and applies one risk record (0x11-0x13). Records that cancel (0x12 on, 0x13) take
+ * the next command_seq; their events go to the journal, the feed and the sender (if any). */
+static int risk_record(svc *s, es_conn *sender, int kind, uint8_t *pl, size_t n, int takes_seq)
+{
+    tfv_msg rec = {.kind = (uint8_t)kind, .risk_len = (uint8_t)n};
+    tf_engine_counters c;
+    tf_engine_get_counters(s->r.engine, &c);
+    if (takes_seq)
+        for (int i = 0; i < 8; i++) /* command_seq: the first u64 of these payloads */
+            pl[i] = (uint8_t)((c.last_command_seq + 1) >> (8 * i));
+    memcpy(rec.risk, pl, n);
+    int rc = tfv_journal_append(s->r.commands, &rec, NULL);
+    if (rc)
+        return rc;
+    s->sender = sender;
+    tf_engine_sink sink = {.ev = s->sink_buf, .cap = SINK_EVENTS, .flush = on_events, .ctx = s};
+    rc = tfv_apply(s->r.venue, &rec, &sink);
+    if (rc >= 0 && sink.n)
+        rc = on_events(s, s->sink_buf, sink.n);
+    s->sender = NULL;
+    s->batch_commands++;
+    s->must_commit = 1;
+    return rc < 0 ? rc : 0;
+}
+
+/* The config at --risk, journaled (a reset, then one record per account) and applied. A bad
+ * file is refused with its line; at start that stops the service, on SIGHUP the old config
+ * stays. */
+static int load_risk(svc *s, int reload)
+{
+    char err[512];
+    tfv_risk_config cfg;
+    int rc = tfv_risk_load(s->cfg.risk, &cfg, err, sizeof err);
+    if (rc) {
+        if (reload)
+            tfn_log(s->lp, 1, "SIGHUP: --risk %s: refused, the config in force stays", err);
+        else
+            fprintf(stderr, "%s: --risk %s\n", NAME, err);
+        return rc;
+    }
+    uint8_t pl[TFV_RISK_LIMITS_LEN];
+    tfv_limits reset = {0};
+    tfv_limits_encode(&reset, pl);
+    rc = risk_record(s, NULL, TFV_RISK_LIMITS, pl, sizeof pl, 0);
+    for (uint32_t i = 0; !rc && i < cfg.n; i++) {
+        tfv_limits_encode(&cfg.acct[i], pl);
+        rc = risk_record(s, NULL, TFV_RISK_LIMITS, pl, sizeof pl, 0);
+    }
+    if (rc) {
+        tfv_risk_config_free(&cfg);
+        fail(s, "journaling the risk config", rc);
+        return rc;
+    }
+    tfv_risk_config_free(&s->risk);
+    s->risk = cfg;
+    tfn_log(s->lp, 1, "risk config %s: %u accounts, %u admin sessions, %u cancel on disconnect%s",
+            s->cfg.risk, cfg.n, cfg.n_admins, cfg.n_cod, reload ? " (reloaded on SIGHUP)" : "");
+    return 0;
+}
+
+static void reload_risk(svc *s)
+{
+    if (s->cfg.risk && !s->failed)
+        load_risk(s, 1);
+}
+
+static int bad_frame(tfn_conn *c, es_conn *ec, const char *what);
+
+/* A KillSwitch (0x12) from a logged-on session: applied when the session is an admin's,
+ * else answered VenueRejected(NotAuthorized) and not journaled. Then Heartbeat. */
+static int kill_frame(svc *s, tfn_conn *c, es_conn *ec)
+{
+    tfv_msg vm;
+    int rc = tfv_decode(ec->frame, ec->frame_len, &vm);
+    if (rc < 0)
+        return bad_frame(c, ec, "KillSwitch (kind 0x12) does not decode");
+    if (!tfv_risk_is_admin(&s->risk, ec->sess->id)) {
+        refuse(s, ec, 0, TFV_REASON_NOT_AUTHORIZED);
+        return 0;
+    }
+    if (!vm.risk[16])
+        memset(vm.risk, 0, 8); /* off takes no command_seq */
+    rc = risk_record(s, ec, TFV_KILL_SWITCH, vm.risk, vm.risk_len, vm.risk[16]);
+    tf_engine_counters k;
+    tf_engine_get_counters(s->r.engine, &k);
+    if (rc || (rc = held_heartbeat(s, ec, k.last_command_seq)))
+        fail(s, "a kill switch", rc);
+    return s->failed ? -1 : 0;
+}
+
+/* When the last connection of a cancel-on-disconnect session closes: a CancelOnDisconnect. */
+static void cancel_on_disconnect(svc *s, es_conn *ec, const char *why)
+{
+    /* A service stopping keeps the orders (they are live again after the restart). */
+    if (!ec->sess || s->failed || !strcmp(why, "server shutting down") ||
+        !tfv_risk_cancels_on_disconnect(&s->risk, ec->sess->id))
+        return;
+    for (uint32_t i = 0; i < s->nslots; i++) {
+        es_conn *o = s->slots[i].conn;
+        if (o && o != ec && o->sess == ec->sess)
+            return; /* another connection of the session is still up */
+    }
+    uint8_t pl[TFV_CANCEL_ON_DISCONNECT_LEN];
+    tfv_cod_encode(0, ec->sess->id, pl);
+    int rc = risk_record(s, NULL, TFV_CANCEL_ON_DISCONNECT, pl, sizeof pl, 1);
+    if (rc)
+        fail(s, "a cancel on disconnect", rc);
 }
 
 /* ---------------------------------------------------------------- the connection operations */
@@ -467,6 +818,8 @@ static int bad_frame(tfn_conn *c, es_conn *ec, const char *what)
     return -1;
 }
 
+static void es_close(tfn_conn *c, const char *why);
+
 static int es_open(tfn_conn *c)
 {
     svc *s = conn_svc(c);
@@ -482,6 +835,14 @@ static int es_open(tfn_conn *c)
     ec->id = ++s->next_conn_id;
     s->slots[sl].conn = ec;
     tfn_conn_set_data(c, ec);
+    if (s->use_sessions) { /* the logon challenge, before anything else */
+        uint8_t f[TFV_LOGON_MAX];
+        int n = tfv_logon_challenge(f, sizeof f, ec->nonce);
+        if (n < 0 || tfn_conn_send(c, f, (size_t)n) < 0) {
+            es_close(c, "no logon challenge");
+            return n < 0 ? n : TF_E_NOMEM;
+        }
+    }
     return 0;
 }
 
@@ -494,24 +855,62 @@ static void es_close(tfn_conn *c, const char *why)
     /* Ordinary ends are not logged (1,000 clients would flood stderr); a bad frame was. */
     uint64_t left = tfn_conn_log_dropped(c);
     if (left || (strcmp(why, "peer closed") && strcmp(why, "closed after a bad frame") &&
-                 strcmp(why, "server shutting down")))
+                 strcmp(why, "server shutting down") && strcmp(why, "logon refused")))
         tfn_log_limited(s->lp,
                         "conn %llu (%s): closed (%s), %llu commands, %llu log lines left out",
                         (unsigned long long)ec->id, tfn_conn_transport(c), why,
                         (unsigned long long)ec->commands, (unsigned long long)left);
+    cancel_on_disconnect(s, ec, why);
     /* Its routes go stale with the generation; its held replies are dropped (it is gone). */
     s->slots[ec->slot].conn = NULL;
     s->slots[ec->slot].gen++;
     s->free_slots[s->nfree++] = ec->slot;
     __atomic_fetch_sub(&s->mem_used, ec->held_cap, __ATOMIC_RELAXED);
     free(ec->held);
+    queue_free(s, ec);
     free(ec);
 }
 
 static int es_busy(tfn_conn *c)
 {
     es_conn *ec = tfn_conn_data(c);
-    return ec->held_len > 0;
+    return ec->held_len > 0 || ec->qn > ec->qhead;
+}
+
+/* At rest for a while: no reply buffer is kept. */
+static void es_idle(tfn_conn *c)
+{
+    svc *s = conn_svc(c);
+    es_conn *ec = tfn_conn_data(c);
+    if (ec->held_len || ec->dirty)
+        return;
+    __atomic_fetch_sub(&s->mem_used, ec->held_cap, __ATOMIC_RELAXED);
+    free(ec->held);
+    ec->held = NULL;
+    ec->held_cap = 0;
+}
+
+/* Before logon the only frame taken is the logon answer (docs/venue.md, "Logon"). */
+static int logon_head(tfn_conn *c, es_conn *ec, const uint8_t *p, size_t avail, tfn_head *h)
+{
+    int n = tfv_logon_frame_size(p, avail);
+    if (n < 0) {
+        tfn_log_limited(tfn_conn_loop(c),
+                        "conn %llu (%s): a frame before logon (length %u): closing the connection",
+                        (unsigned long long)ec->id, tfn_conn_transport(c),
+                        (unsigned)(p[0] | p[1] << 8));
+        ec->rejected_frames++;
+        tfn_conn_close(c, "closed after a bad frame");
+        return -1;
+    }
+    if (n == 0)
+        return avail < 2 ? 2 : 2 + (p[0] | p[1] << 8);
+    memcpy(ec->frame, p, (size_t)n);
+    ec->frame_len = (size_t)n;
+    h->consume = (size_t)n;
+    h->body_len = 0;
+    h->body = NULL;
+    return 0;
 }
 
 static int es_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
@@ -519,6 +918,8 @@ static int es_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
     es_conn *ec = tfn_conn_data(c);
     if (avail < 2)
         return 2;
+    if (!ec->sess && conn_svc(c)->use_sessions)
+        return logon_head(c, ec, p, avail, h);
     unsigned flen = (unsigned)p[0] | (unsigned)p[1] << 8;
     char what[128];
     if (flen < TF_OFL_FRAME_LEN_BASE) {
@@ -540,6 +941,57 @@ static int es_head(tfn_conn *c, const uint8_t *p, size_t avail, tfn_head *h)
     return 0;
 }
 
+/* The logon answer: accepted (the session is bound to the connection) or refused (the same
+ * answer for an unknown name and a bad MAC, then the connection is closed). */
+static int logon(svc *s, tfn_conn *c, es_conn *ec)
+{
+    char name[TFV_NAME_MAX + 1];
+    size_t nl;
+    uint8_t mac[TFV_LOGON_MAC], f[TFV_LOGON_MAX];
+    if (tfv_logon_parse_answer(ec->frame, ec->frame_len, name, &nl, mac) != 0) {
+        tfn_log_limited(s->lp,
+                        "conn %llu (%s): a frame before logon (type 0x%02x, %zu bytes): closing "
+                        "the connection",
+                        (unsigned long long)ec->id, tfn_conn_transport(c), ec->frame[2],
+                        ec->frame_len);
+        ec->rejected_frames++;
+        tfn_conn_close(c, "closed after a bad frame");
+        return -1;
+    }
+    const tfv_session *sess = tfv_logon_check(&s->sessions, ec->nonce, name, nl, mac);
+    memset(ec->nonce, 0, sizeof ec->nonce); /* one answer per challenge */
+    uint64_t last = sess ? tfv_last_client_seq(s->r.venue, sess->id) : 0;
+    int n = tfv_logon_result(f, sizeof f, sess != NULL, sess ? sess->id : 0, last);
+    if (n > 0)
+        tfn_conn_send(c, f, (size_t)n);
+    if (!sess) {
+        tfn_log_limited(s->lp,
+                        "conn %llu (%s): logon refused (an unknown session or a wrong MAC): "
+                        "closing the connection",
+                        (unsigned long long)ec->id, tfn_conn_transport(c));
+        tfn_conn_close(c, "logon refused");
+        return -1;
+    }
+    ec->sess = sess;
+    return 0;
+}
+
+/* A Keyed command from a logged-on session: the session is the connection's (the frame's own
+ * session field is not trusted), the client_seq the frame's. */
+static int keyed_frame(svc *s, tfn_conn *c, es_conn *ec)
+{
+    tfv_msg vm;
+    int rc = tfv_decode(ec->frame, ec->frame_len, &vm);
+    if (rc < 0 || vm.flags) {
+        char what[128];
+        snprintf(what, sizeof what, "Keyed (kind 0x10) does not decode: %s",
+                 rc < 0 ? tf_strerror(rc) : "flags set by the client");
+        return bad_frame(c, ec, what);
+    }
+    apply_command(s, ec, &vm.ofl, vm.client_seq);
+    return s->failed ? -1 : 0;
+}
+
 static int es_frame(tfn_conn *c, int where)
 {
     (void)where;
@@ -547,8 +999,14 @@ static int es_frame(tfn_conn *c, int where)
     es_conn *ec = tfn_conn_data(c);
     if (s->failed)
         return -1;
+    if (s->use_sessions && !ec->sess)
+        return logon(s, c, ec);
     const uint8_t *f = ec->frame;
     unsigned kind = f[2];
+    if (kind == TFV_KEYED && ec->sess)
+        return keyed_frame(s, c, ec);
+    if (kind == TFV_KILL_SWITCH && ec->sess)
+        return kill_frame(s, c, ec);
     int psize = tf_ofl_payload_size((int)kind);
     char what[128];
     if (psize < 0) {
@@ -589,7 +1047,7 @@ static int es_frame(tfn_conn *c, int where)
                  tf_ofl_kind_name((int)kind), kind, tf_strerror(rc));
         return bad_frame(c, ec, what);
     }
-    apply_command(s, ec, &cmd);
+    apply_command(s, ec, &cmd, 0);
     return s->failed ? -1 : 0;
 }
 
@@ -600,6 +1058,8 @@ static const tfn_ops es_ops = {
     .head = es_head,
     .frame = es_frame,
     .busy = es_busy,
+    .on_idle = es_idle,
+    .pull = es_pull,
     .on_close = es_close,
 };
 
@@ -667,6 +1127,26 @@ static void teardown(svc *s)
     free(s->touched);
     free(s->feed_q);
     tf_dgram_sender_close(s->feed);
+    if (s->ev_fd >= 0)
+        close(s->ev_fd);
+    tfv_sessions_free(&s->sessions);
+    tfv_risk_config_free(&s->risk);
+    free(s->resend_buf);
+}
+
+/* --sessions FILE (docs/venue.md, "Sessions"): refused with the file, the line and what to do. */
+static int load_sessions(svc *s)
+{
+    if (!s->cfg.sessions)
+        return 0;
+    char err[512];
+    int rc = tfv_sessions_load(s->cfg.sessions, &s->sessions, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s: --sessions %s\n", NAME, err);
+        return rc;
+    }
+    s->use_sessions = 1;
+    return 0;
 }
 
 int tfes_run(const tfes_config *cfg, tfes_summary *out)
@@ -675,6 +1155,7 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
     if (!s)
         return TF_E_NOMEM;
     s->cfg = *cfg;
+    s->ev_fd = -1;
     s->held_limit = (cfg->max_output ? (size_t)cfg->max_output : (size_t)4 << 20) / 8;
     tfn_config nc = {
         .name = NAME,
@@ -684,11 +1165,14 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         .conn_reserve = cfg->conn_reserve,
         .stall_timeout_s = cfg->stall_timeout_s,
         .idle_timeout_s = cfg->idle_timeout_s,
+        .idle_full_timeout_s = cfg->idle_full_timeout_s,
         .min_rate = cfg->min_rate,
         .mem_used = &s->mem_used,
         .mem_limit = cfg->max_memory ? cfg->max_memory : (uint64_t)1 << 30,
         .out_max = cfg->max_output ? (size_t)cfg->max_output : (size_t)4 << 20,
-        .frames_per_turn = 512,
+        /* every: each command costs an fdatasync, so a turn takes few steps from one
+         * connection and a lone client is not queued behind another's long pipeline */
+        .frames_per_turn = cfg->durability == TF_JOURNAL_EVERY ? 16 : 512,
         .workers = 0,
         .drain_on_stop = 1,
         .before_sleep = before_sleep,
@@ -700,7 +1184,32 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
     if (!rc)
         rc = setup(s);
     if (!rc)
+        rc = load_sessions(s);
+    if (!rc)
         rc = tfes_recover(cfg, NAME, &s->r);
+    if (!rc) {
+        char ev_path[4096], cmd_path[4096];
+        tfes_path(ev_path, sizeof ev_path, cfg->dir, "events.ofl");
+        tfes_path(cmd_path, sizeof cmd_path, cfg->dir, "commands.ofl");
+        tfv_set_events(s->r.venue, s->r.events, ev_path);
+        /* Orders live at the snapshot: their owners from the Keyed records (docs/venue.md). */
+        if (s->r.from_snapshot && tf_journal_flush(s->r.events) == 0) {
+            int n = tfv_rebuild_owners(s->r.venue, cmd_path, ev_path);
+            if (n < 0)
+                tfn_log(s->lp, 1, "owners of the orders before the snapshot: %s", tf_strerror(n));
+        }
+    }
+    if (!rc && cfg->risk && (rc = load_risk(s, 0)) == 0) {
+        struct sigaction sa = {.sa_handler = on_hup}; /* no SA_RESTART: the loop wakes */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGHUP, &sa, NULL);
+        commit(s);
+    }
+    if (!rc) { /* replies beyond the memory threshold are streamed from here (es_pull) */
+        char ev_path[4096];
+        tfes_path(ev_path, sizeof ev_path, cfg->dir, "events.ofl");
+        s->ev_fd = open(ev_path, O_RDONLY | O_CLOEXEC);
+    }
     if (!rc) {
         tf_engine_counters c;
         tf_engine_get_counters(s->r.engine, &c);

@@ -14,6 +14,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <linux/sockios.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -37,9 +40,9 @@
 enum { IN_HEAD, IN_BODY };
 enum { TAG_SIGNAL = 1, TAG_DONE = 2, TAG_STDIO = 3, TAG_LISTEN = 16 };
 
-/* Output buffers above this are freed once empty instead of kept. */
-#define OBUF_KEEP ((size_t)64 << 10)
-#define LOG_PER_SEC 20
+/* Output buffers above this are freed once empty instead of kept (and every one once the
+ * connection has been at rest for a tick). */
+#define OBUF_KEEP ((size_t)4 << 10)
 
 struct tfn_conn {
     tfn_loop *lp;
@@ -62,8 +65,10 @@ struct tfn_conn {
     struct iovec zc[TFN_MAX_ZC];
     int nzc, izc;
     size_t zc_off;
-    int closing; /* read nothing more; close once output is out */
-    int doomed;  /* close at the next chance, output or not */
+    int pull_more; /* ops->pull has more to give (tfn_conn_pull_ready) */
+    int rested;    /* at rest at the last tick: its buffers were released */
+    int closing;   /* read nothing more; close once output is out */
+    int doomed;    /* close at the next chance, output or not */
     const char *why;
     int parked, dead, want_out, in_ready;
     int64_t last_io_ns;
@@ -126,11 +131,6 @@ struct tfn_loop {
     const tfn_ops *stdio_ops;
     pthread_t stdio_thr;
     int stdio_started, stdio_done;
-    /* tfn_log_limited */
-    pthread_mutex_t log_lock;
-    int64_t log_sec;
-    int log_count;
-    uint64_t log_dropped;
 };
 
 static int64_t now_ns(void)
@@ -197,32 +197,66 @@ void tfn_log(tfn_loop *lp, int always, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The process-wide gate of the lines peers can provoke: every server and thread shares it, so N
+ * bad connections a second cost at most TFN_LOG_PER_SEC lines whatever each line is about. */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t gate_sec;
+static int gate_count;
+static uint64_t gate_dropped;
+
+int tfn_log_gate(uint64_t *dropped)
+{
+    int64_t sec = now_ns() / 1000000000ll;
+    pthread_mutex_lock(&gate_lock);
+    if (sec != gate_sec) {
+        gate_sec = sec;
+        gate_count = 0;
+    }
+    int go = gate_count < TFN_LOG_PER_SEC;
+    if (go) {
+        gate_count++;
+        *dropped = gate_dropped;
+        gate_dropped = 0;
+    } else {
+        gate_dropped++;
+    }
+    pthread_mutex_unlock(&gate_lock);
+    return go;
+}
+
+void tfn_log_gate_report(const char *name)
+{
+    pthread_mutex_lock(&gate_lock);
+    uint64_t d = gate_dropped;
+    gate_dropped = 0;
+    pthread_mutex_unlock(&gate_lock);
+    if (!d)
+        return;
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "%s: %llu log lines about connections left out (at most %d a second)\n",
+                     name ? name : "tollfree", (unsigned long long)d, TFN_LOG_PER_SEC);
+    if (n > 0) {
+        ssize_t w = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        (void)w;
+    }
+}
+
+/* "(N similar lines left out) " for the next line that goes out. */
+static void gate_prefix(char *prefix, size_t cap, uint64_t dropped)
+{
+    prefix[0] = 0;
+    if (dropped)
+        snprintf(prefix, cap, "(%llu lines left out) ", (unsigned long long)dropped);
+}
+
 void tfn_log_limited(tfn_loop *lp, const char *fmt, ...)
 {
-    if (lp->cfg.quiet)
-        return;
-    int64_t sec = now_ns() / 1000000000ll;
     uint64_t dropped = 0;
-    pthread_mutex_lock(&lp->log_lock);
-    if (sec != lp->log_sec) {
-        lp->log_sec = sec;
-        lp->log_count = 0;
-    }
-    int go = lp->log_count < LOG_PER_SEC;
-    if (go) {
-        lp->log_count++;
-        dropped = lp->log_dropped;
-        lp->log_dropped = 0;
-    } else {
-        lp->log_dropped++;
-    }
-    pthread_mutex_unlock(&lp->log_lock);
-    if (!go)
+    if (lp->cfg.quiet || !tfn_log_gate(&dropped))
         return;
-    char prefix[96] = "";
-    if (dropped)
-        snprintf(prefix, sizeof prefix, "(%llu similar lines left out) ",
-                 (unsigned long long)dropped);
+    char prefix[96];
+    gate_prefix(prefix, sizeof prefix, dropped);
     va_list ap;
     va_start(ap, fmt);
     log_line(lp, prefix, fmt, ap);
@@ -251,10 +285,13 @@ void tfn_conn_log(tfn_conn *c, const char *fmt, ...)
         return;
     }
     c->log_tokens--;
-    char prefix[96] = "";
-    if (c->log_dropped)
-        snprintf(prefix, sizeof prefix, "(%llu lines of this connection left out) ",
-                 (unsigned long long)c->log_dropped);
+    uint64_t gated = 0;
+    if (!tfn_log_gate(&gated))
+        return; /* counted by the gate */
+    char prefix[160] = "";
+    if (c->log_dropped || gated)
+        snprintf(prefix, sizeof prefix, "(%llu lines of this connection, %llu in all left out) ",
+                 (unsigned long long)c->log_dropped, (unsigned long long)gated);
     c->log_dropped = 0;
     va_list ap;
     va_start(ap, fmt);
@@ -324,6 +361,27 @@ void *tfn_loop_ud(const tfn_loop *lp)
 static int out_pending(const tfn_conn *c)
 {
     return c->opos < c->oend || c->izc < c->nzc;
+}
+
+/* Output queued, or still to be pulled from the server. */
+static int owes_out(const tfn_conn *c)
+{
+    return out_pending(c) || c->pull_more;
+}
+
+size_t tfn_conn_queued(const tfn_conn *c)
+{
+    return c->oend - c->opos;
+}
+
+static void obuf_release(tfn_conn *c)
+{
+    if (c->obuf && c->opos == c->oend) {
+        mem_sub(c->lp, c->ocap);
+        free(c->obuf);
+        c->obuf = NULL;
+        c->ocap = c->opos = c->oend = 0;
+    }
 }
 
 /* Reads up to n bytes. >0 bytes, 0 EOF, -EAGAIN, -ECANCELED (stopping, blocking mode), -errno. */
@@ -462,12 +520,8 @@ static int conn_flush(tfn_conn *c)
     }
     if (c->opos == c->oend) {
         c->opos = c->oend = 0;
-        if (c->ocap > OBUF_KEEP) {
-            mem_sub(lp, c->ocap);
-            free(c->obuf);
-            c->obuf = NULL;
-            c->ocap = 0;
-        }
+        if (c->ocap > OBUF_KEEP && !c->pull_more)
+            obuf_release(c);
     }
     c->nzc = c->izc = 0;
     c->zc_off = 0;
@@ -522,7 +576,7 @@ static int send_common(tfn_conn *c, const void *p, size_t n, const struct iovec 
         return TF_E_INVALID_ARG; /* one zero-copy reply at a time (no frame is taken meanwhile) */
     /* Nothing queued on a socket the loop owns: try to send at once, and keep only the rest
      * (the common case copies nothing and needs no further loop turn). */
-    if (!nseg && n && !c->blocking && !c->parked && !out_pending(c) && !c->lp->stopping) {
+    if (!nseg && n && !c->blocking && !c->parked && !owes_out(c) && !c->lp->stopping) {
         ssize_t w = send(c->wfd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             c->last_io_ns = now_ns();
@@ -577,6 +631,34 @@ void tfn_conn_close(tfn_conn *c, const char *why)
     c->closing = 1;
     c->why = why;
     add_ready(c->lp, c);
+}
+
+void tfn_conn_pull_ready(tfn_conn *c)
+{
+    if (c->dead || !c->ops->pull)
+        return;
+    c->pull_more = 1;
+    add_ready(c->lp, c);
+}
+
+/* Fills the empty output buffer from ops->pull (one chunk). 0, or < 0: the stream failed. */
+static int pull_fill(tfn_conn *c)
+{
+    if (!c->pull_more || out_pending(c))
+        return 0;
+    size_t chunk = TFN_PULL_CHUNK < c->lp->cfg.out_max ? TFN_PULL_CHUNK : c->lp->cfg.out_max;
+    int rc = out_reserve(c, chunk);
+    if (rc)
+        return rc;
+    int more = 0;
+    int n = c->ops->pull(c, c->obuf + c->oend, c->ocap - c->oend, &more);
+    if (n < 0)
+        return n;
+    c->oend += (size_t)n;
+    c->pull_more = n > 0 && more;
+    if (!c->pull_more && c->opos == c->oend)
+        obuf_release(c);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- worker pool */
@@ -691,7 +773,8 @@ static void peer_dec(tfn_loop *lp, const uint8_t *key)
     }
 }
 
-/* The peer of an accepted socket: the UID of a Unix peer, the address of a TCP peer. */
+/* The peer of an accepted socket: the process of a Unix peer (every client of one user shares
+ * its UID, so a UID key would put them all behind one cap), the address of a TCP peer. */
 static void peer_key(int fd, int is_unix, uint8_t key[TFN_PEER_KEY_BYTES])
 {
     memset(key, 0, TFN_PEER_KEY_BYTES);
@@ -701,6 +784,7 @@ static void peer_key(int fd, int is_unix, uint8_t key[TFN_PEER_KEY_BYTES])
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0) {
             key[0] = 1;
             memcpy(key + 1, &cr.uid, sizeof cr.uid);
+            memcpy(key + 1 + sizeof cr.uid, &cr.pid, sizeof cr.pid);
         }
         return;
     }
@@ -732,8 +816,10 @@ static void peer_name(const uint8_t key[TFN_PEER_KEY_BYTES], char *buf, size_t c
 {
     if (key[0] == 1) {
         uid_t uid;
+        pid_t pid;
         memcpy(&uid, key + 1, sizeof uid);
-        snprintf(buf, cap, "uid %u", (unsigned)uid);
+        memcpy(&pid, key + 1 + sizeof uid, sizeof pid);
+        snprintf(buf, cap, "pid %d (uid %u)", (int)pid, (unsigned)uid);
     } else if (key[0] == 4) {
         inet_ntop(AF_INET, key + 1, buf, (socklen_t)cap);
     } else if (key[0] == 6) {
@@ -772,7 +858,7 @@ static int admit(tfn_loop *lp, const uint8_t key[TFN_PEER_KEY_BYTES], const char
 
 static void conn_free(tfn_conn *c)
 {
-    mem_sub(c->lp, c->ocap);
+    mem_sub(c->lp, c->ocap + (c->ibuf ? c->icap : 0));
     free(c->ibuf);
     free(c->obuf);
     free(c);
@@ -938,6 +1024,15 @@ static int step_body(tfn_loop *lp, tfn_conn *c, const char **why)
 
 static int conn_step(tfn_loop *lp, tfn_conn *c, const char **why)
 {
+    c->rested = 0;
+    if (!c->ibuf) {
+        c->ibuf = malloc(c->icap);
+        if (!c->ibuf) {
+            *why = "out of memory for input";
+            return -1;
+        }
+        mem_add(lp, c->icap);
+    }
     return c->state == IN_HEAD ? step_head(lp, c, why) : step_body(lp, c, why);
 }
 
@@ -955,7 +1050,7 @@ static void want_out(tfn_loop *lp, tfn_conn *c, int on)
 /* 1 when the connection is at rest between frames with nothing owed to the peer. */
 static int at_rest(tfn_conn *c)
 {
-    return c->state == IN_HEAD && c->ipos == c->iend && !out_pending(c) &&
+    return c->state == IN_HEAD && c->ipos == c->iend && !owes_out(c) &&
            !(c->ops->busy && c->ops->busy(c));
 }
 
@@ -970,6 +1065,10 @@ static void conn_drive(tfn_loop *lp, tfn_conn *c)
             conn_close(lp, c, c->why);
             return;
         }
+        if (pull_fill(c) < 0) {
+            conn_close(lp, c, "a reply stream could not be read");
+            return;
+        }
         if (out_pending(c)) {
             int r = conn_flush(c);
             if (r < 0) {
@@ -982,14 +1081,21 @@ static void conn_drive(tfn_loop *lp, tfn_conn *c)
                 want_out(lp, c, 0);
                 if (c->ops->on_flushed)
                     c->ops->on_flushed(c);
+                if (c->pull_more) { /* the next chunk of a stream */
+                    if (--budget == 0) {
+                        add_ready(lp, c);
+                        return;
+                    }
+                    continue;
+                }
             }
         }
         if (c->closing) {
-            if (!out_pending(c) && !(c->ops->busy && c->ops->busy(c)))
+            if (!owes_out(c) && !(c->ops->busy && c->ops->busy(c)))
                 conn_close(lp, c, c->why);
             return;
         }
-        if (c->nzc || c->oend - c->opos > lp->cfg.out_high)
+        if (c->nzc || c->pull_more || c->oend - c->opos > lp->cfg.out_high)
             return; /* the peer must read first */
         if (out_pending(c) && !tfn_mem_room(lp, 0)) {
             lp->ctr.mem_waits++;
@@ -1029,6 +1135,7 @@ static tfn_conn *conn_new(tfn_loop *lp, int fd, const tfn_ops *ops, const char *
     }
     c->ibuf = ibuf;
     c->icap = icap;
+    mem_add(lp, icap);
     c->lp = lp;
     c->ops = ops;
     c->transport = transport;
@@ -1052,7 +1159,12 @@ static void accept_all(tfn_loop *lp, listener *l)
         uint8_t key[TFN_PEER_KEY_BYTES];
         peer_key(fd, l->path[0] != 0, key);
         const char *why = NULL;
-        if (!admit(lp, key, &why)) {
+        size_t icap = l->ops->ibuf_bytes ? l->ops->ibuf_bytes : TFN_IBUF_DEFAULT;
+        if (admit(lp, key, &why) && !tfn_mem_room(lp, icap)) {
+            lp->ctr.refused_memory++;
+            why = "its input buffer would pass the memory limit (max-memory)";
+        }
+        if (why) {
             char pn[INET6_ADDRSTRLEN + 16];
             peer_name(key, pn, sizeof pn);
             tfn_log_limited(lp, "refusing a %s connection from %s: %s (%d open)", l->label, pn, why,
@@ -1117,6 +1229,10 @@ static void *stdio_main(void *arg)
         stat_add(lp->cfg.stat_conns_total, 1);
         stat_add(lp->cfg.stat_conns_open, 1);
         for (;;) {
+            if (pull_fill(c) < 0) {
+                why = "a reply stream could not be read";
+                break;
+            }
             if (out_pending(c)) {
                 if (conn_flush(c) < 0) {
                     why = "stdout closed";
@@ -1364,14 +1480,36 @@ void tfn_loop_stop(tfn_loop *lp, const char *why)
     }
 }
 
+/* A connection at rest for a tick gives back its buffers: the layer's (input, output) and, by
+ * ops->on_idle, the server's. The input buffer comes back with the next byte. */
+static void rest(tfn_conn *c)
+{
+    if (c->rested || c->blocking || (c->ops->busy && c->ops->busy(c)))
+        return;
+    c->rested = 1;
+    obuf_release(c);
+    if (c->ibuf && c->state == IN_HEAD && c->ipos == c->iend) {
+        mem_sub(c->lp, c->icap);
+        free(c->ibuf);
+        c->ibuf = NULL;
+        c->ipos = c->iend = 0;
+    }
+    if (c->ops->on_idle)
+        c->ops->on_idle(c);
+}
+
 static void timeouts(tfn_loop *lp)
 {
     int64_t stall = (int64_t)lp->cfg.stall_timeout_s * 1000000000ll;
     int64_t idle = (int64_t)lp->cfg.idle_timeout_s * 1000000000ll;
     uint64_t rate = lp->cfg.min_rate;
-    if (stall <= 0 && idle <= 0 && !rate)
-        return;
+    /* Full: only the reserve is left; then idle_full_timeout_s applies too. */
+    int full = lp->nconns >= lp->cfg.max_conns - lp->cfg.conn_reserve;
+    int64_t full_idle = (int64_t)lp->cfg.idle_full_timeout_s * 1000000000ll;
+    if (full && full_idle > 0 && (idle <= 0 || full_idle < idle))
+        idle = full_idle;
     int64_t now = now_ns();
+    uint64_t used0 = lp->cfg.mem_used ? __atomic_load_n(lp->cfg.mem_used, __ATOMIC_RELAXED) : 0;
     for (tfn_conn *c = lp->conns, *next; c; c = next) {
         next = c->next;
         if (c->parked || c->dead)
@@ -1387,10 +1525,10 @@ static void timeouts(tfn_loop *lp)
         c->last_outq = outq;
         int deaf = outq > 0 && now - c->outq_since_ns > stall;
         int in_frame = c->state != IN_HEAD || c->ipos < c->iend;
-        int mid = out_pending(c) || in_frame;
+        int mid = owes_out(c) || in_frame;
         /* The rate is the peer's only while the layer is reading: output that waits (or the
          * memory limit) stops the reading, and restarts the clock. */
-        if (!in_frame || out_pending(c) || c->closing) {
+        if (!in_frame || owes_out(c) || c->closing) {
             c->frame_t0_ns = in_frame ? now : 0;
             c->frame_bytes = 0;
         }
@@ -1400,8 +1538,8 @@ static void timeouts(tfn_loop *lp)
         if (stall > 0 && quiet > stall && (mid || deaf)) {
             lp->ctr.closed_stall++;
             conn_close(lp, c,
-                       out_pending(c) || deaf ? "stalled: the peer does not read its replies"
-                                              : "stalled in the middle of a frame");
+                       owes_out(c) || deaf ? "stalled: the peer does not read its replies"
+                                           : "stalled in the middle of a frame");
         } else if (slow) {
             lp->ctr.closed_slow++;
             conn_close(lp, c, "too slow: a frame below the minimum receive rate");
@@ -1409,8 +1547,16 @@ static void timeouts(tfn_loop *lp)
                    !(c->ops->keep_idle && c->ops->keep_idle(c))) {
             lp->ctr.closed_idle++;
             conn_close(lp, c, "idle timeout");
+        } else if (!mid && !c->closing && quiet > 1000000000ll) {
+            rest(c); /* idle for a tick: give its buffers back */
         }
     }
+#ifdef __GLIBC__
+    /* What resting connections gave back goes back to the system too, not only to the heap. */
+    uint64_t used1 = lp->cfg.mem_used ? __atomic_load_n(lp->cfg.mem_used, __ATOMIC_RELAXED) : 0;
+    if (used1 + ((uint64_t)1 << 20) < used0)
+        malloc_trim(0);
+#endif
 }
 
 static void on_done(tfn_loop *lp)
@@ -1475,7 +1621,6 @@ int tfn_loop_open(const tfn_config *cfg, tfn_loop **out)
     pthread_mutex_init(&lp->qlock, NULL);
     pthread_cond_init(&lp->qcond, NULL);
     pthread_mutex_init(&lp->dlock, NULL);
-    pthread_mutex_init(&lp->log_lock, NULL);
 
     /* Signals are taken by the loop's signalfd: block them before any thread exists so every
      * thread inherits the mask. A peer that vanishes must never kill us with SIGPIPE. */
@@ -1551,7 +1696,8 @@ void tfn_loop_close(tfn_loop *lp)
     pthread_mutex_destroy(&lp->qlock);
     pthread_cond_destroy(&lp->qcond);
     pthread_mutex_destroy(&lp->dlock);
-    pthread_mutex_destroy(&lp->log_lock);
+    if (!lp->cfg.quiet)
+        tfn_log_gate_report(lp->cfg.name);
     free(lp->peers);
     int fds[] = {lp->ep, lp->sig_fd, lp->done_efd, lp->stdio_efd, lp->stop_efd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
@@ -1684,6 +1830,8 @@ int tfn_loop_run(tfn_loop *lp)
         int64_t now = now_ns();
         if (now >= next_tick) {
             timeouts(lp);
+            if (!lp->cfg.quiet)
+                tfn_log_gate_report(lp->cfg.name);
             next_tick = now + 1000000000ll;
         }
     }

@@ -21,16 +21,23 @@
  * also queues caller memory that is sent without a copy (it must stay valid until
  * ops->on_flushed). A connection stops taking frames while zero-copy output is pending or its
  * buffered output is above out_high (a reader that does not read slows only itself), and output
- * beyond out_max closes it: the loop never blocks on a peer.
+ * beyond out_max closes it: the loop never blocks on a peer. Output too large to hold is streamed:
+ * the server queues it itself and calls tfn_conn_pull_ready; the layer then asks ops->pull for
+ * one chunk at a time as the peer drains (taking no frame meanwhile), so out_max bounds memory,
+ * not the size of a reply.
  *
- * Memory: with cfg.mem_used set, every byte of output the layer copies is added to that counter
- * (the server's own, shared with what it holds itself) while it is held. While the counter is
- * above cfg.mem_limit, a connection that has output waiting takes no new frame: output waits for
- * its peers, never grows the server past the limit by more than one loop turn of replies. A
- * server checks its request bodies against the same counter in head() (tfn_mem_room) and refuses
- * a frame that would pass it, before allocating.
+ * Memory: with cfg.mem_used set, every buffer the layer holds for a connection (its input buffer,
+ * its output buffer) is added to that counter (the server's own, shared with what it holds
+ * itself) while it is held; a connection whose input buffer would pass cfg.mem_limit is refused at
+ * accept. A connection at rest for a tick (nothing owed, no frame in progress) gives both buffers
+ * back (the input buffer returns with its next byte) and the server its own (ops->on_idle). While
+ * the counter is above cfg.mem_limit, a connection that has output waiting takes no new frame:
+ * output waits for its peers, never grows the server past the limit by more than one loop turn of
+ * replies. A server checks its request bodies against the same counter in head() (tfn_mem_room) and
+ * refuses a frame that would pass it, before allocating.
  *
- * Peers: a socket connection has a peer (the UID of a Unix peer, by SO_PEERCRED; the address of
+ * Peers: a socket connection has a peer (the process of a Unix peer, by SO_PEERCRED: every client
+ * of a user has its UID, so a UID would put them all behind one cap; the address of
  * a TCP peer: an IPv4 address, or the /64 prefix of an IPv6 one, since one host is routinely
  * given a whole /64 and could otherwise open its connections from as many addresses; an
  * IPv4-mapped IPv6 address is its IPv4 address). One peer holds at most max_conns_per_peer
@@ -38,12 +45,13 @@
  * TFN_RESERVE_PEER_CONNS: whoever fills the server, a new peer still gets in.
  *
  * Timeouts (checked once a second): stall_timeout_s for a frame or output that does not move,
- * idle_timeout_s between frames, and min_rate: a frame in progress for more than
- * TFN_RATE_GRACE_S seconds that has averaged fewer than min_rate bytes a second is closed.
+ * idle_timeout_s between frames (idle_full_timeout_s while the server is full), and min_rate: a
+ * frame in progress for more than TFN_RATE_GRACE_S seconds that has averaged fewer than min_rate
+ * bytes a second is closed.
  *
- * Logs a peer can provoke are rate-limited: tfn_log_limited for the whole loop, and
- * tfn_conn_log for one connection (a burst, then one line a second; what was left out is
- * counted and said).
+ * Logs a peer can provoke are rate-limited: every such line of every server goes through one
+ * process-wide gate (tfn_log_gate: TFN_LOG_PER_SEC lines a second, the rest counted and the count
+ * said), and tfn_conn_log also limits one connection (a burst, then one line a second).
  */
 #ifndef TF_NET_H
 #define TF_NET_H
@@ -59,6 +67,8 @@
 #define TFN_RESERVE_PEER_CONNS 4            /* a peer below this may take a reserved slot */
 #define TFN_RATE_GRACE_S 10                 /* seconds a frame may take before min_rate applies */
 #define TFN_CONN_LOG_BURST 10               /* tfn_conn_log lines a connection may write at once */
+#define TFN_LOG_PER_SEC 20                  /* lines a second through tfn_log_gate, in all */
+#define TFN_PULL_CHUNK ((size_t)64 << 10)   /* what ops->pull is asked for at once */
 
 typedef struct tfn_loop tfn_loop;
 typedef struct tfn_conn tfn_conn;
@@ -100,6 +110,16 @@ typedef struct tfn_ops {
     /* Optional: 1 while the connection may sit idle between frames without idle_timeout_s
      * closing it (its work goes through another channel, e.g. a shared-memory ring). */
     int (*keep_idle)(tfn_conn *c);
+    /* Optional: the connection has been at rest (nothing owed, no frame in progress) for a tick;
+     * the layer has released its input and output buffers, the server releases its own. */
+    void (*on_idle)(tfn_conn *c);
+    /* Optional: output streamed as the peer drains it (a reply too large to hold in memory).
+     * After tfn_conn_pull_ready, whenever the connection's output buffer is empty the layer
+     * calls it to write up to cap bytes into buf; it returns their count (0: nothing) and sets
+     * *more while it has more to give, or < 0 when it fails (the connection is closed). While
+     * it has more, the connection takes no frame and the server queues its output there, never
+     * with tfn_conn_send. */
+    int (*pull)(tfn_conn *c, uint8_t *buf, size_t cap, int *more);
     /* The connection ends (called once, before its socket is closed, on the thread that closes
      * it: the loop, or the stdio thread). why is a static string. */
     void (*on_close)(tfn_conn *c, const char *why);
@@ -116,7 +136,10 @@ typedef struct tfn_config {
     int conn_reserve;
     int stall_timeout_s; /* close a connection stuck mid-frame or with unsent output (0: never) */
     int idle_timeout_s;  /* close a connection that does nothing at a frame boundary (0: never) */
-    uint64_t min_rate;   /* bytes/s a frame in progress must average after the grace (0: off) */
+    /* The same, but only while the server is full (its free slots are down to conn_reserve):
+     * idle connections then make room (0: off). */
+    int idle_full_timeout_s;
+    uint64_t min_rate; /* bytes/s a frame in progress must average after the grace (0: off) */
     /* The server's memory counter (atomic) and its limit: output the layer holds is added to it
      * (NULL: not counted, no limit). */
     uint64_t *mem_used;
@@ -143,7 +166,7 @@ typedef struct tfn_config {
 
 /* What the layer refused or closed, for tests and logs (read on the loop thread or after). */
 typedef struct tfn_counters {
-    uint64_t refused_full, refused_peer, refused_reserve; /* at accept */
+    uint64_t refused_full, refused_peer, refused_reserve, refused_memory; /* at accept */
     uint64_t closed_idle, closed_stall, closed_slow;
     uint64_t mem_waits; /* loop turns a connection was held back by the memory limit */
 } tfn_counters;
@@ -185,9 +208,15 @@ void *tfn_loop_ud(const tfn_loop *lp);
 /* One line "NAME: ..." on stderr, written with a single write(2) (lines of different threads
  * never interleave). `always` lines are printed even when quiet. */
 void tfn_log(tfn_loop *lp, int always, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The same, but at most 20 lines a second for the whole loop; the lines left out are counted and
- * the count is printed with the next line that goes out. For errors a peer can provoke. */
+/* The same, through the gate below. For errors and ends a peer can provoke. */
 void tfn_log_limited(tfn_loop *lp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The one gate of the lines peers can provoke, process-wide (every server, every thread):
+ * TFN_LOG_PER_SEC lines a second. 1 when a line may go out (*dropped: the lines left out since
+ * the last one that went, to be said with it); 0 when it is left out (counted). */
+int tfn_log_gate(uint64_t *dropped);
+/* Prints "NAME: N log lines about connections left out" when the gate left some out since the
+ * last line that went (the loop calls it once a second and on close). */
+void tfn_log_gate_report(const char *name);
 
 /* The peer key of a TCP address (see "Peers" above): key[0] = 4 (IPv4, key[1..4]) or 6 (IPv6,
  * the /64 prefix in key[1..8], the rest zero); all zero for another family. Pure. */
@@ -225,6 +254,11 @@ int tfn_conn_send(tfn_conn *c, const void *p, size_t n);
  * taken in the meantime. Same returns as tfn_conn_send. */
 int tfn_conn_send_zc(tfn_conn *c, const void *head, size_t head_len, const struct iovec *segs,
                      int nseg);
+/* Output that ops->pull will give is waiting: the layer pulls it as the peer drains (loop
+ * thread). */
+void tfn_conn_pull_ready(tfn_conn *c);
+/* Bytes queued in the layer's output buffer, not yet taken by the kernel. */
+size_t tfn_conn_queued(const tfn_conn *c);
 /* Reads nothing more; closes the connection once its queued output is sent and ops->busy says
  * nothing more is owed (or it stalls). why is a static string for the close line. */
 void tfn_conn_close(tfn_conn *c, const char *why);

@@ -135,16 +135,24 @@ static inline __attribute__((always_inline)) int step(struct walk *w, tf_ofl_msg
         /* A frame that does not decode is the more precise reason; *msg stays untouched. */
         tf_ofl_msg scratch;
         int rc = ofl_frame_decode(p, fsize, &scratch);
-        return rc < 0 ? rc : TF_E_OFL_SEQ_GAP;
+        return rc < 0 && !TF_JOURNAL_EXT_KIND(p[2]) ? rc : TF_E_OFL_SEQ_GAP;
     }
     int rc = ofl_frame_decode_in(p, fsize, rem, msg); /* the image is readable past the frame */
-    if (rc < 0)
-        return rc;
+    int ext = 0;
+    if (rc < 0) {
+        if (rc != TF_E_OFL_UNKNOWN_KIND || !TF_JOURNAL_EXT_KIND(p[2]))
+            return rc;
+        /* An extension record: carried whole, its payload is the venue layer's. */
+        msg->kind = p[2];
+        msg->journal_seq = w->next_seq;
+        msg->session_id = 0;
+        ext = 1;
+    }
     w->frame = p;
     w->frame_len = fsize;
     w->pos += fsize + TF_JOURNAL_CRC_LEN;
     w->next_seq++;
-    return 1;
+    return 1 + ext;
 }
 
 /* Up to max records into msgs[0], msgs[stride], ... Returns the count, or (none decoded) 0 at
@@ -155,8 +163,11 @@ static inline __attribute__((always_inline)) int walk_n(tf_journal_reader *r, tf
     struct walk w = {r->base, r->len, r->pos, r->next_seq, r->frame, r->frame_len};
     size_t n = 0;
     int rc = 0;
-    while (n < max && (rc = step(&w, msgs + n * stride, crc)) == 1)
+    while (n < max && (rc = step(&w, msgs + n * stride, crc)) >= 1) {
         n++;
+        if (rc == 2)
+            break; /* an extension record ends the batch: r->frame views it */
+    }
     r->pos = w.pos;
     r->next_seq = w.next_seq;
     r->frame = w.frame;
@@ -510,6 +521,14 @@ int tf_journal_append_frame(tf_journal *j, const void *frame, size_t len)
         return TF_E_OFL_JOURNAL_FAILED;
     tf_ofl_msg m;
     int n = tf_ofl_frame_decode(frame, len, &m);
+    if (n == TF_E_OFL_UNKNOWN_KIND && TF_JOURNAL_EXT_KIND(((const uint8_t *)frame)[2])) {
+        /* An extension record: its envelope is checked here, its payload by the venue layer. */
+        const uint8_t *f = frame;
+        n = (int)(2 + ((size_t)f[0] | (size_t)f[1] << 8));
+        if (n < TF_OFL_FRAME_HEADER_LEN || n > TF_OFL_MAX_FRAME || len < (size_t)n)
+            return TF_E_OFL_PAYLOAD_LENGTH;
+        m.journal_seq = ofl_ld64(f + 3);
+    }
     if (n < 0)
         return n;
     if ((size_t)n != len)

@@ -269,9 +269,20 @@ static int venue_open(venue *v, const tf_paper_config *c)
         return tfu_msg(TF_E_NOMEM, v->msg, v->msg_cap, "out of memory");
     int rc;
     if (c->engine_url) {
-        tf_orders_opts oo = {.size = sizeof oo, .timeout_ms = c->timeout_ms};
+        tf_orders_opts oo = {.size = sizeof oo,
+                             .timeout_ms = c->timeout_ms,
+                             .session = c->session,
+                             .secret = c->secret,
+                             .secret_len = c->secret_len};
         for (int k = 0; k < 2; k++) {
             rc = tf_orders_connect(&v->conn[k], c->engine_url, &oo);
+            if (!rc && k && c->session) /* one session, two connections: one numbers */
+                rc = tf_orders_set_next_client_seq(v->conn[k], 0);
+            if (rc == -EACCES && c->session)
+                return tfu_msg(rc, v->msg, v->msg_cap,
+                               "engine %s: logon as session %s refused (an unknown session or "
+                               "a wrong secret)",
+                               c->engine_url, c->session);
             if (rc)
                 return tfu_msg(rc, v->msg, v->msg_cap, "engine %s: %s", c->engine_url,
                                tf_strerror(rc));

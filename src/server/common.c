@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "net/net.h"
 #include "server/server.h"
 
 void srv_config_init(srv_config *cfg)
@@ -53,15 +54,25 @@ static int log_take(srv_ctx *c)
     return 1;
 }
 
+/* throttle: 1 the connection bound to the thread (log_ctx) limits it too; 2 only the gate (a
+ * close line); 0 neither (a shared-memory ring's close line: at most TF_SERVER_MAX_SHM rings
+ * exist at once and each needs a whole handshake, so they cannot flood; every one is said). */
 static void vlog(srv *s, int always, int throttle, const char *fmt, va_list ap)
 {
     if (!always && s->cfg.quiet)
         return;
-    srv_ctx *c = throttle && !always && log_ctx && log_ctx->s == s ? log_ctx : NULL;
+    srv_ctx *c = throttle == 1 && !always && log_ctx && log_ctx->s == s ? log_ctx : NULL;
     if (c && !log_take(c))
+        return;
+    /* Every line a peer can provoke also passes the one process-wide gate (src/net/). */
+    uint64_t gated = 0;
+    if (!always && throttle && !tfn_log_gate(&gated))
         return;
     char line[768];
     int n = snprintf(line, sizeof line, "tollfree serve: ");
+    if (gated)
+        n += snprintf(line + n, sizeof line - (size_t)n, "(%llu lines left out) ",
+                      (unsigned long long)gated);
     if (c && c->log_dropped) {
         n +=
             snprintf(line + n, sizeof line - (size_t)n, "(%llu lines of this connection left out) ",
@@ -86,12 +97,12 @@ void srv_log(srv *s, int always, const char *fmt, ...)
     va_end(ap);
 }
 
-static void log_unthrottled(srv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void log_unthrottled(srv *s, const char *fmt, ...)
+static void log_gated(srv *s, int gate, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void log_gated(srv *s, int gate, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vlog(s, 0, 0, fmt, ap);
+    vlog(s, 0, gate ? 2 : 0, fmt, ap);
     va_end(ap);
 }
 
@@ -128,7 +139,7 @@ static int buf_grow(srv_buf *b, size_t n, int limited)
         return TF_E_NOMEM;
     if (cap == 0)
         cap = 64;
-    uint64_t count = b->s && cap > TF_SERVER_BUF_FREE ? cap : 0;
+    uint64_t count = b->s ? cap : 0; /* every buffer a connection holds counts */
     /* The old buffer is given back first: it is freed before the new one is allocated. */
     srv_buf_free(b);
     if (count) {
@@ -198,10 +209,11 @@ void srv_log_close(srv_ctx *c, const char *why)
     if (c->log_dropped_total)
         snprintf(left, sizeof left, " (%llu of its log lines left out)",
                  (unsigned long long)c->log_dropped_total);
-    log_unthrottled(c->s, "conn %llu (%s): closed (%s) after %.3f s, %llu requests, %llu errors%s",
-                    (unsigned long long)c->conn_id, c->transport, why,
-                    (double)(tfw_now_ns() - c->opened_ns) / 1e9, (unsigned long long)c->requests,
-                    (unsigned long long)c->errors, left);
+    log_gated(c->s, strcmp(c->transport, "shm ring") != 0,
+              "conn %llu (%s): closed (%s) after %.3f s, %llu requests, %llu errors%s",
+              (unsigned long long)c->conn_id, c->transport, why,
+              (double)(tfw_now_ns() - c->opened_ns) / 1e9, (unsigned long long)c->requests,
+              (unsigned long long)c->errors, left);
 }
 
 void srv_ctx_push_fd(srv_ctx *c, int fd)

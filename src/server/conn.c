@@ -96,6 +96,18 @@ static void on_flushed(tfn_conn *c)
     srv_buf_trim(&sc->ctx.result);
 }
 
+/* At rest for a tick: an idle connection keeps no request or reply buffer. (A shared-memory
+ * connection's buffers belong to its ring thread.) */
+static void on_idle(tfn_conn *c)
+{
+    sconn *sc = tfn_conn_data(c);
+    if (sc->kind == SK_SHM_CTL)
+        return;
+    srv_buf_free(&sc->ctx.payload);
+    srv_buf_free(&sc->ctx.result);
+    srv_buf_free(&sc->ctx.scratch);
+}
+
 /* A shared-memory connection's control socket is quiet while its ring works. */
 static int keep_idle(tfn_conn *c)
 {
@@ -235,6 +247,7 @@ static const tfn_ops framed_ops = {
     .on_fd = on_fd,
     .on_flushed = on_flushed,
     .keep_idle = keep_idle,
+    .on_idle = on_idle,
     .on_close = on_close,
 };
 

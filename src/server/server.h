@@ -163,9 +163,9 @@ typedef struct srv_session {
     int pos; /* position after the last bar (the strategy API returns it only from step) */
 } srv_session;
 
-/* A reusable, 64-byte-aligned buffer. One above TF_SERVER_BUF_FREE bytes counts against
- * --max-memory while it is held (s set by srv_ctx_init): request and reply buffers are bounded
- * for the whole server, not per connection. */
+/* A reusable, 64-byte-aligned buffer. It counts against --max-memory while it is held (s set
+ * by srv_ctx_init): request and reply buffers are bounded for the whole server, not per
+ * connection, and a connection at rest gives them back (conn.c, on_idle). */
 typedef struct srv_buf {
     uint8_t *p;
     size_t cap;
@@ -176,8 +176,6 @@ typedef struct srv_buf {
 /* Buffers above this are freed after their request instead of being kept for the next one
  * (and above half of --max-memory in use, every counted buffer is). */
 #define TF_SERVER_KEEP_BYTES ((size_t)16 << 20)
-/* Buffers up to this size are part of a connection's fixed cost, not counted. */
-#define TF_SERVER_BUF_FREE ((size_t)16 << 10)
 /* Grows b to n bytes; counts it against --max-memory even past the limit (the request was
  * admitted already). 0 or TF_E_NOMEM. */
 int srv_buf_reserve(srv_buf *b, size_t n);

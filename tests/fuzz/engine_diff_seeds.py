@@ -83,6 +83,21 @@ def header(max_orders=1000, flushing=False):
     return bytes([{4: 0, 8: 1, 64: 2, 1000: 3}[max_orders] | (4 if flushing else 0)])
 
 
+def stp_header(modes, max_orders=1000, flushing=False):
+    """Self-trade prevention on: modes[i] is account i + 1's (0 none, 1 cancel-newest,
+    2 cancel-oldest, 3 cancel-both)."""
+    return bytes([header(max_orders, flushing)[0] | 8,
+                  sum(m << (2 * i) for i, m in enumerate(modes))])
+
+
+def stp_set(acct, mode, **kw):
+    return op(EVT, **kw) + bytes([224 | (mode << 2) | (acct - 1)])
+
+
+def stp_cancel_account(acct, **kw):
+    return op(EVT, **kw) + bytes([224 | 16 | (acct - 1)])
+
+
 SCENARIOS = {
     'sweep': header() + nl(1, 1, SELL, 101, 5) + nl(2, 2, SELL, 100, 3) + nl(3, 3, SELL, 101, 4)
     + nl(4, 4, BUY, 101, 10) + nm(1, 5, BUY, 7) + nm(1, 5, SELL, 1),
@@ -130,6 +145,13 @@ SCENARIOS = {
                                               for c in range(1, 15)) + nm(2, 1, BUY, 24),
     'flushing_max8': header(8, True) + b''.join(nl(1, c, SELL, 100, 2) for c in range(1, 10))
     + rep(2, 2, 100, 5) + nm(2, 1, BUY, 1000),
+    'stp_modes': stp_header([1, 2, 3, 0]) + nl(1, 1, SELL, 100, 2) + nl(1, 2, BUY, 101, 3)
+    + nl(2, 1, SELL, 100, 2) + nl(2, 2, SELL, 101, 2) + nl(2, 3, BUY, 101, 5)
+    + nl(3, 1, SELL, 100, 2) + nm(3, 2, BUY, 4) + nl(4, 1, SELL, 100, 1) + nl(4, 2, BUY, 100, 1),
+    'stp_replace_and_cancel': stp_header([1, 0, 0, 0], 8, True) + nl(1, 1, SELL, 103, 2)
+    + nl(1, 2, BUY, 100, 2) + rep(1, 3, 103, 2) + stp_set(2, 2) + nl(2, 1, SELL, 99, 1)
+    + nl(2, 2, BUY, 99, 1) + nl(2, 3, BUY, 98, 1) + stp_cancel_account(2)
+    + stp_cancel_account(2, seq=REDELIVER) + stp_set(1, 0) + nl(1, 4, BUY, 103, 2),
     'empty': b'',
     'header_only': header(64),
 }

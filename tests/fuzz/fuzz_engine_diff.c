@@ -8,7 +8,11 @@
  *
  * Byte code (tests/fuzz/engine_diff_seeds.py writes the seed corpus with the same rules):
  *   header  1 byte: bits 0-1 max_orders {4, 8, 64, 1000}; bit 2 a flushing sink of 2 events
- *           (else max_orders + 2, no flush); instruments are always {1, 2}.
+ *           (else max_orders + 2, no flush); bit 3 self-trade prevention: one more byte gives
+ *           accounts 1-4 their modes (2 bits each, account 1 in bits 0-1), and an event
+ *           record's kind byte of 224 and up becomes an STP setting (bit 4 clear: account
+ *           1 + bits 0-1, mode bits 2-3) or a cancel of every order of account 1 + bits 0-1
+ *           (bit 4 set, with the record's command_seq); instruments are always {1, 2}.
  *   record  op byte: bits 0-2 kind: 0 NewLimit, 1 NewMarket, 2 CancelByOrder, 3 CancelByClient,
  *           4 Replace, 5 an event/Heartbeat record, 6 NewLimit, 7 Replace;
  *           bits 3-4 command_seq: 0, 1 next; 2 a redelivery (last - bit 5); 3 a gap of 1000;
@@ -199,6 +203,39 @@ static void compare_state(const em_model *m, const tf_engine *e, size_t rec, con
         fail("counters", rec, cmd, 0, 0);
 }
 
+/* An STP setting or an account-wide cancel, on both sides (see the byte code). */
+static void stp_record(em_model *m, tf_engine *e, tf_engine_sink *sink, collected *got, uint8_t b,
+                       uint64_t cs, size_t rec)
+{
+    uint64_t account = 1 + (b & 3u);
+    if (!(b & 16)) {
+        if (em_set_stp(m, account, (b >> 2) & 3) || tf_engine_set_stp(e, account, (b >> 2) & 3))
+            abort();
+        compare_state(m, e, rec, NULL);
+        return;
+    }
+    int rm = em_cancel_account(m, cs, account);
+    size_t n_m;
+    const tf_ofl_msg *ev_m = em_last_events(m, &n_m);
+    sink->n = 0;
+    got->n = 0;
+    int re = tf_engine_cancel_account(e, cs, account, sink);
+    const tf_ofl_msg *ev_e = sink->ev;
+    size_t n_e = sink->n;
+    if (sink->flush) {
+        if (collect(got, sink->ev, sink->n) != 0)
+            abort();
+        ev_e = got->ev;
+        n_e = got->n;
+    }
+    if (rm != re || n_m != n_e)
+        fail("cancel_account", rec, NULL, rm, re);
+    for (size_t i = 0; i < n_m; i++)
+        if (!same_event(&ev_m[i], &ev_e[i]))
+            fail("cancel_account event", rec, NULL, (int)i, (int)i);
+    compare_state(m, e, rec, NULL);
+}
+
 static void run(reader *r)
 {
     static const uint32_t max_orders_of[4] = {4, 8, 64, 1000};
@@ -207,7 +244,7 @@ static void run(reader *r)
     static tf_ofl_msg buf[1002];
     uint8_t h = rd8(r);
     uint32_t max_orders = max_orders_of[h & 3];
-    int flushing = (h >> 2) & 1;
+    int flushing = (h >> 2) & 1, stp = (h >> 3) & 1;
 
     em_model *m = NULL;
     tf_engine *e = NULL;
@@ -220,6 +257,13 @@ static void run(reader *r)
                             .max_bytes = 0};
     if (tf_engine_create(&cfg, &e) != 0)
         abort();
+    if (stp) {
+        uint8_t modes = rd8(r);
+        for (int a = 0; a < 4; a++)
+            if (em_set_stp(m, (uint64_t)a + 1, (modes >> (2 * a)) & 3) ||
+                tf_engine_set_stp(e, (uint64_t)a + 1, (modes >> (2 * a)) & 3))
+                abort();
+    }
     tf_engine_sink sink = {.ev = buf, .cap = flushing ? 2 : (size_t)max_orders + 2};
     if (flushing) {
         sink.flush = collect;
@@ -287,7 +331,12 @@ static void run(reader *r)
         default: {
             static const uint8_t noise[6] = {TF_OFL_HEARTBEAT, TF_OFL_ACCEPTED, TF_OFL_REJECTED,
                                              TF_OFL_REPLACED,  TF_OFL_CANCELED, TF_OFL_TRADE};
-            cmd.kind = noise[rd8(r) % 6];
+            uint8_t b = rd8(r);
+            if (stp && b >= 224) {
+                stp_record(m, e, &sink, &got, b, cs, rec);
+                continue;
+            }
+            cmd.kind = noise[b % 6];
             if (cmd.kind != TF_OFL_HEARTBEAT) {
                 cmd.trade.event_seq = 7;
                 cmd.trade.command_seq = seq + 5; /* would look new, were it a command */

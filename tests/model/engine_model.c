@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tollfree/engine.h"
 #include "tollfree/error.h"
+
+#define EM_STP_MAX TF_ENGINE_STP_ACCOUNTS
 
 struct em_model {
     uint64_t *instruments; /* ascending */
@@ -14,6 +17,11 @@ struct em_model {
     em_order *orders; /* the live orders, in no particular order */
     size_t n_orders, cap_orders;
     uint64_t clock; /* the next priority stamp */
+
+    /* self-trade prevention: accounts with a mode other than none, in the order they were set */
+    uint64_t stp_account[EM_STP_MAX];
+    int stp_mode[EM_STP_MAX];
+    size_t n_stp;
 
     uint64_t next_order_id, last_command_seq, next_event_seq;
     uint64_t applied, duplicates, skipped, events, trades, rejected;
@@ -180,12 +188,25 @@ static long best_of(const em_model *m, uint64_t instrument, uint8_t side)
     return best;
 }
 
+static int stp_mode(const em_model *m, uint64_t account)
+{
+    for (size_t i = 0; i < m->n_stp; i++)
+        if (m->stp_account[i] == account)
+            return m->stp_mode[i];
+    return TF_ENGINE_STP_NONE;
+}
+
 /* The aggressor (not in the book) takes from the opposite side while it has quantity left and
- * the best opposite price is acceptable. has_limit = 0 for a market order. Updates *remaining. */
-static void match(em_model *m, uint64_t taker_id, uint64_t instrument, uint8_t side, int has_limit,
-                  int64_t limit, uint64_t *remaining)
+ * the best opposite price is acceptable. has_limit = 0 for a market order. Updates *remaining.
+ * Self-trade prevention (the aggressor's account's mode): when the best maker belongs to the
+ * aggressor's account, cancel-oldest cancels the maker and goes on, cancel-newest stops,
+ * cancel-both cancels the maker and stops. Returns 1 when it stopped that way (the caller
+ * cancels the aggressor's remainder), else 0. */
+static int match(em_model *m, uint64_t taker_id, uint64_t account, uint64_t instrument,
+                 uint8_t side, int has_limit, int64_t limit, uint64_t *remaining)
 {
     uint8_t other = side == TF_OFL_BUY ? TF_OFL_SELL : TF_OFL_BUY;
+    int mode = stp_mode(m, account);
     while (*remaining > 0) {
         long b = best_of(m, instrument, other);
         if (b < 0)
@@ -197,6 +218,16 @@ static void match(em_model *m, uint64_t taker_id, uint64_t instrument, uint8_t s
             if (side == TF_OFL_SELL && maker->price < limit)
                 break;
         }
+        if (mode != TF_ENGINE_STP_NONE && maker->account_id == account) {
+            if (mode != TF_ENGINE_STP_CANCEL_NEWEST) {
+                uint64_t id = maker->order_id;
+                remove_at(m, (size_t)b);
+                emit_canceled(m, id);
+            }
+            if (mode != TF_ENGINE_STP_CANCEL_OLDEST)
+                return 1;
+            continue;
+        }
         uint64_t q = maker->remaining < *remaining ? maker->remaining : *remaining;
         emit_trade(m, maker->order_id, taker_id, instrument, maker->price, q);
         maker->remaining -= q;
@@ -204,6 +235,7 @@ static void match(em_model *m, uint64_t taker_id, uint64_t instrument, uint8_t s
         if (maker->remaining == 0)
             remove_at(m, (size_t)b); /* a maker with nothing left leaves the book, no event */
     }
+    return 0;
 }
 
 /* ---- commands ----------------------------------------------------------------------------- */
@@ -235,7 +267,10 @@ static int new_limit(em_model *m, const tf_ofl_new_limit *c)
     uint64_t id = m->next_order_id++;
     emit_accepted(m, id, c->client_order_id, c->account_id);
     uint64_t rem = c->quantity.lo;
-    match(m, id, c->instrument_id, c->side, 1, c->price, &rem);
+    if (match(m, id, c->account_id, c->instrument_id, c->side, 1, c->price, &rem)) {
+        emit_canceled(m, id); /* self-trade prevention: the remainder never rests */
+        return 0;
+    }
     if (rem == 0)
         return 0;
     em_order o = {.order_id = id,
@@ -268,7 +303,7 @@ static int new_market(em_model *m, const tf_ofl_new_market *c)
     uint64_t id = m->next_order_id++;
     emit_accepted(m, id, c->client_order_id, c->account_id);
     uint64_t rem = c->quantity.lo;
-    match(m, id, c->instrument_id, c->side, 0, 0, &rem);
+    match(m, id, c->account_id, c->instrument_id, c->side, 0, 0, &rem);
     if (rem > 0)
         emit_canceled(m, id); /* the remainder, after the trades */
     return 0;
@@ -333,7 +368,10 @@ static int replace(em_model *m, const tf_ofl_replace *c)
     o.client_order_id = c->client_order_id;
     o.price = c->price;
     o.remaining = c->quantity.lo;
-    match(m, o.order_id, o.instrument_id, o.side, 1, o.price, &o.remaining);
+    if (match(m, o.order_id, o.account_id, o.instrument_id, o.side, 1, o.price, &o.remaining)) {
+        emit_canceled(m, o.order_id); /* self-trade prevention: the order is gone */
+        return 0;
+    }
     if (o.remaining == 0)
         return 0;
     o.time = m->clock++;
@@ -537,6 +575,21 @@ uint64_t em_state_hash(const em_model *m)
     h = fnv_u64(h, m->last_command_seq);
     h = fnv_u64(h, m->next_event_seq);
     free(all);
+    if (m->n_stp == 0)
+        return h;
+    /* the STP settings, accounts ascending: found by repeated minimum, the plainest way */
+    h = fnv_u64(h, m->n_stp);
+    uint64_t last = 0;
+    for (size_t k = 0; k < m->n_stp; k++) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < m->n_stp; i++)
+            if ((k == 0 || m->stp_account[i] > last) &&
+                (best == SIZE_MAX || m->stp_account[i] < m->stp_account[best]))
+                best = i;
+        last = m->stp_account[best];
+        h = fnv_u64(h, last);
+        h = fnv_u64(h, (uint64_t)m->stp_mode[best]);
+    }
     return h;
 }
 
@@ -599,4 +652,57 @@ int em_live_at(const em_model *m, size_t k, em_order *out)
         return 0;
     *out = m->orders[k];
     return 1;
+}
+
+/* ---- self-trade prevention and account-wide cancels ---------------------------------------- */
+
+int em_set_stp(em_model *m, uint64_t account, int mode)
+{
+    m->n_ev = 0; /* no events */
+    if (mode < TF_ENGINE_STP_NONE || mode > TF_ENGINE_STP_CANCEL_BOTH)
+        return TF_E_INVALID_ARG;
+    for (size_t i = 0; i < m->n_stp; i++)
+        if (m->stp_account[i] == account) {
+            if (mode == TF_ENGINE_STP_NONE) {
+                m->stp_account[i] = m->stp_account[m->n_stp - 1];
+                m->stp_mode[i] = m->stp_mode[m->n_stp - 1];
+                m->n_stp--;
+            } else {
+                m->stp_mode[i] = mode;
+            }
+            return 0;
+        }
+    if (mode == TF_ENGINE_STP_NONE)
+        return 0;
+    if (m->n_stp == EM_STP_MAX)
+        return TF_E_LIMIT;
+    m->stp_account[m->n_stp] = account;
+    m->stp_mode[m->n_stp++] = mode;
+    return 0;
+}
+
+int em_cancel_account(em_model *m, uint64_t command_seq, uint64_t account)
+{
+    m->n_ev = 0;
+    m->ev_nomem = 0;
+    if (command_seq <= m->last_command_seq) {
+        m->duplicates++;
+        return EM_DUPLICATE;
+    }
+    m->last_command_seq = command_seq;
+    m->cur_seq = command_seq;
+    m->applied++;
+    /* Canceled events in hash order: sort a copy, then take the account's orders out */
+    size_t n = m->n_orders;
+    em_order *all = malloc((n ? n : 1) * sizeof *all);
+    if (!all)
+        return TF_E_NOMEM;
+    em_orders_in_order(m, all, n);
+    for (size_t i = 0; i < n; i++)
+        if (all[i].account_id == account) {
+            remove_at(m, (size_t)find_by_id(m, all[i].order_id));
+            emit_canceled(m, all[i].order_id);
+        }
+    free(all);
+    return m->ev_nomem ? TF_E_NOMEM : EM_APPLIED;
 }

@@ -95,4 +95,14 @@ size_t em_orders_in_order(const em_model *m, em_order *out, size_t cap);
  * stream generator aim at live orders. Returns 1, or 0 when k is out of range. */
 int em_live_at(const em_model *m, size_t k, em_order *out);
 
+/* Self-trade prevention: the account's mode (tf_engine_stp values; NONE removes it). Returns 0,
+ * TF_E_INVALID_ARG, TF_E_LIMIT (TF_ENGINE_STP_ACCOUNTS accounts already set). Incoming orders of
+ * an account with a mode never trade with the same account's resting orders (docs/engine.md). */
+int em_set_stp(em_model *m, uint64_t account, int mode);
+
+/* Cancels every live order of the account as one command (duplicate check as em_apply): one
+ * Canceled per order in hash order, read with em_last_events. EM_APPLIED, EM_DUPLICATE or
+ * TF_E_NOMEM. */
+int em_cancel_account(em_model *m, uint64_t command_seq, uint64_t account);
+
 #endif

@@ -89,6 +89,9 @@ int main(void)
     FIELD(tf_paper_config, progress);
     FIELD(tf_paper_config, strategy);
     FIELD(tf_paper_config, params);
+    FIELD(tf_paper_config, session);
+    FIELD(tf_paper_config, secret);
+    FIELD(tf_paper_config, secret_len);
 
     STRUCT(tf_paper_result);
     FIELD(tf_paper_result, size);
@@ -158,6 +161,8 @@ int main(void)
     FIELD(tf_strategy_def, step);
     FIELD(tf_strategy_def, state_bytes);
     FIELD(tf_strategy_def, steps);
+    FIELD(tf_strategy_def, lanes);
+    FIELD(tf_strategy_def, changes);
     STRUCT(tf_fold);
     FIELD(tf_fold, is_start);
     FIELD(tf_fold, is_end);
@@ -169,6 +174,9 @@ int main(void)
     FIELD(tf_oos_opts, walk_forward);
     FIELD(tf_oos_opts, metric);
     FIELD(tf_oos_opts, reference);
+    FIELD(tf_oos_opts, anchored);
+    FIELD(tf_oos_opts, warmup);
+    FIELD(tf_oos_opts, min_trades);
     STRUCT(tf_grid_report);
     FIELD(tf_grid_report, too_long);
     FIELD(tf_grid_report, first_too_long);
@@ -176,6 +184,28 @@ int main(void)
     FIELD(tf_grid_report, duplicates);
     FIELD(tf_grid_report, first_duplicate);
     FIELD(tf_grid_report, duplicate_of);
+    STRUCT(tf_time_stats);
+    FIELD(tf_time_stats, equity);
+    FIELD(tf_time_stats, cagr);
+    FIELD(tf_time_stats, ann_vol);
+    FIELD(tf_time_stats, sharpe);
+    FIELD(tf_time_stats, sortino);
+    FIELD(tf_time_stats, calmar);
+    FIELD(tf_time_stats, mtm_max_dd);
+    FIELD(tf_time_stats, exposure_pct);
+    FIELD(tf_time_stats, buy_hold);
+    FIELD(tf_time_stats, compounded);
+    FIELD(tf_time_stats, mean_bars);
+    FIELD(tf_time_stats, max_bars);
+    FIELD(tf_time_stats, mean_days);
+    FIELD(tf_time_stats, max_days);
+    FIELD(tf_time_stats, periods_per_year);
+    STRUCT(tf_time_opts);
+    FIELD(tf_time_opts, size);
+    FIELD(tf_time_opts, times);
+    FIELD(tf_time_opts, periods_per_year);
+    FIELD(tf_time_opts, fee);
+    FIELD(tf_time_opts, threads);
     STRUCT(tf_derived);
     FIELD(tf_derived, win_rate);
     FIELD(tf_derived, profit_factor);
@@ -192,5 +222,13 @@ int main(void)
     FIELD(tf_oos_row, oos_trades);
     FIELD(tf_oos_row, oos_rank);
     FIELD(tf_oos_row, oos_best_value);
+    STRUCT(tf_trade);
+    FIELD(tf_trade, entry_bar);
+    FIELD(tf_trade, exit_bar);
+    FIELD(tf_trade, entry_price);
+    FIELD(tf_trade, exit_price);
+    FIELD(tf_trade, ret);
+    FIELD(tf_trade, direction);
+    FIELD(tf_trade, open);
     return ferror(stdout) ? 1 : 0;
 }

@@ -54,7 +54,15 @@ typedef struct config {
     uint32_t n_instruments;
     uint32_t max_orders;
     size_t sink_cap; /* 0: max_orders + 2 without flush; else this cap with a flush callback */
+    int stp;         /* self-trade prevention: modes set at open and by STP_SET records */
 } config;
+
+/* Two records the streams of an STP config carry beside the OFL1 ones (kinds outside the OFL1
+ * set, never encoded): an account's STP mode (cancel_by_client's account_id, mode in its
+ * client_order_id), and a cancel of every order of an account (cancel_by_client's command_seq
+ * and account_id). */
+#define STP_SET 0x75
+#define CANCEL_ACCOUNT 0x76
 
 typedef struct pair {
     const config *cfg;
@@ -94,6 +102,9 @@ static int pair_open(pair *p, const config *cfg)
         p->sink.flush = collect;
         p->sink.ctx = &p->got;
     }
+    for (uint64_t a = 1; cfg->stp && a <= 8; a++) /* accounts 1..8: modes 1, 2, 3, 0, 1, ... */
+        if (em_set_stp(p->m, a, (int)(a % 4)) || tf_engine_set_stp(p->e, a, (int)(a % 4)))
+            return -1;
     p->cap_o = (size_t)cfg->max_orders + 1;
     p->mo = calloc(p->cap_o, sizeof *p->mo);
     p->eo = calloc(p->cap_o, sizeof *p->eo);
@@ -194,6 +205,14 @@ static void fmt_msg(const tf_ofl_msg *m, char *out, size_t cap)
                  "trd(%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %s, %s)",
                  m->trade.event_seq, m->trade.command_seq, m->trade.maker_order_id,
                  m->trade.taker_order_id, m->trade.instrument_id, px, q);
+        break;
+    case STP_SET:
+        snprintf(out, cap, "stp(account %" PRIu64 ", mode %" PRIu64 ")",
+                 m->cancel_by_client.account_id, m->cancel_by_client.client_order_id);
+        break;
+    case CANCEL_ACCOUNT:
+        snprintf(out, cap, "cancel_account(%" PRIu64 "u, account %" PRIu64 ")",
+                 m->cancel_by_client.command_seq, m->cancel_by_client.account_id);
         break;
     default:
         snprintf(out, cap, "record(kind 0x%02x)", m->kind);
@@ -324,15 +343,38 @@ static const char *compare_state(pair *p)
 }
 
 /* Applies one record to both. Returns NULL, or what differed. verbose prints both sides. */
+/* The two sides of one record: the OFL1 ones through em_apply / tf_engine_apply, the STP ones
+ * through their own calls. */
+static int step_model(pair *p, const tf_ofl_msg *cmd)
+{
+    const tf_ofl_cancel_by_client *c = &cmd->cancel_by_client;
+    size_t n_m = 0;
+    if (cmd->kind == STP_SET)
+        return em_set_stp(p->m, c->account_id, (int)c->client_order_id);
+    if (cmd->kind == CANCEL_ACCOUNT)
+        return em_cancel_account(p->m, c->command_seq, c->account_id);
+    return em_apply(p->m, cmd, NULL, 0, &n_m);
+}
+
+static int step_engine(pair *p, const tf_ofl_msg *cmd)
+{
+    const tf_ofl_cancel_by_client *c = &cmd->cancel_by_client;
+    if (cmd->kind == STP_SET)
+        return tf_engine_set_stp(p->e, c->account_id, (int)c->client_order_id);
+    if (cmd->kind == CANCEL_ACCOUNT)
+        return tf_engine_cancel_account(p->e, c->command_seq, c->account_id, &p->sink);
+    return tf_engine_apply(p->e, cmd, &p->sink);
+}
+
 static const char *step(pair *p, const tf_ofl_msg *cmd, int check_state, int verbose)
 {
     size_t n_m = 0;
-    int rm = em_apply(p->m, cmd, NULL, 0, &n_m);
+    int rm = step_model(p, cmd);
     const tf_ofl_msg *ev_m = em_last_events(p->m, &n_m);
 
     p->sink.n = 0;
     p->got.n = 0;
-    int re = tf_engine_apply(p->e, cmd, &p->sink);
+    int re = step_engine(p, cmd);
     const tf_ofl_msg *ev_e = p->buf;
     size_t n_e = p->sink.n;
     if (p->cfg->sink_cap) { /* what was flushed, then what is left in the buffer */
@@ -458,14 +500,33 @@ static const uint64_t ins1[1] = {7};
 static const uint64_t ins_odd[4] = {UINT64_MAX, 42, 1, 1000000};
 
 static const config configs[] = {
-    {"16 instruments", ins16, 16, 1000, 0},
-    {"16 instruments, flushing sink", ins16, 16, 1000, 3},
-    {"1 instrument, max_orders 8", ins1, 1, 8, 0},
-    {"odd ids, max_orders 8", ins_odd, 4, 8, 1},
-    {"1 instrument, max_orders 1", ins1, 1, 1, 0},
-    {"odd ids", ins_odd, 4, 1000, 0},
+    {"16 instruments", ins16, 16, 1000, 0, 0},
+    {"16 instruments, flushing sink", ins16, 16, 1000, 3, 0},
+    {"1 instrument, max_orders 8", ins1, 1, 8, 0, 0},
+    {"odd ids, max_orders 8", ins_odd, 4, 8, 1, 0},
+    {"1 instrument, max_orders 1", ins1, 1, 1, 0, 0},
+    {"odd ids", ins_odd, 4, 1000, 0, 0},
+    {"16 instruments, STP", ins16, 16, 1000, 0, 1},
+    {"1 instrument, STP, flushing sink", ins1, 1, 1000, 2, 1},
 };
 #define N_CONFIGS (sizeof configs / sizeof *configs)
+
+/* In an STP config, about 1 record in 40 becomes an STP_SET (modes 0..3 of accounts 1..8 and
+ * a few others) and 1 in 80 a CANCEL_ACCOUNT with the next command_seq. */
+static void stp_record(es_gen *g, tf_ofl_msg *m)
+{
+    uint64_t r = es_rand(&g->rng) % 80;
+    if (r > 2)
+        return;
+    uint64_t account = 1 + es_rand(&g->rng) % (g->accounts > 8 ? g->accounts : 8);
+    memset(m, 0, sizeof *m);
+    m->kind = r == 0 ? CANCEL_ACCOUNT : STP_SET;
+    m->cancel_by_client.account_id = account;
+    if (r == 0)
+        m->cancel_by_client.command_seq = ++g->seq;
+    else
+        m->cancel_by_client.client_order_id = es_rand(&g->rng) % 4;
+}
 
 /* One seeded stream. Returns 0 when the two agree throughout. */
 static int run_stream(const config *cfg, uint64_t seed, size_t n_cmds, uint64_t *applied,
@@ -484,6 +545,8 @@ static int run_stream(const config *cfg, uint64_t seed, size_t n_cmds, uint64_t 
     int bad = 0;
     for (size_t i = 0; i < n_cmds && cmds; i++) {
         es_next(&g, &cmds[i]);
+        if (cfg->stp)
+            stp_record(&g, &cmds[i]);
         /* every record early on, then every 5th, and every record near the end */
         int check_state = i < 400 || i % 5 == 0 || i + 50 >= n_cmds;
         const char *why = step(&p, &cmds[i], check_state, 0);

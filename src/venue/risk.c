@@ -1,0 +1,409 @@
+/* Pre-trade risk state and checks (docs/venue.md, "Risk"), and the payloads of the risk
+ * records 0x11-0x13. The state changes only through records (a config's RiskLimits, a
+ * KillSwitch), so a replay of the journal makes the same decisions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "venue/risk.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+#define INDEX_SLOTS (4 * TFV_RISK_MAX_ACCOUNTS) /* load <= 1/4: about one probe */
+
+struct tfv_risk {
+    tf_engine *e;
+    tfv_limits *acct; /* ascending by account */
+    uint32_t n;
+    uint16_t *index;  /* [INDEX_SLOTS]: 0 empty, else position in acct + 1; rebuilt on a change */
+    uint64_t *killed; /* ascending */
+    uint32_t n_killed, cap_killed;
+};
+
+/* ---- payloads --------------------------------------------------------------------------- */
+
+static void st64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t ld64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* u64 account, max_qty, max_notional, band, i64 ref_price, u32 max_open, u8 band_unit, u8 stp,
+ * u16 0 */
+int tfv_limits_encode(const tfv_limits *l, uint8_t out[TFV_RISK_LIMITS_LEN])
+{
+    st64(out, l->account);
+    st64(out + 8, l->max_qty);
+    st64(out + 16, l->max_notional);
+    st64(out + 24, l->band);
+    st64(out + 32, (uint64_t)l->ref_price);
+    for (int i = 0; i < 4; i++)
+        out[40 + i] = (uint8_t)(l->max_open >> (8 * i));
+    out[44] = l->band_unit;
+    out[45] = l->stp;
+    out[46] = out[47] = 0;
+    return TFV_RISK_LIMITS_LEN;
+}
+
+int tfv_limits_decode(const uint8_t *p, size_t n, tfv_limits *out)
+{
+    if (n != TFV_RISK_LIMITS_LEN || p[44] > TFV_BAND_BPS || p[45] > TF_ENGINE_STP_CANCEL_BOTH ||
+        p[46] || p[47] || (int64_t)ld64(p + 32) < 0)
+        return TF_E_PROTOCOL;
+    *out = (tfv_limits){
+        .account = ld64(p),
+        .max_qty = ld64(p + 8),
+        .max_notional = ld64(p + 16),
+        .band = ld64(p + 24),
+        .ref_price = (int64_t)ld64(p + 32),
+        .max_open =
+            (uint32_t)p[40] | (uint32_t)p[41] << 8 | (uint32_t)p[42] << 16 | (uint32_t)p[43] << 24,
+        .band_unit = p[44],
+        .stp = p[45],
+    };
+    return 0;
+}
+
+/* u64 command_seq, u64 account, u8 on (0/1) */
+int tfv_kill_encode(uint64_t command_seq, uint64_t account, int on,
+                    uint8_t out[TFV_KILL_SWITCH_LEN])
+{
+    st64(out, command_seq);
+    st64(out + 8, account);
+    out[16] = on ? 1 : 0;
+    return TFV_KILL_SWITCH_LEN;
+}
+
+int tfv_kill_decode(const uint8_t *p, size_t n, uint64_t *command_seq, uint64_t *account, int *on)
+{
+    if (n != TFV_KILL_SWITCH_LEN || p[16] > 1)
+        return TF_E_PROTOCOL;
+    *command_seq = ld64(p);
+    *account = ld64(p + 8);
+    *on = p[16];
+    return 0;
+}
+
+/* u64 command_seq, u64 session */
+int tfv_cod_encode(uint64_t command_seq, uint64_t session,
+                   uint8_t out[TFV_CANCEL_ON_DISCONNECT_LEN])
+{
+    st64(out, command_seq);
+    st64(out + 8, session);
+    return TFV_CANCEL_ON_DISCONNECT_LEN;
+}
+
+int tfv_cod_decode(const uint8_t *p, size_t n, uint64_t *command_seq, uint64_t *session)
+{
+    if (n != TFV_CANCEL_ON_DISCONNECT_LEN)
+        return TF_E_PROTOCOL;
+    *command_seq = ld64(p);
+    *session = ld64(p + 8);
+    return 0;
+}
+
+int tfv_risk_kind(int kind)
+{
+    return kind >= TFV_RISK_LIMITS && kind <= TFV_CANCEL_ON_DISCONNECT;
+}
+
+int tfv_risk_payload_size(int kind)
+{
+    switch (kind) {
+    case TFV_RISK_LIMITS:
+        return TFV_RISK_LIMITS_LEN;
+    case TFV_KILL_SWITCH:
+        return TFV_KILL_SWITCH_LEN;
+    case TFV_CANCEL_ON_DISCONNECT:
+        return TFV_CANCEL_ON_DISCONNECT_LEN;
+    default:
+        return TF_E_OFL_UNKNOWN_KIND;
+    }
+}
+
+const char *tfv_risk_kind_name(int kind)
+{
+    switch (kind) {
+    case TFV_RISK_LIMITS:
+        return "RiskLimits";
+    case TFV_KILL_SWITCH:
+        return "KillSwitch";
+    case TFV_CANCEL_ON_DISCONNECT:
+        return "CancelOnDisconnect";
+    default:
+        return NULL;
+    }
+}
+
+int tfv_risk_payload_check(int kind, const uint8_t *p, size_t n)
+{
+    int size = tfv_risk_payload_size(kind);
+    if (size < 0)
+        return size;
+    if (n != (size_t)size)
+        return TF_E_OFL_PAYLOAD_LENGTH;
+    tfv_limits l;
+    uint64_t a, b;
+    int on;
+    if (kind == TFV_RISK_LIMITS)
+        return tfv_limits_decode(p, n, &l);
+    if (kind == TFV_KILL_SWITCH)
+        return tfv_kill_decode(p, n, &a, &b, &on);
+    return tfv_cod_decode(p, n, &a, &b);
+}
+
+/* ---- state ------------------------------------------------------------------------------ */
+
+int tfv_risk_open(tf_engine *e, tfv_risk **out)
+{
+    tfv_risk *r = calloc(1, sizeof *r);
+    if (!r)
+        return TF_E_NOMEM;
+    r->acct = calloc(TFV_RISK_MAX_ACCOUNTS, sizeof *r->acct);
+    r->index = calloc(INDEX_SLOTS, sizeof *r->index);
+    if (!r->acct || !r->index) {
+        free(r->acct);
+        free(r->index);
+        free(r);
+        return TF_E_NOMEM;
+    }
+    r->e = e;
+    *out = r;
+    return 0;
+}
+
+void tfv_risk_close(tfv_risk *r)
+{
+    if (!r)
+        return;
+    free(r->acct);
+    free(r->index);
+    free(r->killed);
+    free(r);
+}
+
+uint32_t tfv_risk_accounts(const tfv_risk *r)
+{
+    return r ? r->n : 0;
+}
+
+static uint32_t home(uint64_t account)
+{
+    return (uint32_t)((account * 0x9E3779B97F4A7C15ull) >> 50) & (INDEX_SLOTS - 1);
+}
+
+/* The index over acct[]: a config change is rare, so it is rebuilt whole. */
+static void reindex(tfv_risk *r)
+{
+    memset(r->index, 0, INDEX_SLOTS * sizeof *r->index);
+    for (uint32_t i = 0; i < r->n; i++) {
+        uint32_t h = home(r->acct[i].account);
+        while (r->index[h])
+            h = (h + 1) & (INDEX_SLOTS - 1);
+        r->index[h] = (uint16_t)(i + 1);
+    }
+}
+
+static const tfv_limits *limits_of(const tfv_risk *r, uint64_t account)
+{
+    for (uint32_t h = home(account); r->index[h]; h = (h + 1) & (INDEX_SLOTS - 1))
+        if (r->acct[r->index[h] - 1].account == account)
+            return &r->acct[r->index[h] - 1];
+    return NULL;
+}
+
+int tfv_risk_apply_limits(tfv_risk *r, const tfv_limits *l)
+{
+    if (l->account == 0) { /* the reset: the previous config's settings go, and every STP
+                            * mode (a snapshot may hold modes of a config not seen since) */
+        for (uint32_t i = 0; i < r->n; i++)
+            tf_engine_track_account(r->e, r->acct[i].account, 0);
+        tf_engine_clear_stp(r->e);
+        r->n = 0;
+        reindex(r);
+        return 0;
+    }
+    uint32_t i = 0;
+    while (i < r->n && r->acct[i].account < l->account)
+        i++;
+    int have = i < r->n && r->acct[i].account == l->account;
+    if (!have && r->n == TFV_RISK_MAX_ACCOUNTS)
+        return TF_E_LIMIT;
+    int rc = tf_engine_set_stp(r->e, l->account, l->stp);
+    if (!rc)
+        rc = tf_engine_track_account(r->e, l->account, l->max_open != 0);
+    if (rc)
+        return rc;
+    if (!have) {
+        memmove(&r->acct[i + 1], &r->acct[i], (r->n - i) * sizeof *r->acct);
+        r->n++;
+    }
+    r->acct[i] = *l;
+    reindex(r);
+    return 0;
+}
+
+static uint32_t killed_at(const tfv_risk *r, uint64_t account)
+{
+    uint32_t i = 0;
+    while (i < r->n_killed && r->killed[i] < account)
+        i++;
+    return i;
+}
+
+int tfv_risk_killed(const tfv_risk *r, uint64_t account)
+{
+    if (!r || !r->n_killed)
+        return 0;
+    uint32_t i = killed_at(r, account);
+    return i < r->n_killed && r->killed[i] == account;
+}
+
+int tfv_risk_kill(tfv_risk *r, uint64_t command_seq, uint64_t account, int on, tf_engine_sink *sink)
+{
+    uint32_t i = killed_at(r, account);
+    int is_on = i < r->n_killed && r->killed[i] == account;
+    if (on && !is_on) {
+        if (r->n_killed == r->cap_killed) {
+            uint32_t cap = r->cap_killed ? r->cap_killed * 2 : 16;
+            uint64_t *k = realloc(r->killed, cap * sizeof *k);
+            if (!k)
+                return TF_E_NOMEM;
+            r->killed = k;
+            r->cap_killed = cap;
+        }
+        memmove(&r->killed[i + 1], &r->killed[i], (r->n_killed - i) * sizeof *r->killed);
+        r->killed[i] = account;
+        r->n_killed++;
+    } else if (!on && is_on) {
+        memmove(&r->killed[i], &r->killed[i + 1], (r->n_killed - i - 1) * sizeof *r->killed);
+        r->n_killed--;
+    }
+    if (!on)
+        return TF_ENGINE_APPLIED;
+    return tf_engine_cancel_account(r->e, command_seq, account, sink);
+}
+
+int tfv_risk_apply_record(tfv_risk *r, int kind, const uint8_t *p, size_t n, tf_engine_sink *sink)
+{
+    tfv_limits l;
+    uint64_t seq, account;
+    int on, rc;
+    if (kind == TFV_RISK_LIMITS) {
+        if ((rc = tfv_limits_decode(p, n, &l)))
+            return rc;
+        rc = tfv_risk_apply_limits(r, &l);
+        return rc ? rc : TF_ENGINE_APPLIED;
+    }
+    if (kind == TFV_KILL_SWITCH) {
+        if ((rc = tfv_kill_decode(p, n, &seq, &account, &on)))
+            return rc;
+        return tfv_risk_kill(r, seq, account, on, sink);
+    }
+    return TF_E_OFL_UNKNOWN_KIND;
+}
+
+/* ---- checks ----------------------------------------------------------------------------- */
+
+/* The band's reference for an order of `side` on an instrument: the configured price, else
+ * the best price of the opposite side (where the order would trade first), else the best of
+ * its own side; 0 when the book is empty. */
+static int64_t reference(const tfv_risk *r, const tfv_limits *l, uint64_t instrument, int side)
+{
+    if (l->ref_price)
+        return l->ref_price;
+    int64_t px;
+    if (tf_engine_best_price(r->e, instrument, side ^ 1, &px) == 1)
+        return px;
+    if (tf_engine_best_price(r->e, instrument, side, &px) == 1)
+        return px;
+    return 0;
+}
+
+static int outside_band(const tfv_risk *r, const tfv_limits *l, uint64_t instrument, int side,
+                        int64_t price)
+{
+    if (!l->band)
+        return 0;
+    int64_t ref = reference(r, l, instrument, side);
+    if (ref <= 0)
+        return 0; /* nothing to measure against */
+    uint64_t diff = price > ref ? (uint64_t)price - (uint64_t)ref : (uint64_t)ref - (uint64_t)price;
+    if (l->band_unit == TFV_BAND_TICKS)
+        return diff > l->band;
+    return (u128)diff * 10000 > (u128)(uint64_t)ref * l->band;
+}
+
+/* The rules for an order of an account: quantity, notional (price > 0), band, open orders. */
+static int order_rules(const tfv_risk *r, const tfv_limits *l, uint64_t instrument, int side,
+                       const int64_t *price, uint64_t qty, int adds_order)
+{
+    if (l->max_qty && qty > l->max_qty)
+        return TFV_REASON_MAX_QUANTITY;
+    if (price && l->max_notional && (u128)qty * (uint64_t)*price > l->max_notional)
+        return TFV_REASON_MAX_NOTIONAL;
+    if (price && outside_band(r, l, instrument, side, *price))
+        return TFV_REASON_PRICE_BAND;
+    if (adds_order && l->max_open &&
+        tf_engine_account_orders(r->e, l->account) >= (int64_t)l->max_open)
+        return TFV_REASON_MAX_OPEN_ORDERS;
+    return 0;
+}
+
+static int qty_valid(tf_ofl_qty q)
+{
+    return q.hi == 0 && q.lo >= 1 && q.lo <= (uint64_t)INT64_MAX;
+}
+
+int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd)
+{
+    if (!r || (!r->n && !r->n_killed))
+        return 0;
+    uint64_t account, instrument;
+    int side;
+    tf_ofl_qty q;
+    const int64_t *price = NULL;
+    tf_engine_order o;
+    switch (cmd->kind) {
+    case TF_OFL_NEW_LIMIT:
+        account = cmd->new_limit.account_id;
+        instrument = cmd->new_limit.instrument_id;
+        side = cmd->new_limit.side;
+        q = cmd->new_limit.quantity;
+        price = &cmd->new_limit.price;
+        break;
+    case TF_OFL_NEW_MARKET:
+        account = cmd->new_market.account_id;
+        instrument = cmd->new_market.instrument_id;
+        side = cmd->new_market.side;
+        q = cmd->new_market.quantity;
+        break;
+    case TF_OFL_REPLACE:
+        if (tf_engine_find_order(r->e, cmd->replace.order_id, &o) != 1)
+            return 0; /* the engine's OrderNotFound */
+        if (cmd->replace.price == o.price && qty_valid(cmd->replace.quantity) &&
+            cmd->replace.quantity.lo <= o.remaining)
+            return 0; /* only reduces what is there: always allowed */
+        account = o.account_id;
+        instrument = o.instrument_id;
+        side = o.side;
+        q = cmd->replace.quantity;
+        price = &cmd->replace.price;
+        break;
+    default:
+        return 0; /* cancels always pass, even under a kill switch */
+    }
+    if (tfv_risk_killed(r, account))
+        return TFV_REASON_KILL_SWITCH;
+    const tfv_limits *l = limits_of(r, account);
+    if (!l || !qty_valid(q) || (price && *price <= 0) || side > TF_OFL_SELL)
+        return 0;
+    return order_rules(r, l, instrument, side, price, q.lo, cmd->kind == TF_OFL_NEW_LIMIT);
+}

@@ -1,0 +1,614 @@
+/* The venue: who placed each order, what each session's last client_seq was, and the one path
+ * that applies a record (docs/venue.md).
+ *
+ * A venue rejection never bypasses the engine: the engine is given a command it can only reject
+ * (CancelByOrder of order 0, which no order has) with the same command_seq, so last_command_seq
+ * and event_seq move exactly as for any rejected command, and the Rejected it emits is rewritten
+ * into a VenueRejected with the venue's reason and the command's client_order_id. A replay takes
+ * the same path and gives the same events and state hash.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "venue/venue.h"
+
+#define UNKNOWN UINT64_MAX
+
+typedef struct owner_ent {
+    uint64_t order_id; /* 0: empty */
+    uint64_t session;
+} owner_ent;
+
+typedef struct recent {
+    uint64_t client_seq;
+    uint64_t command_seq;
+    uint64_t ev_first; /* UNKNOWN: applied before a snapshot; found by command_seq */
+    uint32_t ev_count;
+} recent;
+
+typedef struct sess_state {
+    uint64_t id;
+    uint64_t last_seq;
+    recent *ring; /* TFV_RESEND_WINDOW entries */
+    uint32_t head, count;
+} sess_state;
+
+struct tfv_venue {
+    tf_engine *e;
+    owner_ent *owners;
+    uint64_t owner_mask, owner_count;
+    sess_state *sess;
+    uint32_t n_sess, cap_sess;
+    tf_journal *events;
+    char ev_path[4096];
+    tfv_events_index ev_idx;
+    /* the command being applied */
+    tf_engine_sink *outer;
+    int (*orig_flush)(void *ctx, const tf_ofl_msg *ev, size_t n);
+    void *orig_ctx;
+    size_t scan_from;
+    int reason;
+    uint64_t coid;
+    uint64_t accepted;
+    uint64_t ev_first_seq, ev_n; /* the command's first event_seq, its events so far */
+    uint64_t *makers;
+    size_t n_makers, cap_makers;
+    int err;
+    tfv_risk *risk; /* the limits and kill switches in force (risk.c) */
+};
+
+int tfv_open(tf_engine *engine, tfv_venue **out)
+{
+    tfv_venue *v = calloc(1, sizeof *v);
+    if (!v)
+        return TF_E_NOMEM;
+    v->e = engine;
+    v->owner_mask = 1023;
+    v->owners = calloc(v->owner_mask + 1, sizeof *v->owners);
+    if (!v->owners || tfv_risk_open(engine, &v->risk)) {
+        free(v->owners);
+        free(v);
+        return TF_E_NOMEM;
+    }
+    *out = v;
+    return 0;
+}
+
+void tfv_close(tfv_venue *v)
+{
+    if (!v)
+        return;
+    for (uint32_t i = 0; i < v->n_sess; i++)
+        free(v->sess[i].ring);
+    free(v->sess);
+    free(v->owners);
+    free(v->makers);
+    free(v->ev_idx.pos);
+    tfv_risk_close(v->risk);
+    free(v);
+}
+
+void tfv_set_events(tfv_venue *v, tf_journal *events, const char *ev_path)
+{
+    v->events = events;
+    snprintf(v->ev_path, sizeof v->ev_path, "%s", ev_path ? ev_path : "");
+}
+
+/* ---------------------------------------------------------------- owners */
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static void owner_insert(owner_ent *t, uint64_t mask, uint64_t id, uint64_t session)
+{
+    uint64_t i = mix(id) & mask;
+    while (t[i].order_id && t[i].order_id != id)
+        i = (i + 1) & mask;
+    t[i].order_id = id;
+    t[i].session = session;
+}
+
+static int owner_put(tfv_venue *v, uint64_t id, uint64_t session)
+{
+    if (2 * (v->owner_count + 1) > v->owner_mask + 1) {
+        uint64_t cap = 2 * (v->owner_mask + 1);
+        owner_ent *t = calloc(cap, sizeof *t);
+        if (!t)
+            return TF_E_NOMEM;
+        for (uint64_t i = 0; i <= v->owner_mask; i++)
+            if (v->owners[i].order_id)
+                owner_insert(t, cap - 1, v->owners[i].order_id, v->owners[i].session);
+        free(v->owners);
+        v->owners = t;
+        v->owner_mask = cap - 1;
+    }
+    owner_insert(v->owners, v->owner_mask, id, session);
+    v->owner_count++;
+    return 0;
+}
+
+static uint64_t owner_get(const tfv_venue *v, uint64_t id)
+{
+    for (uint64_t i = mix(id) & v->owner_mask; v->owners[i].order_id; i = (i + 1) & v->owner_mask)
+        if (v->owners[i].order_id == id)
+            return v->owners[i].session;
+    return 0;
+}
+
+static void owner_del(tfv_venue *v, uint64_t id)
+{
+    uint64_t m = v->owner_mask, i = mix(id) & m;
+    while (v->owners[i].order_id && v->owners[i].order_id != id)
+        i = (i + 1) & m;
+    if (!v->owners[i].order_id)
+        return;
+    for (uint64_t j = i;;) { /* backward-shift deletion */
+        j = (j + 1) & m;
+        if (!v->owners[j].order_id)
+            break;
+        uint64_t home = mix(v->owners[j].order_id) & m;
+        if (((j - home) & m) >= ((j - i) & m)) {
+            v->owners[i] = v->owners[j];
+            i = j;
+        }
+    }
+    v->owners[i].order_id = 0;
+    v->owner_count--;
+}
+
+/* ---------------------------------------------------------------- sessions' resend state */
+
+static sess_state *state_of(tfv_venue *v, uint64_t id, int create)
+{
+    for (uint32_t i = 0; i < v->n_sess; i++)
+        if (v->sess[i].id == id)
+            return &v->sess[i];
+    if (!create)
+        return NULL;
+    if (v->n_sess == v->cap_sess) {
+        uint32_t cap = v->cap_sess ? v->cap_sess * 2 : 8;
+        sess_state *s = realloc(v->sess, cap * sizeof *s);
+        if (!s)
+            return NULL;
+        v->sess = s;
+        v->cap_sess = cap;
+    }
+    sess_state *s = &v->sess[v->n_sess];
+    memset(s, 0, sizeof *s);
+    s->ring = calloc(TFV_RESEND_WINDOW, sizeof *s->ring);
+    if (!s->ring)
+        return NULL;
+    s->id = id;
+    v->n_sess++;
+    return s;
+}
+
+static const recent *ring_find(const sess_state *s, uint64_t client_seq)
+{
+    /* Ascending client_seq in ring order: a binary search over the window. */
+    uint32_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const recent *r =
+            &s->ring[(s->head + TFV_RESEND_WINDOW - s->count + mid) % TFV_RESEND_WINDOW];
+        if (r->client_seq == client_seq)
+            return r;
+        if (r->client_seq < client_seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static void ring_push(sess_state *s, const recent *r)
+{
+    s->ring[s->head] = *r;
+    s->head = (s->head + 1) % TFV_RESEND_WINDOW;
+    if (s->count < TFV_RESEND_WINDOW)
+        s->count++;
+}
+
+uint64_t tfv_last_client_seq(const tfv_venue *v, uint64_t session)
+{
+    for (uint32_t i = 0; i < v->n_sess; i++)
+        if (v->sess[i].id == session)
+            return v->sess[i].last_seq;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- taking a command */
+
+/* The account a command acts for (0: it names none; CancelByOrder and Replace name an order). */
+static uint64_t account_of(const tf_ofl_msg *c)
+{
+    switch (c->kind) {
+    case TF_OFL_NEW_LIMIT:
+        return c->new_limit.account_id;
+    case TF_OFL_NEW_MARKET:
+        return c->new_market.account_id;
+    case TF_OFL_CANCEL_BY_CLIENT:
+        return c->cancel_by_client.account_id;
+    default:
+        return 0;
+    }
+}
+
+int tfv_take(tfv_venue *v, const tfv_session *sess, const tf_ofl_msg *cmd, uint64_t client_seq,
+             tfv_msg *rec, tfv_resend *resend)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->ofl = *cmd;
+    if (!sess) {
+        rec->kind = cmd->kind;
+        return TFV_NEW;
+    }
+    if (client_seq) {
+        sess_state *st = state_of(v, sess->id, 1);
+        if (!st)
+            return TF_E_NOMEM;
+        if (client_seq <= st->last_seq) {
+            const recent *r = ring_find(st, client_seq);
+            if (!r)
+                return TFV_STALE;
+            resend->command_seq = r->command_seq;
+            resend->ev_first = r->ev_first;
+            resend->ev_count = r->ev_count;
+            return TFV_RESEND;
+        }
+    }
+    rec->kind = TFV_KEYED;
+    rec->session = sess->id;
+    rec->client_seq = client_seq;
+    /* CancelByOrder and Replace name an order: checked against its owner when applied. */
+    int names_account = cmd->kind == TF_OFL_NEW_LIMIT || cmd->kind == TF_OFL_NEW_MARKET ||
+                        cmd->kind == TF_OFL_CANCEL_BY_CLIENT;
+    if (names_account && !tfv_session_holds(sess, account_of(cmd)))
+        rec->flags |= TFV_KEYED_NOT_AUTHORIZED;
+    /* An order is its placing session's: the verdict goes into the record, so a replay (from a
+     * snapshot too) never needs the owners. */
+    uint64_t oid = cmd->kind == TF_OFL_CANCEL_BY_ORDER ? cmd->cancel_by_order.order_id
+                   : cmd->kind == TF_OFL_REPLACE       ? cmd->replace.order_id
+                                                       : 0;
+    if (oid && owner_get(v, oid) != sess->id)
+        rec->flags |= TFV_KEYED_NOT_OWNER;
+    return TFV_NEW;
+}
+
+/* ---------------------------------------------------------------- applying a record */
+
+static uint64_t coid_of(const tf_ofl_msg *c)
+{
+    switch (c->kind) {
+    case TF_OFL_NEW_LIMIT:
+        return c->new_limit.client_order_id;
+    case TF_OFL_NEW_MARKET:
+        return c->new_market.client_order_id;
+    case TF_OFL_CANCEL_BY_CLIENT:
+        return c->cancel_by_client.client_order_id;
+    case TF_OFL_REPLACE:
+        return c->replace.client_order_id;
+    default:
+        return 0;
+    }
+}
+
+static int push_maker(tfv_venue *v, uint64_t id)
+{
+    if (v->n_makers == v->cap_makers) {
+        size_t cap = v->cap_makers ? v->cap_makers * 2 : 64;
+        uint64_t *m = realloc(v->makers, cap * sizeof *m);
+        if (!m)
+            return TF_E_NOMEM;
+        v->makers = m;
+        v->cap_makers = cap;
+    }
+    v->makers[v->n_makers++] = id;
+    return 0;
+}
+
+/* What the venue does with a keyed command's events before they go on. */
+static void scan(tfv_venue *v, size_t from, size_t to)
+{
+    tf_ofl_msg *ev = v->outer->ev;
+    if (from < to && !v->ev_n++) /* every event payload starts with event_seq */
+        v->ev_first_seq = ev[from].accepted.event_seq;
+    v->ev_n += to > from ? to - from - 1 : 0;
+    for (size_t i = from; i < to; i++) {
+        switch (ev[i].kind) {
+        case TF_OFL_REJECTED:
+            if (v->reason) {
+                ev[i].kind = TFV_VENUE_REJECTED;
+                ev[i].rejected.reason = (uint8_t)v->reason;
+                ev[i].rejected.client_order_id = v->coid;
+            }
+            break;
+        case TF_OFL_ACCEPTED:
+            v->accepted = ev[i].accepted.order_id;
+            break;
+        case TF_OFL_CANCELED:
+            owner_del(v, ev[i].canceled.order_id);
+            break;
+        case TF_OFL_TRADE:
+            if (!v->err)
+                v->err = push_maker(v, ev[i].trade.maker_order_id);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static int wrap_flush(void *ctx, const tf_ofl_msg *ev, size_t n)
+{
+    tfv_venue *v = ctx;
+    scan(v, v->scan_from, n);
+    v->scan_from = 0;
+    return v->orig_flush(v->orig_ctx, ev, n);
+}
+
+/* The engine applies c for a keyed command; its events pass through scan(). */
+static int engine_apply(tfv_venue *v, const tf_ofl_msg *c, tf_engine_sink *sink)
+{
+    v->outer = sink;
+    v->orig_flush = sink->flush;
+    v->orig_ctx = sink->ctx;
+    v->scan_from = sink->n;
+    v->accepted = 0;
+    v->n_makers = 0;
+    v->ev_n = 0;
+    v->err = 0;
+    if (sink->flush) {
+        sink->flush = wrap_flush;
+        sink->ctx = v;
+    }
+    int rc = tf_engine_apply(v->e, c, sink);
+    sink->flush = v->orig_flush;
+    sink->ctx = v->orig_ctx;
+    if (rc >= 0)
+        scan(v, v->scan_from, sink->n);
+    return rc;
+}
+
+/* After a keyed command: the order it placed is its session's while it is live; orders its
+ * trades filled are forgotten. */
+static int settle_owners(tfv_venue *v, uint64_t session)
+{
+    tf_engine_order o;
+    int rc = 0;
+    if (v->accepted && tf_engine_find_order(v->e, v->accepted, &o) == 1)
+        rc = owner_put(v, v->accepted, session);
+    for (size_t i = 0; i < v->n_makers; i++)
+        if (tf_engine_find_order(v->e, v->makers[i], &o) != 1)
+            owner_del(v, v->makers[i]);
+    return rc ? rc : v->err;
+}
+
+static int apply_keyed(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
+{
+    tf_ofl_msg c = msg->ofl;
+    uint64_t seq = c.new_limit.command_seq; /* the first field of every command */
+    v->reason = 0;
+    v->coid = coid_of(&c);
+    if (msg->flags & TFV_KEYED_NOT_AUTHORIZED)
+        v->reason = TFV_REASON_NOT_AUTHORIZED;
+    else if (msg->flags & TFV_KEYED_NOT_OWNER) {
+        /* another session's order: answered as if there were none (order 0 never exists) */
+        if (c.kind == TF_OFL_CANCEL_BY_ORDER)
+            c.cancel_by_order.order_id = 0;
+        else if (c.kind == TF_OFL_REPLACE)
+            c.replace.order_id = 0;
+    }
+    if (!v->reason) /* the risk rules (risk.c, docs/venue.md "Risk") */
+        v->reason = tfv_risk_check(v->risk, &c);
+    if (v->reason) {
+        memset(&c, 0, sizeof c);
+        c.kind = TF_OFL_CANCEL_BY_ORDER;
+        c.cancel_by_order.command_seq = seq;
+    }
+    int rc = engine_apply(v, &c, sink);
+    if (rc < 0)
+        return rc;
+    int sr = settle_owners(v, msg->session);
+    if (sr)
+        return sr;
+    if (!msg->client_seq)
+        return rc;
+    sess_state *st = state_of(v, msg->session, 1);
+    if (!st)
+        return TF_E_NOMEM;
+    if (msg->client_seq > st->last_seq) {
+        recent r = {.client_seq = msg->client_seq, .command_seq = seq, .ev_first = UNKNOWN};
+        if (rc == TF_ENGINE_APPLIED && v->ev_n) {
+            r.ev_first = v->ev_first_seq - 1; /* its index in events.ofl */
+            r.ev_count = (uint32_t)v->ev_n;
+        }
+        ring_push(st, &r);
+        st->last_seq = msg->client_seq;
+    }
+    return rc;
+}
+
+/* A plain (un-keyed) command: the risk rules, then the engine. A refused one goes through the
+ * engine as a command it can only reject, like a keyed one (see the top of this file). */
+static int apply_plain(tfv_venue *v, const tf_ofl_msg *cmd, tf_engine_sink *sink)
+{
+    int reason = tfv_risk_check(v->risk, cmd);
+    if (!reason || cmd->kind < TF_OFL_NEW_LIMIT || cmd->kind > TF_OFL_REPLACE)
+        return tf_engine_apply(v->e, cmd, sink);
+    tf_ofl_msg c = {.kind = TF_OFL_CANCEL_BY_ORDER};
+    c.cancel_by_order.command_seq = cmd->new_limit.command_seq;
+    v->reason = reason;
+    v->coid = coid_of(cmd);
+    int rc = engine_apply(v, &c, sink);
+    v->reason = 0;
+    return rc;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* CancelOnDisconnect (0x13): every live order the session placed, ascending order id, as one
+ * command. */
+static int cancel_session(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
+{
+    uint64_t seq, session;
+    int rc = tfv_cod_decode(msg->risk, msg->risk_len, &seq, &session);
+    if (rc)
+        return rc;
+    uint64_t *ids = malloc((v->owner_count ? v->owner_count : 1) * sizeof *ids);
+    if (!ids)
+        return TF_E_NOMEM;
+    size_t n = 0;
+    for (uint64_t i = 0; i <= v->owner_mask; i++)
+        if (v->owners[i].order_id && v->owners[i].session == session)
+            ids[n++] = v->owners[i].order_id;
+    qsort(ids, n, sizeof *ids, cmp_id);
+    rc = tf_engine_cancel_orders(v->e, seq, ids, n, sink);
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        owner_del(v, ids[i]);
+    free(ids);
+    return rc;
+}
+
+int tfv_apply(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
+{
+    if (!v || !msg || !sink)
+        return TF_E_NULL_ARG;
+    if (msg->kind == TFV_KEYED)
+        return apply_keyed(v, msg, sink);
+    if (msg->kind == TFV_CANCEL_ON_DISCONNECT)
+        return cancel_session(v, msg, sink);
+    if (tfv_risk_kind(msg->kind))
+        return tfv_risk_apply_record(v->risk, msg->kind, msg->risk, msg->risk_len, sink);
+    if (tfv_is_ext_kind(msg->kind))
+        return msg->kind == TFV_VENUE_REJECTED ? TF_ENGINE_SKIPPED : TF_E_OFL_UNKNOWN_KIND;
+    return apply_plain(v, &msg->ofl, sink);
+}
+
+tfv_risk *tfv_venue_risk(tfv_venue *v)
+{
+    return v ? v->risk : NULL;
+}
+
+int tfv_read_events(tfv_venue *v, uint64_t first, uint32_t count, uint64_t command_seq,
+                    uint8_t **out, size_t *len, size_t *cap)
+{
+    if (v->events) {
+        int rc = tf_journal_flush(v->events); /* the file holds every event applied so far */
+        if (rc)
+            return rc;
+    }
+    return tfv_events_walk(v->ev_path, &v->ev_idx, first, count, command_seq, out, len, cap);
+}
+
+/* ---------------------------------------------------------------- owners after a snapshot */
+
+typedef struct orphan {
+    uint64_t order_id, command_seq;
+} orphan;
+
+typedef struct orphans {
+    const tfv_venue *v;
+    orphan *a;
+    size_t n, cap;
+} orphans;
+
+static int add_orphan(void *ctx, const tf_engine_order *o)
+{
+    orphans *x = ctx;
+    if (owner_get(x->v, o->order_id))
+        return 0;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 1024;
+        orphan *a = realloc(x->a, cap * sizeof *a);
+        if (!a)
+            return TF_E_NOMEM;
+        x->a = a;
+        x->cap = cap;
+    }
+    x->a[x->n++] = (orphan){o->order_id, 0};
+    return 0;
+}
+
+static int by_order(const void *a, const void *b)
+{
+    uint64_t x = ((const orphan *)a)->order_id, y = ((const orphan *)b)->order_id;
+    return x < y ? -1 : x > y;
+}
+
+static int by_command(const void *a, const void *b)
+{
+    uint64_t x = ((const orphan *)a)->command_seq, y = ((const orphan *)b)->command_seq;
+    return x < y ? -1 : x > y;
+}
+
+/* Walks the journal at path, calling fn for every record (ext records decoded). */
+static int walk_journal(const char *path, int (*fn)(void *ctx, const tfv_msg *m), void *ctx)
+{
+    tf_journal_map map;
+    int rc = tf_journal_map_open(path, &map);
+    if (rc)
+        return rc;
+    tf_journal_reader r;
+    rc = tf_journal_reader_init(&r, map.data, map.len);
+    tf_ofl_msg batch[256];
+    int n;
+    while (!rc && (n = tf_journal_reader_next_batch(&r, batch, 256)) > 0) {
+        for (int i = 0; i < n && !rc; i++) {
+            tfv_msg m = {.kind = batch[i].kind, .ofl = batch[i]};
+            if (tfv_is_ext_kind(m.kind) && tfv_decode_reader_frame(&r, &m) < 0)
+                continue;
+            rc = fn(ctx, &m);
+        }
+    }
+    tf_journal_map_close(&map);
+    return rc;
+}
+
+static int find_accepted(void *ctx, const tfv_msg *m)
+{
+    orphans *x = ctx;
+    if (m->kind != TF_OFL_ACCEPTED)
+        return 0;
+    orphan key = {m->ofl.accepted.order_id, 0};
+    orphan *o = bsearch(&key, x->a, x->n, sizeof *x->a, by_order);
+    if (o)
+        o->command_seq = m->ofl.accepted.command_seq;
+    return 0;
+}
+
+static int find_keyed(void *ctx, const tfv_msg *m)
+{
+    orphans *x = ctx;
+    if (m->kind != TFV_KEYED)
+        return 0;
+    orphan key = {0, m->ofl.new_limit.command_seq};
+    orphan *o = bsearch(&key, x->a, x->n, sizeof *x->a, by_command);
+    return o ? owner_put((tfv_venue *)x->v, o->order_id, m->session) : 0;
+}
+
+int tfv_rebuild_owners(tfv_venue *v, const char *cmd_path, const char *ev_path)
+{
+    orphans x = {.v = v};
+    int rc = tf_engine_for_each_order(v->e, add_orphan, &x);
+    if (!rc && x.n) {
+        qsort(x.a, x.n, sizeof *x.a, by_order);
+        rc = walk_journal(ev_path, find_accepted, &x);
+    }
+    if (!rc && x.n) {
+        qsort(x.a, x.n, sizeof *x.a, by_command);
+        rc = walk_journal(cmd_path, find_keyed, &x);
+    }
+    free(x.a);
+    return rc ? rc : (int)(v->owner_count > INT32_MAX ? INT32_MAX : v->owner_count);
+}

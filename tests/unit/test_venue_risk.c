@@ -1,0 +1,402 @@
+/* Pre-trade risk (src/venue/risk.c, risk_config.c; docs/venue.md "Risk"): the config file and
+ * its refusals (each naming the line), the 0x11-0x13 payloads, every rule at its boundary
+ * (exactly at the limit accepted, one over refused), a reload that replaces the limits, the
+ * kill switch, and that limits applied from decoded records decide as the parsed ones do. */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "tollfree/engine.h"
+#include "venue/risk.h"
+#include "venue/venue.h"
+
+static tf_ofl_msg ev[64];
+static tf_engine_sink sink = {.ev = ev, .cap = 64};
+static uint64_t seq;
+
+static tf_engine *make(void)
+{
+    static const uint64_t ids[] = {1, 2};
+    tf_engine_config ec = {
+        .size = sizeof ec, .instruments = ids, .n_instruments = 2, .max_orders = 100};
+    tf_engine *e = NULL;
+    CHECK_RC(tf_engine_create(&ec, &e), 0);
+    seq = 0;
+    return e;
+}
+
+static tf_ofl_msg nl(uint64_t account, uint64_t coid, uint64_t ins, int side, int64_t px,
+                     uint64_t qty)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_NEW_LIMIT};
+    m.new_limit = (tf_ofl_new_limit){.command_seq = ++seq,
+                                     .account_id = account,
+                                     .client_order_id = coid,
+                                     .instrument_id = ins,
+                                     .price = px,
+                                     .quantity = {qty, 0},
+                                     .side = (uint8_t)side};
+    return m;
+}
+
+static tf_ofl_msg nm(uint64_t account, uint64_t coid, int side, uint64_t qty)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_NEW_MARKET};
+    m.new_market = (tf_ofl_new_market){.command_seq = ++seq,
+                                       .account_id = account,
+                                       .client_order_id = coid,
+                                       .instrument_id = 1,
+                                       .quantity = {qty, 0},
+                                       .side = (uint8_t)side};
+    return m;
+}
+
+static int chk(const tfv_risk *r, tf_ofl_msg m)
+{
+    return tfv_risk_check(r, &m);
+}
+
+static void apply(tf_engine *e, tf_ofl_msg m)
+{
+    sink.n = 0;
+    CHECK_RC(tf_engine_apply(e, &m, &sink), TF_ENGINE_APPLIED);
+}
+
+/* Parses text and applies it as the service does: a reset, then every account's record. */
+static int load(tfv_risk *r, const char *text, tfv_risk_config *c)
+{
+    char err[512];
+    int rc = tfv_risk_parse(text, strlen(text), "risk.conf", c, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "unexpected refusal: %s\n", err);
+        return rc;
+    }
+    tfv_limits reset = {0};
+    rc = tfv_risk_apply_limits(r, &reset);
+    for (uint32_t i = 0; !rc && i < c->n; i++)
+        rc = tfv_risk_apply_limits(r, &c->acct[i]);
+    return rc;
+}
+
+static void refused(const char *text, const char *want)
+{
+    char err[512] = "";
+    tfv_risk_config c;
+    int rc = tfv_risk_parse(text, strlen(text), "risk.conf", &c, err, sizeof err);
+    CHECK_RC(rc, TF_E_BAD_INPUT);
+    if (!strstr(err, want)) {
+        fprintf(stderr, "refusal '%s' lacks '%s'\n", err, want);
+        CHECK(0);
+    }
+}
+
+static void config_file(void)
+{
+    tfv_risk_config c;
+    char err[256];
+    const char *text = "# limits\n"
+                       "account 7 max_qty 100 max_notional 5000 band 5 max_open 2 stp "
+                       "cancel-oldest\n"
+                       "\n"
+                       "account 3 band 2.5% ref 1000\n"
+                       "admin ops\n"
+                       "cancel-on-disconnect alice\n";
+    CHECK_RC(tfv_risk_parse(text, strlen(text), "x", &c, err, sizeof err), 0);
+    CHECK_EQ(c.n, 2u);
+    CHECK_EQ(c.acct[0].account, 3u); /* sorted */
+    CHECK_EQ(c.acct[0].band, 250u);
+    CHECK_EQ(c.acct[0].band_unit, TFV_BAND_BPS);
+    CHECK_EQ(c.acct[0].ref_price, 1000);
+    CHECK_EQ(c.acct[1].max_qty, 100u);
+    CHECK_EQ(c.acct[1].max_notional, 5000u);
+    CHECK_EQ(c.acct[1].band, 5u);
+    CHECK_EQ(c.acct[1].band_unit, TFV_BAND_TICKS);
+    CHECK_EQ(c.acct[1].max_open, 2u);
+    CHECK_EQ(c.acct[1].stp, TF_ENGINE_STP_CANCEL_OLDEST);
+    CHECK(tfv_risk_is_admin(&c, tfv_session_id("ops", 3)));
+    CHECK(!tfv_risk_is_admin(&c, tfv_session_id("alice", 5)));
+    CHECK(tfv_risk_cancels_on_disconnect(&c, tfv_session_id("alice", 5)));
+    tfv_risk_config_free(&c);
+
+    refused("account 1\naccount 0\n", "line 2: account '0'");
+    refused("\n\naccount 1 max_qty -5\n", "line 3: max_qty '-5'");
+    refused("account 1 max_qty 18446744073709551616\n", "line 1: max_qty");
+    refused("account 1 band 2.555%\n", "line 1: band '2.555%'");
+    refused("account 1 stp sometimes\n", "line 1: stp 'sometimes'");
+    refused("account 1 colour blue\n", "line 1: unknown key 'colour'");
+    refused("account 1 max_qty\n", "line 1: 'max_qty' needs a value");
+    refused("account 1\naccount 1\n", "line 2: account 1 appears twice");
+    refused("admin\n", "line 1: a session name");
+    refused("admin a b\n", "line 1: one session name a line");
+    refused("limit 5\n", "line 1: 'limit'");
+    refused("account 1 max_open 4294967296\n", "line 1: max_open 4294967296: too large");
+}
+
+static void payloads(void)
+{
+    tfv_limits l = {.account = 9,
+                    .max_qty = 1,
+                    .max_notional = UINT64_MAX,
+                    .band = 77,
+                    .ref_price = INT64_MAX,
+                    .max_open = UINT32_MAX,
+                    .band_unit = 1,
+                    .stp = 3},
+               back;
+    uint8_t p[TFV_RISK_LIMITS_LEN];
+    CHECK_EQ(tfv_limits_encode(&l, p), TFV_RISK_LIMITS_LEN);
+    CHECK_RC(tfv_limits_decode(p, sizeof p, &back), 0);
+    CHECK(!memcmp(&l, &back, sizeof l) || (back.account == 9 && back.max_open == UINT32_MAX &&
+                                           back.ref_price == INT64_MAX && back.stp == 3));
+    CHECK_RC(tfv_limits_decode(p, sizeof p - 1, &back), TF_E_PROTOCOL);
+    p[45] = 4;
+    CHECK_RC(tfv_limits_decode(p, sizeof p, &back), TF_E_PROTOCOL);
+    p[45] = 3;
+    p[44] = 2;
+    CHECK_RC(tfv_limits_decode(p, sizeof p, &back), TF_E_PROTOCOL);
+    uint8_t k[TFV_KILL_SWITCH_LEN];
+    uint64_t s, a;
+    int on;
+    tfv_kill_encode(5, 6, 1, k);
+    CHECK_RC(tfv_kill_decode(k, sizeof k, &s, &a, &on), 0);
+    CHECK(s == 5 && a == 6 && on == 1);
+    k[16] = 2;
+    CHECK_RC(tfv_kill_decode(k, sizeof k, &s, &a, &on), TF_E_PROTOCOL);
+    CHECK_RC(tfv_kill_decode(k, 16, &s, &a, &on), TF_E_PROTOCOL);
+    uint8_t d[TFV_CANCEL_ON_DISCONNECT_LEN];
+    tfv_cod_encode(8, 9, d);
+    CHECK_RC(tfv_cod_decode(d, sizeof d, &s, &a), 0);
+    CHECK(s == 8 && a == 9);
+    CHECK_RC(tfv_cod_decode(d, 17, &s, &a), TF_E_PROTOCOL);
+}
+
+static void rules(void)
+{
+    tf_engine *e = make();
+    tfv_risk *r = NULL;
+    CHECK_RC(tfv_risk_open(e, &r), 0);
+    tfv_risk_config c;
+    CHECK_RC(load(r,
+                  "account 7 max_qty 100 max_notional 5000 max_open 2\n"
+                  "account 8 band 5\n"
+                  "account 9 band 10% ref 1000\n",
+                  &c),
+             0);
+    tfv_risk_config_free(&c);
+    /* max_qty: 100 accepted, 101 refused; a market order too */
+    CHECK_EQ(chk(r, nl(7, 1, 1, 0, 10, 100)), 0);
+    CHECK_EQ(chk(r, nl(7, 1, 1, 0, 10, 101)), TFV_REASON_MAX_QUANTITY);
+    CHECK_EQ(chk(r, nm(7, 1, 0, 101)), TFV_REASON_MAX_QUANTITY);
+    CHECK_EQ(chk(r, nm(7, 1, 0, 100)), 0);
+    /* max_notional: 50 * 100 = 5000 accepted, 5001 refused (51 * 99 = 5049) */
+    CHECK_EQ(chk(r, nl(7, 1, 1, 0, 50, 100)), 0);
+    CHECK_EQ(chk(r, nl(7, 1, 1, 0, 51, 99)), TFV_REASON_MAX_NOTIONAL);
+    CHECK_EQ(chk(r, nl(7, 1, 1, 0, 5001, 1)), TFV_REASON_MAX_NOTIONAL);
+    /* overflow-safe: INT64_MAX * 100 does not wrap below the limit */
+    CHECK_EQ(chk(r, nl(7, 1, 1, 0, INT64_MAX, 100)), TFV_REASON_MAX_NOTIONAL);
+    /* the engine's own refusals keep their reasons: bad quantity or price pass the venue */
+    CHECK_EQ(chk(r, nl(7, 1, 1, 0, 0, 100000)), 0);
+    CHECK_EQ(chk(r, nl(7, 1, 1, 0, 10, 0)), 0);
+    /* max_open: two resting orders, the third refused; a market order is not counted */
+    apply(e, nl(7, 1, 1, 0, 10, 5));
+    apply(e, nl(7, 2, 2, 1, 90, 5));
+    CHECK_EQ(chk(r, nl(7, 3, 1, 0, 10, 5)), TFV_REASON_MAX_OPEN_ORDERS);
+    CHECK_EQ(chk(r, nm(7, 3, 0, 5)), 0);
+    apply(e, nl(1, 1, 1, 1, 10, 5)); /* another account fills order 1 */
+    CHECK_EQ(chk(r, nl(7, 3, 1, 0, 10, 5)), 0);
+    /* band in ticks around the opposite best: asks at 20 -> buys 15..25 */
+    apply(e, nl(1, 2, 1, 1, 20, 5));
+    CHECK_EQ(chk(r, nl(8, 1, 1, 0, 15, 1)), 0);
+    CHECK_EQ(chk(r, nl(8, 1, 1, 0, 25, 1)), 0);
+    CHECK_EQ(chk(r, nl(8, 1, 1, 0, 14, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(8, 1, 1, 0, 26, 1)), TFV_REASON_PRICE_BAND);
+    /* a sell: no bids, so its own side's best (20) is the reference */
+    CHECK_EQ(chk(r, nl(8, 1, 1, 1, 26, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(8, 1, 1, 1, 25, 1)), 0);
+    /* an empty book (instrument 2 has only account 7's ask at 90 -> reference 90) */
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 95, 1)), 0);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 96, 1)), TFV_REASON_PRICE_BAND);
+    /* band in percent around a configured reference: 10% of 1000 = 900..1100 */
+    CHECK_EQ(chk(r, nl(9, 1, 1, 0, 1100, 1)), 0);
+    CHECK_EQ(chk(r, nl(9, 1, 1, 0, 900, 1)), 0);
+    CHECK_EQ(chk(r, nl(9, 1, 1, 0, 1101, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(9, 1, 1, 0, 899, 1)), TFV_REASON_PRICE_BAND);
+    /* a replace: checked as the order's account; reducing in place always passes */
+    apply(e, nl(8, 5, 1, 0, 18, 10)); /* order id 5 */
+    tf_ofl_msg rp = {.kind = TF_OFL_REPLACE};
+    rp.replace = (tf_ofl_replace){.command_seq = ++seq,
+                                  .order_id = 5,
+                                  .client_order_id = 6,
+                                  .price = 26,
+                                  .quantity = {10, 0}};
+    CHECK_EQ(tfv_risk_check(r, &rp), TFV_REASON_PRICE_BAND);
+    rp.replace.price = 25;
+    CHECK_EQ(tfv_risk_check(r, &rp), 0);
+    /* an account without limits passes everything */
+    CHECK_EQ(chk(r, nl(4, 1, 1, 0, INT64_MAX, 1000000)), 0);
+
+    /* a reload replaces the whole config: account 7 loses its limits, 4 gains some */
+    CHECK_RC(load(r, "account 4 max_qty 1 stp cancel-newest\n", &c), 0);
+    tfv_risk_config_free(&c);
+    CHECK_EQ(tfv_risk_accounts(r), 1u);
+    CHECK_EQ(chk(r, nl(7, 9, 1, 0, 10, 101)), 0);
+    CHECK_EQ(chk(r, nl(4, 1, 1, 0, 10, 2)), TFV_REASON_MAX_QUANTITY);
+    CHECK_EQ(tf_engine_get_stp(e, 4), TF_ENGINE_STP_CANCEL_NEWEST);
+    CHECK_EQ(tf_engine_account_orders(e, 7), -1); /* no longer counted */
+    /* an empty config clears everything, STP modes included (also one the venue never set, as
+     * a snapshot of an earlier config may hold): the hash is the engine's alone */
+    tf_engine_set_stp(e, 50, TF_ENGINE_STP_CANCEL_BOTH);
+    CHECK_RC(load(r, "# nothing\n", &c), 0);
+    tfv_risk_config_free(&c);
+    CHECK_EQ(tf_engine_stp_count(e), 0u);
+    tfv_risk_close(r);
+    tf_engine_destroy(e);
+}
+
+static void kill_switch(void)
+{
+    tf_engine *e = make();
+    tfv_risk *r = NULL;
+    CHECK_RC(tfv_risk_open(e, &r), 0);
+    apply(e, nl(7, 1, 1, 0, 10, 5)); /* order 1 */
+    apply(e, nl(8, 1, 1, 0, 10, 5)); /* order 2 */
+    apply(e, nl(7, 2, 2, 1, 90, 5)); /* order 3 */
+    tf_ofl_msg cx = {.kind = TF_OFL_CANCEL_BY_CLIENT};
+    sink.n = 0;
+    CHECK_RC(tfv_risk_kill(r, ++seq, 7, 1, &sink), TF_ENGINE_APPLIED);
+    CHECK_EQ(sink.n, 2u);
+    CHECK(ev[0].kind == TF_OFL_CANCELED && ev[0].canceled.order_id == 1);
+    CHECK(ev[1].kind == TF_OFL_CANCELED && ev[1].canceled.order_id == 3);
+    CHECK(tfv_risk_killed(r, 7));
+    CHECK_EQ(chk(r, nl(7, 3, 1, 0, 10, 1)), TFV_REASON_KILL_SWITCH);
+    CHECK_EQ(chk(r, nm(7, 3, 0, 1)), TFV_REASON_KILL_SWITCH);
+    CHECK_EQ(tfv_risk_check(r, &cx), 0); /* cancels pass */
+    CHECK_EQ(chk(r, nl(8, 3, 1, 0, 10, 1)), 0);
+    sink.n = 0;
+    CHECK_RC(tfv_risk_kill(r, 0, 7, 0, &sink), TF_ENGINE_APPLIED);
+    CHECK_EQ(sink.n, 0u);
+    CHECK(!tfv_risk_killed(r, 7));
+    CHECK_EQ(chk(r, nl(7, 3, 1, 0, 10, 1)), 0);
+    tf_engine_order o;
+    CHECK_EQ(tf_engine_find_order(e, 2, &o), 1);
+    tfv_risk_close(r);
+    tf_engine_destroy(e);
+}
+
+/* Limits that went through the 0x11 payload decide exactly as the parsed ones. */
+static void through_records(void)
+{
+    tf_engine *e1 = make(), *e2 = make();
+    tfv_risk *r1 = NULL, *r2 = NULL;
+    tfv_risk_open(e1, &r1);
+    tfv_risk_open(e2, &r2);
+    tfv_risk_config c;
+    CHECK_RC(
+        load(r1, "account 7 max_qty 50 max_notional 900 band 3% max_open 1 stp cancel-both\n", &c),
+        0);
+    tfv_limits reset = {0}, back;
+    tfv_risk_apply_limits(r2, &reset);
+    uint8_t p[TFV_RISK_LIMITS_LEN];
+    tfv_limits_encode(&c.acct[0], p);
+    CHECK_RC(tfv_limits_decode(p, sizeof p, &back), 0);
+    CHECK_RC(tfv_risk_apply_limits(r2, &back), 0);
+    tfv_risk_config_free(&c);
+    uint64_t rng = 1;
+    for (int i = 0; i < 2000; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        tf_ofl_msg m = nl(6 + (rng >> 60) % 3, (uint64_t)i + 1, 1, (int)(rng >> 40) & 1,
+                          (int64_t)(95 + (rng >> 20) % 10), 1 + (rng >> 8) % 60);
+        int a = tfv_risk_check(r1, &m), b = tfv_risk_check(r2, &m);
+        CHECK_EQ(a, b);
+        if (!a) {
+            apply(e1, m);
+            apply(e2, m);
+        }
+    }
+    CHECK_EQ(tf_engine_state_hash(e1), tf_engine_state_hash(e2));
+    tfv_risk_close(r1);
+    tfv_risk_close(r2);
+    tf_engine_destroy(e1);
+    tf_engine_destroy(e2);
+}
+
+/* The records through the venue codec and tfv_apply, on plain (un-keyed) commands: a RiskLimits
+ * record sets the limits, a refused command is numbered and answered VenueRejected, a
+ * KillSwitch cancels, a CancelOnDisconnect of a session without orders takes its number. */
+static tfv_msg roundtrip(const tfv_msg *in)
+{
+    uint8_t f[TF_OFL_MAX_FRAME];
+    tfv_msg out;
+    memset(&out, 0, sizeof out);
+    int n = tfv_encode(f, sizeof f, in);
+    CHECK(n > 0);
+    CHECK_EQ(tfv_decode(f, (size_t)n, &out), n);
+    CHECK_EQ(out.kind, in->kind);
+    CHECK_EQ(out.risk_len, in->risk_len);
+    CHECK(!memcmp(out.risk, in->risk, in->risk_len));
+    f[2] = 0x11; /* a kind with another length than the frame's payload */
+    if (in->kind != 0x11)
+        CHECK(tfv_decode(f, (size_t)n, &out) < 0);
+    return out;
+}
+
+static void through_venue(void)
+{
+    tf_engine *e = make();
+    tfv_venue *v = NULL;
+    CHECK_RC(tfv_open(e, &v), 0);
+    tfv_msg rec = {.kind = TFV_RISK_LIMITS, .risk_len = TFV_RISK_LIMITS_LEN};
+    tfv_limits l = {.account = 7, .max_qty = 10};
+    tfv_limits_encode(&l, rec.risk);
+    tfv_msg got = roundtrip(&rec);
+    sink.n = 0;
+    CHECK_RC(tfv_apply(v, &got, &sink), TF_ENGINE_APPLIED);
+    CHECK_EQ(sink.n, 0u);
+    tfv_msg cmd = {.kind = TF_OFL_NEW_LIMIT, .ofl = nl(7, 5, 1, 0, 100, 11)};
+    sink.n = 0;
+    CHECK_RC(tfv_apply(v, &cmd, &sink), TF_ENGINE_APPLIED);
+    CHECK_EQ(sink.n, 1u);
+    CHECK_EQ(ev[0].kind, TFV_VENUE_REJECTED);
+    CHECK_EQ(ev[0].rejected.reason, TFV_REASON_MAX_QUANTITY);
+    CHECK_EQ(ev[0].rejected.client_order_id, 5u);
+    CHECK_EQ(ev[0].rejected.command_seq, seq);
+    cmd.ofl = nl(7, 6, 1, 0, 100, 10);
+    sink.n = 0;
+    CHECK_RC(tfv_apply(v, &cmd, &sink), TF_ENGINE_APPLIED);
+    CHECK_EQ(ev[0].kind, TF_OFL_ACCEPTED);
+    uint64_t live = ev[0].accepted.order_id;
+
+    tfv_msg k = {.kind = TFV_KILL_SWITCH, .risk_len = TFV_KILL_SWITCH_LEN};
+    tfv_kill_encode(++seq, 7, 1, k.risk);
+    got = roundtrip(&k);
+    sink.n = 0;
+    CHECK_RC(tfv_apply(v, &got, &sink), TF_ENGINE_APPLIED);
+    CHECK_EQ(sink.n, 1u);
+    CHECK(ev[0].kind == TF_OFL_CANCELED && ev[0].canceled.order_id == live);
+    cmd.ofl = nl(7, 7, 1, 0, 100, 1);
+    sink.n = 0;
+    tfv_apply(v, &cmd, &sink);
+    CHECK(ev[0].kind == TFV_VENUE_REJECTED && ev[0].rejected.reason == TFV_REASON_KILL_SWITCH);
+
+    tfv_msg d = {.kind = TFV_CANCEL_ON_DISCONNECT, .risk_len = TFV_CANCEL_ON_DISCONNECT_LEN};
+    tfv_cod_encode(++seq, 12345, d.risk);
+    got = roundtrip(&d);
+    sink.n = 0;
+    CHECK_RC(tfv_apply(v, &got, &sink), TF_ENGINE_APPLIED);
+    CHECK_EQ(sink.n, 0u);
+    tf_engine_counters c;
+    tf_engine_get_counters(e, &c);
+    CHECK_EQ(c.last_command_seq, seq);
+    tfv_close(v);
+    tf_engine_destroy(e);
+}
+
+int main(void)
+{
+    config_file();
+    payloads();
+    rules();
+    kill_switch();
+    through_records();
+    through_venue();
+    return tf_test_report();
+}
