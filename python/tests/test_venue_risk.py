@@ -48,14 +48,14 @@ class Venue:
         self.sock = str(d / "e.sock")
         self.url = f"unix:{self.sock}"
 
-    def start(self) -> None:
+    def start(self, *extra: str) -> None:
         self.log_path = self.dir / "log"
         self.out_path = self.dir / "out"
         with open(self.log_path, "wb") as log, open(self.out_path, "wb") as out:
             self.proc = subprocess.Popen(
                 [bin_path(), "engine", "serve", "--journal", str(self.dir / "j"), "--unix",
                  self.sock, "--sessions", str(self.sessions), "--risk", str(self.risk),
-                 "--instruments", "1-4"],
+                 "--instruments", "1-4", *extra],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=log)
         self.wait_log("listening unix")
 
@@ -192,6 +192,38 @@ def test_kill_switch(venue):
         ops.close()
     stopped = venue.stop()
     run = subprocess.run([bin_path(), "engine", "run", str(venue.dir / "j" / "commands.ofl"),
+                          "--quiet"], capture_output=True, text=True, timeout=DEADLINE)
+    assert stopped["state_hash"] in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("snapshot", [False, True])
+def test_kill_switch_survives_a_restart(tmp_path, snapshot):
+    """A kill switch on stays on across a restart, whether the start replays the whole journal
+    or starts from a snapshot written after the switch (the switch's record is then before the
+    snapshot), and the state hash still equals `engine run`."""
+    v = Venue(tmp_path)
+    extra = ("--snapshot-every", "1") if snapshot else ()
+    v.start(*extra)
+    try:
+        with v.connect("alpha") as a:
+            assert reason(a.new_limit(1, 1, 1, "buy", 100, 1)) == "Accepted"
+            ops = raw_logon(v, "ops")
+            kill(ops, 1, True)
+            ops.close()
+            assert reason(a.new_limit(2, 2, 1, "buy", 100, 1)) == "Accepted"  # after the switch
+        v.stop()
+        v.start(*extra)
+        if snapshot:
+            assert "snapshot" in v.log()
+        with v.connect("alpha") as a:
+            assert reason(a.new_limit(1, 3, 1, "buy", 100, 1)) == "KillSwitch"
+            assert reason(a.new_limit(2, 4, 1, "buy", 100, 1)) == "Accepted"
+        stopped = v.stop()
+    finally:
+        if v.proc.poll() is None:
+            v.proc.kill()
+            v.proc.wait()
+    run = subprocess.run([bin_path(), "engine", "run", str(v.dir / "j" / "commands.ofl"),
                           "--quiet"], capture_output=True, text=True, timeout=DEADLINE)
     assert stopped["state_hash"] in run.stdout, run.stdout + run.stderr
 
