@@ -123,38 +123,18 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
  * 1 taken, 0 not a limit option, -1 a bad value (msg says why). */
 static int limit_option(const char *a, const char *v, tfes_config *cfg, char *msg, size_t cap)
 {
-    const struct {
-        const char *name;
-        int sized;
-        uint64_t lo, hi;
-        int *i;      /* where the value goes: an int, */
-        uint64_t *u; /* or a u64 */
-    } lims[] = {
-        {"--max-conns", 0, 1, 1000000, &cfg->max_conns, NULL},
-        {"--max-conns-per-peer", 0, 1, 1000000, &cfg->max_conns_per_peer, NULL},
-        {"--conn-reserve", 0, 0, 1000000, &cfg->conn_reserve, NULL},
-        {"--stall-timeout", 0, 0, 86400 * 365, &cfg->stall_timeout_s, NULL},
-        {"--idle-timeout", 0, 0, 86400 * 365, &cfg->idle_timeout_s, NULL},
-        {"--idle-timeout-full", 0, 0, 86400 * 365, &cfg->idle_full_timeout_s, NULL},
-        {"--min-rate", 1, 0, UINT64_MAX / 2, NULL, &cfg->min_rate},
-        {"--max-memory", 1, (uint64_t)1 << 20, UINT64_MAX / 2, NULL, &cfg->max_memory},
-        {"--max-output", 1, 4096, (uint64_t)1 << 34, NULL, &cfg->max_output},
+    const tfu_limit_opt lims[] = {
+        {"--max-conns", 0, 1, 1000000, &cfg->max_conns, NULL, 0},
+        {"--max-conns-per-peer", 0, 1, 1000000, &cfg->max_conns_per_peer, NULL, 0},
+        {"--conn-reserve", 0, 0, 1000000, &cfg->conn_reserve, NULL, 1},
+        {"--stall-timeout", 0, 0, 86400 * 365, &cfg->stall_timeout_s, NULL, 0},
+        {"--idle-timeout", 0, 0, 86400 * 365, &cfg->idle_timeout_s, NULL, 0},
+        {"--idle-timeout-full", 0, 0, 86400 * 365, &cfg->idle_full_timeout_s, NULL, 0},
+        {"--min-rate", 1, 0, UINT64_MAX / 2, NULL, &cfg->min_rate, 0},
+        {"--max-memory", 1, (uint64_t)1 << 20, UINT64_MAX / 2, NULL, &cfg->max_memory, 0},
+        {"--max-output", 1, 4096, (uint64_t)1 << 34, NULL, &cfg->max_output, 0},
     };
-    for (size_t k = 0; k < sizeof lims / sizeof lims[0]; k++) {
-        if (strcmp(a, lims[k].name))
-            continue;
-        uint64_t n;
-        int rc = lims[k].sized ? tfu_parse_size(a, v, lims[k].lo, lims[k].hi, &n, msg, cap)
-                               : tfu_parse_count(a, v, lims[k].lo, lims[k].hi, &n, msg, cap);
-        if (rc)
-            return -1;
-        if (lims[k].u)
-            *lims[k].u = n;
-        else
-            *lims[k].i = lims[k].i == &cfg->conn_reserve && n == 0 ? -1 : (int)n; /* 0: none */
-        return 1;
-    }
-    return 0;
+    return tfu_limit_take(lims, sizeof lims / sizeof lims[0], a, v, msg, cap);
 }
 
 /* 1 when every address HOST of "[HOST:]PORT" resolves to is a loopback one (or no HOST). */

@@ -66,40 +66,20 @@ static const char usage[] =
  * a limit option, -1 a bad value (msg says why). */
 static int limit_option(const char *a, const char *v, srv_config *cfg, char *msg, size_t cap)
 {
-    const struct {
-        const char *name;
-        int sized;
-        uint64_t lo, hi;
-        int *i;      /* where the value goes: an int, */
-        uint64_t *u; /* or a u64 */
-    } lims[] = {
-        {"--threads", 0, 0, TF_MAX_THREADS, &cfg->threads, NULL},
-        {"--max-frame", 1, 1, TF_WIRE_MAX_FRAME_LIMIT, NULL, &cfg->max_frame},
-        {"--max-memory", 1, TF_SERVER_MIN_MEMORY, UINT64_MAX / 2, NULL, &cfg->max_memory},
-        {"--dataset-cache", 1, 0, UINT64_MAX / 2, NULL, &cfg->dataset_cache},
-        {"--spin", 0, 0, 1000000000, &cfg->spin, NULL},
-        {"--stall-timeout", 0, 0, 86400 * 365, &cfg->stall_timeout_s, NULL},
-        {"--idle-timeout", 0, 0, 86400 * 365, &cfg->idle_timeout_s, NULL},
-        {"--min-rate", 1, 0, UINT64_MAX / 2, NULL, &cfg->min_rate},
-        {"--max-conns", 0, 1, 1000000, &cfg->max_conns, NULL},
-        {"--max-conns-per-peer", 0, 1, 1000000, &cfg->max_conns_per_peer, NULL},
-        {"--conn-reserve", 0, 0, 1000000, &cfg->conn_reserve, NULL},
+    const tfu_limit_opt lims[] = {
+        {"--threads", 0, 0, TF_MAX_THREADS, &cfg->threads, NULL, 0},
+        {"--max-frame", 1, 1, TF_WIRE_MAX_FRAME_LIMIT, NULL, &cfg->max_frame, 0},
+        {"--max-memory", 1, TF_SERVER_MIN_MEMORY, UINT64_MAX / 2, NULL, &cfg->max_memory, 0},
+        {"--dataset-cache", 1, 0, UINT64_MAX / 2, NULL, &cfg->dataset_cache, 0},
+        {"--spin", 0, 0, 1000000000, &cfg->spin, NULL, 0},
+        {"--stall-timeout", 0, 0, 86400 * 365, &cfg->stall_timeout_s, NULL, 0},
+        {"--idle-timeout", 0, 0, 86400 * 365, &cfg->idle_timeout_s, NULL, 0},
+        {"--min-rate", 1, 0, UINT64_MAX / 2, NULL, &cfg->min_rate, 0},
+        {"--max-conns", 0, 1, 1000000, &cfg->max_conns, NULL, 0},
+        {"--max-conns-per-peer", 0, 1, 1000000, &cfg->max_conns_per_peer, NULL, 0},
+        {"--conn-reserve", 0, 0, 1000000, &cfg->conn_reserve, NULL, 1},
     };
-    for (size_t k = 0; k < sizeof lims / sizeof lims[0]; k++) {
-        if (strcmp(a, lims[k].name))
-            continue;
-        uint64_t n;
-        int rc = lims[k].sized ? tfu_parse_size(a, v, lims[k].lo, lims[k].hi, &n, msg, cap)
-                               : tfu_parse_count(a, v, lims[k].lo, lims[k].hi, &n, msg, cap);
-        if (rc)
-            return -1;
-        if (lims[k].u)
-            *lims[k].u = n;
-        else
-            *lims[k].i = lims[k].i == &cfg->conn_reserve && n == 0 ? -1 : (int)n; /* 0: none */
-        return 1;
-    }
-    return 0;
+    return tfu_limit_take(lims, sizeof lims / sizeof lims[0], a, v, msg, cap);
 }
 
 int tf_cmd_serve(int argc, char **argv)

@@ -107,3 +107,23 @@ int tfu_parse_count(const char *opt, const char *val, uint64_t lo, uint64_t hi, 
 {
     return parse_limit(opt, val, lo, hi, 0, out, msg, cap);
 }
+
+int tfu_limit_take(const tfu_limit_opt *t, size_t n, const char *opt, const char *val, char *msg,
+                   size_t cap)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (strcmp(opt, t[k].name))
+            continue;
+        uint64_t v;
+        int rc = t[k].sized ? tfu_parse_size(opt, val, t[k].lo, t[k].hi, &v, msg, cap)
+                            : tfu_parse_count(opt, val, t[k].lo, t[k].hi, &v, msg, cap);
+        if (rc)
+            return -1;
+        if (t[k].u)
+            *t[k].u = v;
+        else
+            *t[k].i = t[k].zero_is_none && v == 0 ? -1 : (int)v;
+        return 1;
+    }
+    return 0;
+}

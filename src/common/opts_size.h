@@ -39,4 +39,20 @@ int tfu_parse_size(const char *opt, const char *val, uint64_t lo, uint64_t hi, u
 int tfu_parse_count(const char *opt, const char *val, uint64_t lo, uint64_t hi, uint64_t *out,
                     char *msg, size_t cap);
 
+/* One limit option of a server's table: its name, a size (K/M/G) or a count, its range, and where
+ * the value goes (an int or a u64). zero_is_none: 0 is stored as -1 ("none", --conn-reserve). */
+typedef struct tfu_limit_opt {
+    const char *name;
+    int sized;
+    uint64_t lo, hi;
+    int *i;
+    uint64_t *u;
+    int zero_is_none;
+} tfu_limit_opt;
+
+/* Option `opt` with value `val` against the table: 1 taken (stored), 0 not in the table, -1 a bad
+ * value (msg says why, as tfu_parse_size does). */
+int tfu_limit_take(const tfu_limit_opt *t, size_t n, const char *opt, const char *val, char *msg,
+                   size_t cap);
+
 #endif

@@ -101,25 +101,6 @@ static int r_stop(rsrv *s)
     return rc;
 }
 
-static void rm_rf(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (e->d_type == DT_DIR)
-            rm_rf(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static void r_cleanup(rsrv *s)
 {
     if (s->pid) {
@@ -130,7 +111,7 @@ static void r_cleanup(rsrv *s)
     if (getenv("TF_KEEP_LOGS"))
         fprintf(stderr, "engine service files kept: %s\n", s->dir);
     else
-        rm_rf(s->dir);
+        t_rm_rf(s->dir);
 }
 
 static int log_has(const rsrv *s, const char *what)

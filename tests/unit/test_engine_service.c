@@ -98,25 +98,6 @@ static void es_kill9(esrv *s)
     s->pid = 0;
 }
 
-static void rm_rf(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (e->d_type == DT_DIR)
-            rm_rf(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static void es_cleanup(esrv *s)
 {
     es_kill9(s);
@@ -124,7 +105,7 @@ static void es_cleanup(esrv *s)
         fprintf(stderr, "engine service files kept: %s\n", s->dir);
         return;
     }
-    rm_rf(s->dir);
+    t_rm_rf(s->dir);
 }
 
 /* The value of "key":"..." or "key":N in a JSON line (copied into v). */

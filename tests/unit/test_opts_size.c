@@ -5,6 +5,7 @@
  * fields it does not know are zero. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/opts_size.h"
 #include "harness.h"
@@ -24,8 +25,37 @@ typedef struct v2 {
 
 #define V1_MIN TFU_FIELD_END(v1, a)
 
+/* The limit-option table both servers parse their limits with (tfu_limit_take). */
+static void test_limit_table(void)
+{
+    int conns = 7, reserve = 7;
+    uint64_t mem = 7;
+    char msg[160];
+    const tfu_limit_opt t[] = {
+        {"--max-conns", 0, 1, 100, &conns, NULL, 0},
+        {"--conn-reserve", 0, 0, 100, &reserve, NULL, 1},
+        {"--max-memory", 1, 1 << 20, UINT64_MAX / 2, NULL, &mem, 0},
+    };
+    size_t n = sizeof t / sizeof t[0];
+    CHECK_EQ(tfu_limit_take(t, n, "--max-memory", "4G", msg, sizeof msg), 1);
+    CHECK(mem == (uint64_t)4 << 30);
+    CHECK_EQ(tfu_limit_take(t, n, "--max-conns", "12", msg, sizeof msg), 1);
+    CHECK_EQ(conns, 12);
+    CHECK_EQ(tfu_limit_take(t, n, "--conn-reserve", "0", msg, sizeof msg), 1);
+    CHECK_EQ(reserve, -1); /* 0 = none */
+    CHECK_EQ(tfu_limit_take(t, n, "--conn-reserve", "3", msg, sizeof msg), 1);
+    CHECK_EQ(reserve, 3);
+    CHECK_EQ(tfu_limit_take(t, n, "--max-conns", "1K", msg, sizeof msg), -1); /* a count */
+    CHECK(strstr(msg, "--max-conns 1K") != NULL);
+    CHECK_EQ(conns, 12);
+    CHECK_EQ(tfu_limit_take(t, n, "--max-memory", "512K", msg, sizeof msg), -1);
+    CHECK(strstr(msg, "--max-memory 512K") != NULL);
+    CHECK_EQ(tfu_limit_take(t, n, "--journal", "x", msg, sizeof msg), 0);
+}
+
 int main(void)
 {
+    test_limit_table();
     /* A v2 library, a v1 caller: a read, b and c take their default 0, size becomes known. */
     v1 old = {.size = sizeof old, .a = 7};
     v2 got;

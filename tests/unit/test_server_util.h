@@ -67,6 +67,27 @@ static inline int t_mkdtemp(char *dir, size_t n)
     return mkdtemp(dir) ? 0 : -1;
 }
 
+/* Removes dir and everything under it (a test's temporary directory). */
+static inline void t_rm_rf(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char p[512];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= sizeof p)
+            continue; /* not a path this suite makes */
+        if (e->d_type == DT_DIR)
+            t_rm_rf(p);
+        else
+            unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
 /* In a forked child: die with the test, and keep off the test's stdout (ctest waits for it). */
 static inline void t_child_detach(int keep_stdout)
 {

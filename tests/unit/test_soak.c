@@ -128,25 +128,6 @@ static int start(target *t, int kind)
     return t_wait_listening(&t->pid, t->log, kind != ENGINE, &t->tcp_port, "server");
 }
 
-static void rm_rf(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (e->d_type == DT_DIR)
-            rm_rf(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* ---------------------------------------------------------------- sockets */
 
 /* Closes with a reset: no TIME_WAIT left behind (a soak makes hundreds of thousands). */
@@ -651,7 +632,7 @@ static void soak_one(int kind, int seconds)
     if (strstr(log, "Sanitizer") || strstr(log, "runtime error"))
         fprintf(stderr, "%s log:\n%s\n", name, log);
     free(g.lat_ns);
-    rm_rf(t.dir);
+    t_rm_rf(t.dir);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
