@@ -11,6 +11,32 @@
 
 static int tf_test_passed, tf_test_failed;
 
+/* Random test data that is the same on every machine (no library RNG): xorshift64 on *s, a
+ * uniform double in [0, 1) with 53 bits. */
+static inline double tf_test_uniform(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+/* A geometric random walk from 100: each bar moves by a factor 1 + step * (u - 0.5). */
+static inline void tf_test_random_walk(double *close, int64_t n, double step, uint64_t *s)
+{
+    double x = 100.0;
+    for (int64_t i = 0; i < n; i++) {
+        x *= 1.0 + step * (tf_test_uniform(s) - 0.5);
+        close[i] = x;
+    }
+}
+
+/* The same raw bits (NaN payloads and the sign of zero included). */
+static inline int tf_test_same_bits(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
 /* The committed default data set ($TF_SOURCE_DIR/data/default_close.f64, else ./data/):
  * TF_TEST_DEFAULT_BARS closes in a malloc'd array, or NULL after a line on stderr. */
 #define TF_TEST_DEFAULT_BARS 150000

@@ -62,11 +62,6 @@ static void random_combo(int64_t c[6], int64_t hi)
         c[k] = 1 + (int64_t)(next_u64() % (uint64_t)hi);
 }
 
-static int same_bits(double a, double b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
 /* The kernel's figure on close rounded to ticks of 10^-k, written here independently of the
  * library: round(x * 10^k) / 10^k. */
 static void sweep_rounded(const double *close, int64_t n, int k, const int64_t c[6], double *pnl,
@@ -109,9 +104,9 @@ static void test_random_combos_random_walk(void)
         int64_t kt;
         sweep_rounded(x, N, 4, c.combo, &kp, &kt);
         CHECK(r.tick_source == TF_PAPER_TICK_DEFAULT && r.tick == 1e-4);
-        CHECK(same_bits(r.pnl, kp) && r.trades == kt);
-        CHECK(same_bits(r.kernel_pnl, kp) && r.kernel_trades == kt);
-        CHECK(same_bits(r.stream_pnl, kp) && r.stream_trades == kt);
+        CHECK(tf_test_same_bits(r.pnl, kp) && r.trades == kt);
+        CHECK(tf_test_same_bits(r.kernel_pnl, kp) && r.kernel_trades == kt);
+        CHECK(tf_test_same_bits(r.stream_pnl, kp) && r.stream_trades == kt);
         CHECK(r.parity == 1);
         CHECK(r.rounded_closes > N / 2 && r.first_rounded >= 0);
         /* the unrounded figure is the sweep on x itself */
@@ -119,8 +114,8 @@ static void test_random_combos_random_walk(void)
         int64_t ut;
         tf_sweep_opts so = {.size = sizeof so, .threads = 1};
         CHECK_RC(tf_sweep(x, N, c.combo, 1, &up, &ut, &so), 0);
-        CHECK(same_bits(r.unrounded_pnl, up) && r.unrounded_trades == ut);
-        CHECK(same_bits(r.unrounded_diff, r.pnl - up));
+        CHECK(tf_test_same_bits(r.unrounded_pnl, up) && r.unrounded_trades == ut);
+        CHECK(tf_test_same_bits(r.unrounded_diff, r.pnl - up));
         CHECK(r.has_state_hash && r.in_process && r.bars == N);
         CHECK(r.orders == r.fills && r.fills >= r.trades);
     }
@@ -150,12 +145,12 @@ static void test_decimal_series(void)
         tf_sweep_opts so = {.size = sizeof so, .threads = 1};
         CHECK_RC(tf_sweep(x, N, c.combo, 1, &up, &ut, &so), 0);
         CHECK(r.parity && r.unrounded_parity);
-        CHECK(same_bits(r.pnl, up) && r.trades == ut && r.unrounded_diff == 0.0);
+        CHECK(tf_test_same_bits(r.pnl, up) && r.trades == ut && r.unrounded_diff == 0.0);
         /* a finer decimal tick is exact too (division by 10^k is correctly rounded) */
         c.tick = 1e-7;
         CHECK_RC(run(x, N, &c, &r, msg), 0);
         CHECK(r.tick_source == TF_PAPER_TICK_GIVEN && r.rounded_closes == 0);
-        CHECK(same_bits(r.pnl, up) && r.unrounded_parity);
+        CHECK(tf_test_same_bits(r.pnl, up) && r.unrounded_parity);
     }
     /* Every close rounds to itself: the definition, bar by bar. */
     for (int64_t i = 0; i < N; i++) {
@@ -195,7 +190,7 @@ static void test_coarse_tick(void)
     CHECK(r.parity && r.rounded_closes > 0 && r.tick == 50);
     /* the answer differs from the unrounded sweep and says so */
     CHECK(!r.unrounded_parity || r.rounded_closes == 0);
-    CHECK(same_bits(r.unrounded_diff, r.pnl - r.unrounded_pnl));
+    CHECK(tf_test_same_bits(r.unrounded_diff, r.pnl - r.unrounded_pnl));
     /* 0.25 on closes that are quarters: nothing changes, nothing refused */
     for (int64_t i = 0; i < N; i++)
         x[i] = 100.0 + 0.25 * (double)(i % 37);
@@ -230,8 +225,8 @@ static void test_half_spread_and_outputs(void)
         at_close &= q == log[f].px_ticks && (log[f].dir == 1 || log[f].dir == -1);
     }
     CHECK(at_close);
-    CHECK(same_bits(eq[N - 1], r.pnl));
-    CHECK(r.position == 0 ? same_bits(mtm[N - 1], r.pnl) : 1);
+    CHECK(tf_test_same_bits(eq[N - 1], r.pnl));
+    CHECK(r.position == 0 ? tf_test_same_bits(mtm[N - 1], r.pnl) : 1);
     /* a short log keeps the first rows and still counts every fill */
     tf_paper_fill short_log[3];
     tf_paper_result r2 = {.size = sizeof r2, .fill_log = short_log, .fill_log_cap = 3};
@@ -242,8 +237,8 @@ static void test_half_spread_and_outputs(void)
     /* The quoted market: same positions, worse prices; the spread's cost is the difference. */
     c.half_spread = 2;
     CHECK_RC(run(x, N, &c, &r2, msg), 0);
-    CHECK(r2.trades == r.trades && same_bits(r2.kernel_pnl, r.kernel_pnl));
-    CHECK(r2.pnl < r2.kernel_pnl && same_bits(r2.spread_cost, r2.kernel_pnl - r2.pnl));
+    CHECK(r2.trades == r.trades && tf_test_same_bits(r2.kernel_pnl, r.kernel_pnl));
+    CHECK(r2.pnl < r2.kernel_pnl && tf_test_same_bits(r2.spread_cost, r2.kernel_pnl - r2.pnl));
     CHECK(!r2.parity);
     free(log);
     free(eq);
@@ -269,7 +264,7 @@ static void test_fee(void)
         int64_t kt;
         tf_sweep_opts so = {.size = sizeof so, .threads = 1, .fee = &fees[j]};
         CHECK_RC(tf_sweep(px, N, c.combo, 1, &kp, &kt, &so), 0);
-        CHECK(r.parity && same_bits(r.pnl, kp) && r.trades == kt);
+        CHECK(r.parity && tf_test_same_bits(r.pnl, kp) && r.trades == kt);
         free(px);
     }
     free(x);
@@ -433,10 +428,10 @@ static void test_strategies(void)
         tf_sweep_opts so = {.size = sizeof so, .threads = 1};
         CHECK_RC(tf_sweep_with(def, px, N, cases[k].p, 1, &kp, &kt, &so), 0);
         CHECK_RC(tf_sweep_with(def, x, N, cases[k].p, 1, &up, &ut, &so), 0);
-        CHECK(same_bits(r.pnl, kp) && r.trades == kt);
-        CHECK(same_bits(r.kernel_pnl, kp) && r.kernel_trades == kt);
-        CHECK(same_bits(r.stream_pnl, kp) && r.stream_trades == kt);
-        CHECK(same_bits(r.unrounded_pnl, up) && r.unrounded_trades == ut);
+        CHECK(tf_test_same_bits(r.pnl, kp) && r.trades == kt);
+        CHECK(tf_test_same_bits(r.kernel_pnl, kp) && r.kernel_trades == kt);
+        CHECK(tf_test_same_bits(r.stream_pnl, kp) && r.stream_trades == kt);
+        CHECK(tf_test_same_bits(r.unrounded_pnl, up) && r.unrounded_trades == ut);
         CHECK(r.parity == 1 && r.trades > 0);
         if (!r.parity)
             fprintf(stderr, "  %s: pnl %.17g trades %lld, sweep %.17g %lld\n", cases[k].name, r.pnl,
@@ -444,8 +439,8 @@ static void test_strategies(void)
         /* the quoted market: the kernel figure is the strategy's sweep */
         c.half_spread = 2;
         CHECK_RC(run(x, N, &c, &r, msg), 0);
-        CHECK(same_bits(r.kernel_pnl, kp) && r.kernel_trades == kt);
-        CHECK(same_bits(r.spread_cost, kp - r.pnl));
+        CHECK(tf_test_same_bits(r.kernel_pnl, kp) && r.kernel_trades == kt);
+        CHECK(tf_test_same_bits(r.spread_cost, kp - r.pnl));
     }
     /* hma by name is HMA with combo: the same result, field for field (but the time) */
     const tf_strategy_def *hma = tf_strategy_builtin("hma");

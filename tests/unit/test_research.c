@@ -14,28 +14,6 @@
 
 static uint64_t rng = 88172645463325252ull;
 
-static double uniform(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static void random_walk(double *close, int64_t n)
-{
-    double x = 100.0;
-    for (int64_t i = 0; i < n; i++) {
-        x *= 1.0 + 0.004 * (uniform() - 0.5);
-        close[i] = x;
-    }
-}
-
-static int same_bits(double a, double b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
 static void test_derived(void)
 {
     tf_stats s[6] = {
@@ -57,7 +35,7 @@ static void test_derived(void)
     CHECK(isnan(d[0].win_rate) && isnan(d[0].profit_factor) && isnan(d[0].sharpe_per_trade) &&
           isnan(d[0].avg_trade));
     CHECK(d[1].win_rate == 1.0 && isinf(d[1].profit_factor) && isnan(d[1].sharpe_per_trade));
-    CHECK(isinf(d[2].profit_factor) && same_bits(d[2].sharpe_per_trade, 1.5 / sqrt(0.5)));
+    CHECK(isinf(d[2].profit_factor) && tf_test_same_bits(d[2].sharpe_per_trade, 1.5 / sqrt(0.5)));
     CHECK(d[3].profit_factor == 0.0 && isnan(d[3].sharpe_per_trade) && d[3].avg_trade == -1.0);
     CHECK(d[4].win_rate == 0.5 && d[4].profit_factor == 2.0 && d[4].sharpe_per_trade == 0.25);
     CHECK(d[4].avg_trade == 0.25);
@@ -65,7 +43,7 @@ static void test_derived(void)
     /* a NaN gross_win passes through with its sign (as numpy's gw / -gl gives it) */
     tf_stats nanwin = {.trades = 2, .gross_win = NAN, .gross_loss = -1.0};
     CHECK_RC(tf_stats_derive(&nanwin, 1, d), 0);
-    CHECK(same_bits(d[0].profit_factor, NAN) && !signbit(d[0].profit_factor));
+    CHECK(tf_test_same_bits(d[0].profit_factor, NAN) && !signbit(d[0].profit_factor));
     CHECK_RC(tf_stats_derive(s, -1, d), TF_E_INVALID_ARG);
     CHECK_RC(tf_stats_derive(NULL, 1, d), TF_E_NULL_ARG);
     CHECK_RC(tf_stats_derive(s, 1, NULL), TF_E_NULL_ARG);
@@ -114,7 +92,7 @@ static void test_columns(void)
     CHECK_RC(tf_column_values(&r, 0, 1, NULL), TF_E_NULL_ARG);
     r.stats = st;
     CHECK_RC(tf_column_values(&r, 15, -1, v), 0);
-    CHECK(v[0] == -0.5 && same_bits(v[1], -0.0));
+    CHECK(v[0] == -0.5 && tf_test_same_bits(v[1], -0.0));
     CHECK(tf_column_value(&r, 17, 0) == 2.0 / 3.0 && isnan(tf_column_value(&r, 17, 1)));
     CHECK(tf_column_value(&r, 7, 0) == 3.0 && isnan(tf_column_value(&r, 7, 2)));
     CHECK(isnan(tf_column_value(NULL, 7, 0)));
@@ -247,11 +225,11 @@ static void test_grid_check(void)
     static int64_t trades[M];
     for (int j = 0; j < M; j++)
         for (int k = 0; k < 6; k++)
-            params[6 * j + k] = 1 + (int64_t)(uniform() * (k == 2 ? 6 : 30));
+            params[6 * j + k] = 1 + (int64_t)(tf_test_uniform(&rng) * (k == 2 ? 6 : 30));
     tf_sweep_opts o = {.size = sizeof o, .threads = 1};
     for (int rep = 0; rep < 20; rep++) {
-        random_walk(close, 400);
-        int64_t n = 2 + (int64_t)(uniform() * 70);
+        tf_test_random_walk(close, 400, 0.004, &rng);
+        int64_t n = 2 + (int64_t)(tf_test_uniform(&rng) * 70);
         CHECK_RC(tf_sweep(close, n, params, M, pnl, trades, &o), 0);
         tf_grid_report g;
         int notes = tf_grid_check(params, M, n, &g, NULL, 0);
@@ -377,11 +355,12 @@ static void check_fold(const double *close, const int64_t *params, int64_t m, co
             best = j;
     }
     CHECK_EQ(row->winner, w);
-    CHECK(same_bits(row->is_value, val[0][w]) && same_bits(row->is_pnl, pnl[0][w]));
-    CHECK(same_bits(row->oos_value, val[1][w]) && same_bits(row->oos_pnl, pnl[1][w]));
+    CHECK(tf_test_same_bits(row->is_value, val[0][w]) && tf_test_same_bits(row->is_pnl, pnl[0][w]));
+    CHECK(tf_test_same_bits(row->oos_value, val[1][w]) &&
+          tf_test_same_bits(row->oos_pnl, pnl[1][w]));
     CHECK(row->is_trades == tr[0][w] && row->oos_trades == tr[1][w]);
     CHECK_EQ(row->oos_rank, rank);
-    CHECK(same_bits(row->oos_best_value, val[1][best]));
+    CHECK(tf_test_same_bits(row->oos_best_value, val[1][best]));
 }
 
 /* tf_oos_run_with: a built-in's folds against tf_sweep_with on each part by hand; hma through
@@ -390,7 +369,7 @@ static void test_oos_run_with(void)
 {
     enum { N = 2000, M = 12 };
     static double close[N];
-    random_walk(close, N);
+    tf_test_random_walk(close, N, 0.004, &rng);
     const tf_strategy_def *sma = tf_strategy_builtin("sma_cross");
     CHECK(sma != NULL);
     if (!sma)
@@ -428,7 +407,8 @@ static void test_oos_run_with(void)
             rank += better(val[1][j], val[1][w]);
         CHECK(memcmp(&rows[i].fold, &f[i], sizeof f[i]) == 0);
         CHECK_EQ(rows[i].winner, w);
-        CHECK(same_bits(rows[i].is_value, val[0][w]) && same_bits(rows[i].oos_pnl, pnl[1][w]));
+        CHECK(tf_test_same_bits(rows[i].is_value, val[0][w]) &&
+              tf_test_same_bits(rows[i].oos_pnl, pnl[1][w]));
         CHECK(rows[i].is_trades == tr[0][w] && rows[i].oos_trades == tr[1][w]);
         CHECK_EQ(rows[i].oos_rank, rank);
     }
@@ -465,7 +445,7 @@ static void test_oos_run(void)
     enum { N = 3000, M = 40 };
     static double close[N];
     static int64_t params[6 * M];
-    random_walk(close, N);
+    tf_test_random_walk(close, N, 0.004, &rng);
     for (int j = 0; j < M; j++)
         tf_combo_from_length(4 + 3 * j, params + 6 * j);
     const char *metrics[] = {"pnl", "-max_dd", "sharpe_per_trade"};

@@ -15,19 +15,6 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static double uniform(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static int same_bits_d(double a, double b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
 static int same(const tf_time_stats *a, const tf_time_stats *b)
 {
     return memcmp(a, b, sizeof *a) == 0;
@@ -77,7 +64,7 @@ static void test_dates(void)
     CHECK_RC(tf_time_stats_positions(c, N, pos, &o, &s, NULL, 0), 0);
     CHECK(fabs(s.periods_per_year - 252.0) < 1e-6);
     CHECK_RC(tf_time_periods(t, N, &o, &ppy, NULL, 0), 0);
-    CHECK(same_bits_d(ppy, s.periods_per_year));
+    CHECK(tf_test_same_bits(ppy, s.periods_per_year));
     CHECK(fabs(s.mean_days - 90.0 * 365.25 / (N - 1)) < 1e-9 && s.max_days == s.mean_days);
     CHECK(s.max_bars == 90.0);
     /* times that span nothing: NaN periods, NaN annualised figures */
@@ -96,7 +83,7 @@ static void test_combos(void)
     int8_t *pos = malloc(N);
     double x = 100.0;
     for (int i = 0; i < N; i++) {
-        x *= 1.0 + 0.02 * (uniform() - 0.5);
+        x *= 1.0 + 0.02 * (tf_test_uniform(&rng) - 0.5);
         c[i] = x;
     }
     int64_t params[M][6];
@@ -128,7 +115,7 @@ static void test_combos(void)
         CHECK(same(&p, &a[j]));
         /* the closed equity after each trade is pnl's running sum: one of the marks */
         CHECK(a[j].mtm_max_dd >= st[j].max_dd);
-        CHECK(same_bits_d(a[j].exposure_pct, (double)st[j].exposure_bars / N * 100.0));
+        CHECK(tf_test_same_bits(a[j].exposure_pct, (double)st[j].exposure_bars / N * 100.0));
         if (trades[j] == 0) /* a position may be open: its mark is the equity */
             CHECK(isnan(a[j].mean_bars) && a[j].compounded == 0.0 &&
                   (st[j].exposure_bars > 0 || a[j].equity == 0.0));
@@ -171,7 +158,7 @@ static void test_min_trades(void)
     double *c = malloc(sizeof(double) * N);
     double x = 100.0;
     for (int i = 0; i < N; i++) {
-        x *= 1.0 + 0.01 * (uniform() - 0.5);
+        x *= 1.0 + 0.01 * (tf_test_uniform(&rng) - 0.5);
         c[i] = x;
     }
     int64_t params[M][6];

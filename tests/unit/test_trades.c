@@ -14,36 +14,14 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static double uniform(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static void random_walk(double *close, int64_t n)
-{
-    double x = 100.0;
-    for (int64_t i = 0; i < n; i++) {
-        x *= 1.0 + 0.01 * (uniform() - 0.5);
-        close[i] = x;
-    }
-}
-
-static int same_bits(double a, double b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
 /* A random valid combo of def (built-ins: whole windows; the rules of docs/strategies.md). */
 static void random_params(const tf_strategy_def *def, double *p)
 {
     const char *n = def->name;
-    int a = 2 + (int)(uniform() * 20), b = a + 1 + (int)(uniform() * 60);
+    int a = 2 + (int)(tf_test_uniform(&rng) * 20), b = a + 1 + (int)(tf_test_uniform(&rng) * 60);
     if (!strcmp(n, "hma")) {
         int64_t w[6];
-        tf_combo_from_length(4 + (int64_t)(uniform() * 80), w);
+        tf_combo_from_length(4 + (int64_t)(tf_test_uniform(&rng) * 80), w);
         for (int k = 0; k < 6; k++)
             p[k] = (double)w[k];
     } else if (!strcmp(n, "sma_cross") || !strcmp(n, "ema_cross")) {
@@ -53,11 +31,11 @@ static void random_params(const tf_strategy_def *def, double *p)
         p[0] = a;
     } else if (!strcmp(n, "rsi")) {
         p[0] = a;
-        p[1] = 20 + (int)(uniform() * 15);
-        p[2] = 65 + (int)(uniform() * 15);
+        p[1] = 20 + (int)(tf_test_uniform(&rng) * 15);
+        p[2] = 65 + (int)(tf_test_uniform(&rng) * 15);
     } else if (!strcmp(n, "bollinger")) {
         p[0] = a;
-        p[1] = 1.0 + 0.5 * (int)(uniform() * 4);
+        p[1] = 1.0 + 0.5 * (int)(tf_test_uniform(&rng) * 4);
     }
 }
 
@@ -90,20 +68,20 @@ static void check_combo(const tf_strategy_def *def, const double *p, const doubl
         worst = k == 0 || t->ret < worst ? t->ret : worst;
         CHECK(!t->open && t->entry_bar < t->exit_bar && t->exit_bar < n);
         CHECK(t->direction == 1 || t->direction == -1);
-        CHECK(same_bits(t->entry_price, close[t->entry_bar]));
-        CHECK(same_bits(t->exit_price, close[t->exit_bar]));
+        CHECK(tf_test_same_bits(t->entry_price, close[t->entry_bar]));
+        CHECK(tf_test_same_bits(t->exit_price, close[t->exit_bar]));
         if (k > 0)
             CHECK(t->entry_bar >= tr[k - 1].exit_bar);
     }
-    CHECK(same_bits(sum, pnl));
+    CHECK(tf_test_same_bits(sum, pnl));
     CHECK_EQ(wins, sw.wins);
-    CHECK(same_bits(best, sw.best) && same_bits(worst, sw.worst));
+    CHECK(tf_test_same_bits(best, sw.best) && tf_test_same_bits(worst, sw.worst));
     if (rows > closed) { /* the open position: to the last bar, in no figure */
         const tf_trade *t = &tr[rows - 1];
-        CHECK(t->exit_bar == n - 1 && same_bits(t->exit_price, close[n - 1]));
+        CHECK(t->exit_bar == n - 1 && tf_test_same_bits(t->exit_price, close[n - 1]));
         double r =
             (double)t->direction * (t->exit_price - t->entry_price) / t->entry_price * 100.0 - fee;
-        CHECK(same_bits(t->ret, r));
+        CHECK(tf_test_same_bits(t->ret, r));
     }
     if (!strcmp(def->name, "hma")) {
         int64_t w[6];
@@ -114,7 +92,7 @@ static void check_combo(const tf_strategy_def *def, const double *p, const doubl
             w[k] = (int64_t)p[k];
         tf_sweep_opts ho = {.size = sizeof ho, .threads = 1, .fee = &fee, .stats = &hs};
         CHECK_RC(tf_sweep(close, n, w, 1, &hp, &ht, &ho), 0);
-        CHECK(same_bits(hp, sum) && ht == closed);
+        CHECK(tf_test_same_bits(hp, sum) && ht == closed);
         CHECK_BITS(&hs, &st, sizeof hs);
     }
 }
@@ -127,7 +105,7 @@ static void test_trades_every_builtin(void)
     for (int i = 0; tf_strategy_builtin_name(i); i++) {
         const tf_strategy_def *def = tf_strategy_builtin(tf_strategy_builtin_name(i));
         for (int rep = 0; rep < 6; rep++) {
-            random_walk(close, N);
+            tf_test_random_walk(close, N, 0.01, &rng);
             double p[TF_STRATEGY_MAX_PARAMS] = {0};
             random_params(def, p);
             check_combo(def, p, close, N, rep % 2 ? 0.0 : 0.09);
@@ -139,7 +117,7 @@ static void test_trades_edges(void)
 {
     const tf_strategy_def *hma = tf_strategy_builtin("hma");
     double close[50], p[6] = {10, 5, 3, 5, 2, 2}, bad[6] = {0, 5, 3, 5, 2, 2};
-    random_walk(close, 50);
+    tf_test_random_walk(close, 50, 0.01, &rng);
     char msg[256] = "";
     tf_trade t[4];
     CHECK_EQ(tf_trades_list(hma, p, close, 0, 0.09, t, 4, NULL, msg, sizeof msg), 0);
@@ -154,7 +132,7 @@ static void test_trades_edges(void)
              TF_E_INVALID_ARG);
     /* more rows than cap: the count of all, the first cap written */
     static double c2[3000];
-    random_walk(c2, 3000);
+    tf_test_random_walk(c2, 3000, 0.01, &rng);
     tf_trade all[3000], few[2];
     int64_t rows = tf_trades_list(hma, p, c2, 3000, 0.09, all, 3000, NULL, msg, sizeof msg);
     CHECK(rows > 2);
@@ -230,8 +208,8 @@ static void check_warm(const tf_strategy_def *def, const double *dp, int64_t m, 
         for (int64_t j = 0; j < m; j++)
             rank += vos[j] > vos[w];
         CHECK_EQ(rows[k].winner, w);
-        CHECK(same_bits(rows[k].is_pnl, vis[w]) && rows[k].is_trades == tis[w]);
-        CHECK(same_bits(rows[k].oos_pnl, vos[w]) && rows[k].oos_trades == tos[w]);
+        CHECK(tf_test_same_bits(rows[k].is_pnl, vis[w]) && rows[k].is_trades == tis[w]);
+        CHECK(tf_test_same_bits(rows[k].oos_pnl, vos[w]) && rows[k].oos_trades == tos[w]);
         CHECK_EQ(rows[k].oos_rank, rank);
     }
     (void)n;
@@ -241,7 +219,7 @@ static void test_warmup(void)
 {
     enum { N = 3000, M = 10 };
     static double close[N];
-    random_walk(close, N);
+    tf_test_random_walk(close, N, 0.01, &rng);
     char msg[512] = "";
     tf_oos_row rows[4], cold[4], again[4];
     for (int i = 0; tf_strategy_builtin_name(i); i++) {
@@ -272,7 +250,7 @@ static void test_warmup(void)
                 o = (tf_oos_opts){.size = sizeof o, .walk_forward = 4, .anchored = a};
                 CHECK_EQ(tf_oos_run_with(def, close, N, dp, M, &o, cold, 4, msg, sizeof msg, &so),
                          4);
-                CHECK(same_bits(cold[0].is_pnl, rows[0].is_pnl) &&
+                CHECK(tf_test_same_bits(cold[0].is_pnl, rows[0].is_pnl) &&
                       cold[0].winner == rows[0].winner);
             }
     }
@@ -284,7 +262,7 @@ static void test_warmup_hma(void)
 {
     enum { N = 4000, M = 8 };
     static double close[N];
-    random_walk(close, N);
+    tf_test_random_walk(close, N, 0.01, &rng);
     int64_t ip[M * 6];
     double dp[M * 6];
     for (int j = 0; j < M; j++) {
