@@ -599,11 +599,30 @@ static void units4_rsi(const fplan *pl, unit *u, int64_t g0, int64_t b0, int64_t
 /* The same four chains in the four lanes of one register: each lane runs its unit's scalar
  * sequence of operations (no FMA: the target has none, and -ffp-contract=off), so the values are
  * the scalar ones; four divisions cost about one. */
+/* Lane q of v into out[q][i]. */
+__attribute__((target("avx2"))) static inline void scatter4(double *const out[4], int64_t i,
+                                                            __m256d v)
+{
+    double tmp[4];
+    _mm256_storeu_pd(tmp, v);
+    for (int q = 0; q < 4; q++)
+        out[q][i] = tmp[q];
+}
+
+/* Lane q of v into u[q].s (a group's running state at the end of the block). */
+__attribute__((target("avx2"))) static inline void state4(unit *u, __m256d v)
+{
+    double tmp[4];
+    _mm256_storeu_pd(tmp, v);
+    for (int q = 0; q < 4; q++)
+        u[q].s = tmp[q];
+}
+
 __attribute__((target("avx2"))) static void units4_sma_avx2(const fplan *pl, unit *u, int64_t g0,
                                                             int64_t b0, int64_t t0, int64_t t1)
 {
     const double *c = pl->close;
-    double *out[4], tmp[4];
+    double *out[4];
     int64_t w[4];
     for (int q = 0; q < 4; q++) {
         w[q] = u[q].w;
@@ -614,40 +633,32 @@ __attribute__((target("avx2"))) static void units4_sma_avx2(const fplan *pl, uni
     for (int64_t i = t0; i < t1; i++) {
         __m256d old = _mm256_set_pd(c[i - w[3]], c[i - w[2]], c[i - w[1]], c[i - w[0]]);
         S = _mm256_sub_pd(_mm256_add_pd(S, _mm256_set1_pd(c[i])), old);
-        _mm256_storeu_pd(tmp, _mm256_div_pd(S, wd));
-        for (int q = 0; q < 4; q++)
-            out[q][i] = tmp[q];
+        scatter4(out, i, _mm256_div_pd(S, wd));
     }
-    _mm256_storeu_pd(tmp, S);
-    for (int q = 0; q < 4; q++)
-        u[q].s = tmp[q];
+    state4(u, S);
 }
 
 __attribute__((target("avx2"))) static void units4_ema_avx2(const fplan *pl, unit *u, int64_t g0,
                                                             int64_t b0, int64_t t0, int64_t t1)
 {
     const double *c = pl->close;
-    double *out[4], tmp[4];
+    double *out[4];
     for (int q = 0; q < 4; q++)
         out[q] = row(pl, g0 + q, 0) - b0;
     __m256d e = _mm256_set_pd(u[3].s, u[2].s, u[1].s, u[0].s);
     __m256d a = _mm256_set_pd(u[3].a, u[2].a, u[1].a, u[0].a);
     for (int64_t i = t0; i < t1; i++) {
         e = _mm256_add_pd(e, _mm256_mul_pd(a, _mm256_sub_pd(_mm256_set1_pd(c[i]), e)));
-        _mm256_storeu_pd(tmp, e);
-        for (int q = 0; q < 4; q++)
-            out[q][i] = tmp[q];
+        scatter4(out, i, e);
     }
-    _mm256_storeu_pd(tmp, e);
-    for (int q = 0; q < 4; q++)
-        u[q].s = tmp[q];
+    state4(u, e);
 }
 
 __attribute__((target("avx2"))) static void units4_rsi_avx2(const fplan *pl, unit *u, int64_t g0,
                                                             int64_t b0, int64_t t0, int64_t t1)
 {
     const double *c = pl->close;
-    double *out[4], tmp[4], prev = u[0].prev;
+    double *out[4], prev = u[0].prev;
     for (int q = 0; q < 4; q++)
         out[q] = row(pl, g0 + q, 0) - b0;
     __m256d ag = _mm256_set_pd(u[3].s, u[2].s, u[1].s, u[0].s);
@@ -667,9 +678,7 @@ __attribute__((target("avx2"))) static void units4_rsi_avx2(const fplan *pl, uni
             _mm256_sub_pd(c100, _mm256_div_pd(c100, _mm256_add_pd(one, _mm256_div_pd(ag, al))));
         __m256d flat = _mm256_blendv_pd(c100, c50, _mm256_cmp_pd(ag, zero, _CMP_EQ_OQ));
         r = _mm256_blendv_pd(r, flat, _mm256_cmp_pd(al, zero, _CMP_EQ_OQ));
-        _mm256_storeu_pd(tmp, r);
-        for (int q = 0; q < 4; q++)
-            out[q][i] = tmp[q];
+        scatter4(out, i, r);
     }
     double tg[4], tl[4];
     _mm256_storeu_pd(tg, ag);
