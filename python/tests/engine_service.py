@@ -96,3 +96,50 @@ def engine_service(tmp_path_factory, **kw):
     if not ok:
         pytest.skip(why)
     return EngineService(tmp_path_factory.mktemp("engine"), **kw)
+
+
+class VenueProcess:
+    """`engine serve --sessions` on a Unix socket in directory ``d`` (the venue tests): the
+    sessions file (mode 600) from ``sessions`` text, more options per start; restartable on the
+    same journal."""
+
+    def __init__(self, d: Path, sessions: str, *options: str):
+        self.dir = d
+        self.sessions = d / "sessions"
+        self.sessions.write_text(sessions)
+        self.sessions.chmod(0o600)
+        self.options = options
+        self.sock = str(d / "e.sock")
+        self.url = f"unix:{self.sock}"
+        self.proc = None
+
+    def start(self, *extra: str) -> None:
+        self.log_path = self.dir / "log"
+        self.out_path = self.dir / "out"
+        with open(self.log_path, "wb") as log, open(self.out_path, "wb") as out:
+            self.proc = subprocess.Popen(
+                [bin_path(), "engine", "serve", "--journal", str(self.dir / "j"), "--unix",
+                 self.sock, "--sessions", str(self.sessions), *self.options, "--instruments",
+                 "1-4", *extra],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=log)
+        self.wait_log("listening unix")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_log(self, text: str, count: int = 1) -> None:
+        until = time.monotonic() + DEADLINE
+        while self.log().count(text) < count:
+            assert self.proc.poll() is None, self.log()
+            assert time.monotonic() < until, self.log()
+            time.sleep(0.01)
+
+    def stop(self) -> dict:
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(DEADLINE) == 0, self.log()
+        return json.loads(self.out_path.read_text().strip().splitlines()[-1])
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import signal
 import socket
 import struct
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEADLINE
+from engine_service import VenueProcess
 from tollfree import orders
 from tollfree._lib import bin_path
 
@@ -36,46 +36,15 @@ RISK = ("# limits\n"
         "cancel-on-disconnect bravo\n")
 
 
-class Venue:
+class Venue(VenueProcess):
     def __init__(self, d: Path):
-        self.dir = d
-        self.sessions = d / "sessions"
-        self.sessions.write_text(f"alpha {SECRETS['alpha']} 1,2\nops {SECRETS['ops']} 9\n"
-                                 f"bravo {SECRETS['bravo']} 3\n")
-        self.sessions.chmod(0o600)
         self.risk = d / "risk"
         self.risk.write_text(RISK)
-        self.sock = str(d / "e.sock")
-        self.url = f"unix:{self.sock}"
-
-    def start(self, *extra: str) -> None:
-        self.log_path = self.dir / "log"
-        self.out_path = self.dir / "out"
-        with open(self.log_path, "wb") as log, open(self.out_path, "wb") as out:
-            self.proc = subprocess.Popen(
-                [bin_path(), "engine", "serve", "--journal", str(self.dir / "j"), "--unix",
-                 self.sock, "--sessions", str(self.sessions), "--risk", str(self.risk),
-                 "--instruments", "1-4", *extra],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=log)
-        self.wait_log("listening unix")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_log(self, text: str, count: int = 1) -> None:
-        until = time.monotonic() + DEADLINE
-        while self.log().count(text) < count:
-            assert self.proc.poll() is None, self.log()
-            assert time.monotonic() < until, self.log()
-            time.sleep(0.01)
+        super().__init__(d, f"alpha {SECRETS['alpha']} 1,2\nops {SECRETS['ops']} 9\n"
+                            f"bravo {SECRETS['bravo']} 3\n", "--risk", str(self.risk))
 
     def connect(self, name: str):
         return orders.connect(self.url, session=name, secret=SECRETS[name], timeout=DEADLINE)
-
-    def stop(self) -> dict:
-        self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(DEADLINE) == 0, self.log()
-        return json.loads(self.out_path.read_text().strip().splitlines()[-1])
 
 
 @pytest.fixture()

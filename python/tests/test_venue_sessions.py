@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
-import os
 import re
-import signal
 import socket
 import struct
 import subprocess
@@ -24,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEADLINE
+from engine_service import VenueProcess
 from tollfree import orders
 from tollfree._lib import bin_path
 from tollfree.errors import EngineError
@@ -32,38 +30,10 @@ SECRET_A = "alpha-secret-0123456789"
 SECRET_B = "bravo-secret-9876543210"
 
 
-class Venue:
+class Venue(VenueProcess):
     def __init__(self, d: Path):
-        self.dir = d
-        self.sessions = d / "sessions"
-        self.sessions.write_text(f"# two sessions\nalpha {SECRET_A} 1,2\nbravo {SECRET_B} 3\n"
-                                 f"paper {SECRET_A} 1,2,3\n")
-        self.sessions.chmod(0o600)
-        self.sock = str(d / "e.sock")
-        self.url = f"unix:{self.sock}"
-        self.proc = None
-
-    def start(self) -> None:
-        self.log_path = self.dir / "log"
-        self.out_path = self.dir / "out"
-        with open(self.log_path, "wb") as log, open(self.out_path, "wb") as out:
-            self.proc = subprocess.Popen(
-                [bin_path(), "engine", "serve", "--journal", str(self.dir / "j"), "--unix",
-                 self.sock, "--sessions", str(self.sessions), "--instruments", "1-4"],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=log)
-        until = time.monotonic() + DEADLINE
-        while "listening unix" not in self.log():
-            assert self.proc.poll() is None, self.log()
-            assert time.monotonic() < until, self.log()
-            time.sleep(0.01)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> dict:
-        self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(DEADLINE) == 0, self.log()
-        return json.loads(self.out_path.read_text().strip().splitlines()[-1])
+        super().__init__(d, f"# two sessions\nalpha {SECRET_A} 1,2\nbravo {SECRET_B} 3\n"
+                            f"paper {SECRET_A} 1,2,3\n")
 
 
 @pytest.fixture()
