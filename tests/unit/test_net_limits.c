@@ -287,42 +287,38 @@ static int served(int fd, int engine, uint64_t id)
     return !t_send_all(fd, b, enc(b, &m)) && read_heartbeats(fd, 1) == 1;
 }
 
-/* A child process (one peer) that opens as many Unix connections as it is given, reports on a
- * pipe how many of them were served, and holds those idle until it is killed; when the server
- * closes all of them it reports that too ("C<n>"). */
+/* A child process (one peer) that opens as many Unix connections as it is given, each one
+ * served (a round trip) before the next is opened, so none of them sits idle while the server
+ * is not yet full; it reports on a pipe how many were served, holds those idle until it is
+ * killed, and reports ("C<n>") once the server has closed some of them (the engine closes idle
+ * connections while it is full; which of them go in one tick depends on their ages, so the count
+ * is not fixed: once some are closed the server is no longer full). */
 static pid_t hog(const char *path, int want, int engine, int report_fd)
 {
     pid_t pid = fork();
     if (pid != 0)
         return pid;
     t_child_detach(0);
-    int *fds = calloc((size_t)want, sizeof(int)), n = 0;
-    for (int i = 0; i < want; i++) {
+    int *fds = calloc((size_t)want, sizeof(int)), live = 0;
+    for (int i = 0; i < want && fds; i++) {
         int fd = t_connect_unix(path);
         if (fd < 0)
             break;
-        fds[n++] = fd;
-    }
-    int live = 0;
-    for (int i = 0; i < n; i++) {
-        if (served(fds[i], engine, (uint64_t)i))
-            fds[live++] = fds[i];
+        if (served(fd, engine, (uint64_t)i))
+            fds[live++] = fd;
         else
-            close(fds[i]);
+            close(fd);
     }
-    n = live;
     char msg[32];
     int len = snprintf(msg, sizeof msg, "%d\n", live);
     ssize_t w = write(report_fd, msg, (size_t)len);
-    /* Then: how many of them the server closes (the engine's idle timeout while full). */
-    for (int closed = 0; closed < live;) {
-        closed = 0;
-        for (int i = 0; i < n; i++) {
+    for (int closed = 0; !closed && live;) {
+        t_sleep_ms(20);
+        for (int i = 0; i < live; i++) {
             struct pollfd pf = {fds[i], POLLIN, 0};
             closed += poll(&pf, 1, 0) == 1;
         }
-        t_sleep_ms(20);
-        if (closed >= live) {
+        if (closed) {
             len = snprintf(msg, sizeof msg, "C%d\n", closed);
             w = write(report_fd, msg, (size_t)len);
         }
