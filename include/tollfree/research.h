@@ -46,11 +46,14 @@ TF_API int tf_stats_derive(const tf_stats *stats, int64_t n, tf_derived *out);
  * Every column a sweep's table can show, in this order: the six windows (L, half, sq, p, p3,
  * p2), pnl, trades, the other tf_stats fields (wins, gross_win, gross_loss, best, worst, mean,
  * m2, max_dd, exposure_bars), then the derived figures (win_rate, profit_factor,
- * sharpe_per_trade, avg_trade). Column numbers are the positions in this list. */
+ * sharpe_per_trade, avg_trade), then the time-aware figures in tf_time_stats order (equity,
+ * cagr, ..., periods_per_year: TF_COLUMN_TIME, readable where tf_results.time is set; a ranking
+ * by one, not a fold's metric). Column numbers are the positions in this list. */
 enum {
     TF_COLUMN_WINDOW = 1, /* one of the six window lengths (not a metric) */
     TF_COLUMN_INT = 2,    /* an integer (printed as one) */
     TF_COLUMN_STATS = 4,  /* needs the kernel's statistics (tf_sweep_opts.stats) */
+    TF_COLUMN_TIME = 8,   /* needs the time-aware figures (tf_results.time, tf_sweep_time) */
 };
 #define TF_COLUMN_PNL 6 /* the column of pnl */
 
@@ -74,6 +77,8 @@ typedef struct tf_results {
     const double *dparams;
     uint32_t n_params;              /* 1 .. TF_STRATEGY_MAX_PARAMS (64) when dparams is set */
     const char *const *param_names; /* n_params names */
+    /* appended: NULL, or [m] time-aware figures (tf_sweep_time), the TF_COLUMN_TIME columns */
+    const struct tf_time_stats *time;
 } tf_results;
 
 /* How many columns there are. */
@@ -320,10 +325,9 @@ TF_API int tf_time_stats_positions(const double *close, int64_t n, const int8_t 
                                    const tf_time_opts *opts, tf_time_stats *out, char *msg,
                                    size_t msg_cap);
 
-/* The figures of the HMA combos params[m][6] (tf_sweep's) into out[m]: each combo's positions
- * from the kernel's own WMA routine (the sweep's bits), threads over combos (opts->threads).
- * 0, TF_E_WINDOW_TOO_SHORT / LONG (tf_params_check), TF_E_INVALID_ARG, TF_E_NULL_ARG,
- * TF_E_NOMEM (6 x 8 + 1 bytes a bar per thread, 32 bytes a bar for the prefix sums). */
+/* The figures of the HMA combos params[m][6] (tf_sweep's) into out[m]: tf_sweep_time below on
+ * opts' threads and fee (AUTO ISA), its sweep outputs dropped. 0, TF_E_WINDOW_TOO_SHORT / LONG
+ * (tf_params_check), TF_E_INVALID_ARG, TF_E_NULL_ARG, TF_E_NOMEM. */
 TF_API int tf_time_stats_hma(const double *close, int64_t n, const int64_t *params, int64_t m,
                              const tf_time_opts *opts, tf_time_stats *out, char *msg,
                              size_t msg_cap);
@@ -332,6 +336,19 @@ TF_API int tf_time_stats_hma(const double *close, int64_t n, const int64_t *para
 TF_API int tf_time_stats_with(const tf_strategy_def *def, const double *close, int64_t n,
                               const double *params, int64_t m, const tf_time_opts *opts,
                               tf_time_stats *out, char *msg, size_t msg_cap);
+
+/* The fast sweep (tf_sweep: pnl[m], trades[m], opts->stats when set) and, in the same pass, the
+ * time-aware figures of every combo into out[m]: the booking hands each closed trade's entry and
+ * exit bar to the figures' sums as it closes it (docs/definition.md section 10), and the
+ * figures are finished after the last bar. Every output is bit-identical to tf_sweep's and to
+ * tf_time_stats_positions' given the combo's positions, on every ISA and thread count. opts
+ * gives threads, isa, fee, max_bytes (which then also counts 32 bytes a bar and about 100 bytes
+ * a combo for the figures) and progress; topts gives times and periods_per_year (its fee and
+ * threads are not read: the sweep's are). 0, or tf_sweep's errors (TF_E_LIMIT with a message
+ * naming max_bytes when the figures' sums alone exceed it), TF_E_INVALID_ARG for a bad topts. */
+TF_API int tf_sweep_time(const double *close, int64_t n_bars, const int64_t *params,
+                         int64_t n_combos, double *pnl, int64_t *trades, const tf_sweep_opts *opts,
+                         const tf_time_opts *topts, tf_time_stats *out, char *msg, size_t msg_cap);
 
 /* The figures' names in tf_time_stats order (the CLI's and sweep_frame's column names), and
  * figure k of s as a double; NULL / NaN outside 0 .. TF_TIME_FIGURES - 1. */

@@ -481,3 +481,35 @@ def test_wide_csv_dates_are_checked_like_input(tmp_path):
     code, out, err = run_cli("--panel", str(tmp_path / "shuffled.csv"), *args)
     assert code == 1 and out == "", err
     assert "shuffled.csv:" in err and "dates out of order" in err
+
+
+def test_cli_panel_time_stats(tmp_path):
+    """`sweep --panel --time-stats`: each instrument's rows carry the library's time-aware
+    figures of its series (the bits of tollfree.stats.time_stats, printed %.17g), in process;
+    with --scheduler they are refused, naming the reason."""
+    from tollfree import grid, stats
+    d = tmp_path / "panel"
+    d.mkdir()
+    rng = np.random.default_rng(41)
+    series = {}
+    for name in ("x", "y"):
+        c = 100.0 * np.exp(np.cumsum(rng.normal(0.0, 0.01, 2500)))
+        series[name] = c
+        (d / f"{name}.csv").write_text("close\n" + "\n".join(repr(float(v)) for v in c) + "\n")
+    rc, out, err = run_cli("--panel", str(d), "--periods-per-year", "252", "--columns", "L,pnl",
+                           "--quiet")
+    assert rc == 0, err
+    lines = out.splitlines()
+    head = lines[0].split(",")
+    assert head[:3] == ["instrument", "L", "pnl"] and tuple(head[3:]) == stats.TIME_FIGURES
+    params = grid.default_grid()
+    for name, close in series.items():
+        want = stats.time_stats(close, params, periods_per_year=252)
+        rows = [line.split(",") for line in lines[1:] if line.startswith(name + ",")]
+        assert len(rows) == len(params)
+        for j, row in enumerate(rows):
+            for k, fig in enumerate(stats.TIME_FIGURES):
+                assert row[3 + k] == "%.17g" % want[fig][j] or (
+                    np.isnan(want[fig][j]) and row[3 + k].endswith("nan")), (name, j, fig)
+    rc, out, err = run_cli("--panel", str(d), "--time-stats", "--scheduler", "local:1")
+    assert rc == 2 and "--time-stats with --scheduler" in err

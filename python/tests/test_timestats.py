@@ -7,7 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from tollfree import data, grid, reference_time as rt, stats
+from tollfree import binding, data, grid, reference_time as rt, stats
 from tollfree._lib import bin_path
 
 
@@ -256,3 +256,69 @@ def test_cli_min_trades_compounded_and_refusals():
                      (["--min-trades", "-3"], "--min-trades wants")):
         r = run(*bad)
         assert r.returncode == 2 and msg in r.stderr, (bad, r.stderr)
+
+
+ISAS = [i for i in ("scalar", "sse2", "avx2", "avx512") if binding.isa_supported(i)]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sweep_time_every_path_gate(isa, threads):
+    """The figures booked inside the sweep (tf_sweep_time) on each ISA this CPU has and 1 and 2
+    threads: every figure the numba reference's bits (positions from the reference's own lines),
+    and the sweep's outputs tollfree.sweep_stats' bits, with a NaN close and dates."""
+    import tollfree
+    rng = np.random.default_rng(300)
+    n = 1500
+    close = random_close(rng, n)
+    close[1100] = np.nan
+    params = np.vstack([grid.default_grid()[rng.choice(80, size=5, replace=False)],
+                        grid.default_grid()[:1], [[1400, 700, 37, 700, 233, 350]]])
+    times = daily_times(n)
+    st, got = stats.sweep_time(close, params, threads=threads, isa=isa, fee=0.05, times=times,
+                               validate=False)
+    plain = tollfree.sweep_stats(close, params, threads=1, isa="scalar", fee=0.05,
+                                 validate=False)
+    for k in plain:
+        assert plain[k].tobytes() == st[k].tobytes(), k
+    for j, row in enumerate(params):
+        pos = rt.hma_positions(close, *[int(v) for v in row])
+        want = rt.figures(close, pos, fee=0.05, times=times)
+        assert_same({k: got[k][j] for k in rt.NAMES}, want, f"{isa} {threads} combo {j}")
+    via = stats.time_stats(close, params, times=times, fee=0.05, isa=isa, validate=False)
+    for k in stats.TIME_FIGURES:
+        assert via[k].tobytes() == got[k].tobytes(), k
+
+
+def test_sort_by_time_figures(tmp_path):
+    """--sort and sweep_frame(sort=) by a time-aware figure: the library's ranking (highest
+    first, "-name" lowest first, NaN last, ties in grid order), the figures computed for every
+    combo in the sweep; a fold's metric refuses them."""
+    rng = np.random.default_rng(31)
+    close = random_close(rng, 3000)
+    params = grid.default_grid()[::4]
+    for sort in ("sharpe", "-mtm_max_dd", "calmar"):
+        df = stats.sweep_frame(close, params, sort=sort, top=6, time_stats=True)
+        full = stats.time_stats(close, params)
+        key = sort.lstrip("-")
+        v = full[key] * (-1.0 if sort.startswith("-") else 1.0)
+        want = sorted(range(len(params)), key=lambda j: (np.isnan(v[j]), -np.nan_to_num(v[j]), j))
+        assert list(df.index) == want[:6], sort
+        assert np.array_equal(df[key].to_numpy().view(np.uint64),
+                              full[key][want[:6]].view(np.uint64))
+    # sort alone asks for the figures; they are the same bits
+    df = stats.sweep_frame(close, params, sort="cagr")
+    assert "cagr" in df.columns
+    p = tmp_path / "c.csv"
+    p.write_text("close\n" + "\n".join(repr(float(x)) for x in close) + "\n")
+    out = subprocess.run([bin_path(), "sweep", "--input", str(p), "--quiet", "--sort",
+                          "-mtm_max_dd", "--top", "5", "--columns", "L,pnl,mtm_max_dd"],
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    assert out[0] == "L,pnl,mtm_max_dd"
+    full = stats.time_stats(close, grid.default_grid())
+    order = sorted(range(80), key=lambda j: (full["mtm_max_dd"][j], j))[:5]
+    assert [int(line.split(",")[0]) for line in out[1:]] == \
+        [int(grid.default_grid()[j][0]) for j in order]
+    r = subprocess.run([bin_path(), "sweep", "--input", str(p), "--quiet", "--walk-forward", "3",
+                        "--metric", "cagr"], capture_output=True, text=True)
+    assert r.returncode != 0 and "time-aware" in r.stderr

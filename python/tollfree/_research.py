@@ -15,7 +15,7 @@ _MSG = 1024
 DERIVED = ("win_rate", "profit_factor", "sharpe_per_trade", "avg_trade")
 DERIVED_DTYPE = np.dtype([(n, np.float64) for n in DERIVED])  # tf_derived
 
-COLUMN_WINDOW, COLUMN_INT, COLUMN_STATS = 1, 2, 4  # TF_COLUMN_*
+COLUMN_WINDOW, COLUMN_INT, COLUMN_STATS, COLUMN_TIME = 1, 2, 4, 8  # TF_COLUMN_*
 OOS_MAX_FOLDS = 1000  # TF_OOS_MAX_FOLDS
 
 
@@ -23,7 +23,8 @@ class Results(ctypes.Structure):  # tf_results
     _fields_ = [("params", ctypes.c_void_p), ("pnl", ctypes.c_void_p),
                 ("trades", ctypes.c_void_p), ("stats", ctypes.c_void_p), ("m", ctypes.c_int64),
                 ("dparams", ctypes.c_void_p), ("n_params", ctypes.c_uint32),
-                ("param_names", ctypes.POINTER(ctypes.c_char_p))]
+                ("param_names", ctypes.POINTER(ctypes.c_char_p)),
+                ("time", ctypes.c_void_p)]  # tf_time_stats [m] or NULL
 
 
 class Fold(ctypes.Structure):  # tf_fold
@@ -89,7 +90,7 @@ def L() -> ctypes.CDLL:
         lb.tf_results_column_flags.argtypes = [rp, c.c_int]
         lb.tf_results_column_find.argtypes = [rp, c.c_char_p, sz, c.POINTER(c.c_int), c.c_char_p,
                                               sz]
-        assert ctypes.sizeof(Results) == 64 and OOS_ROW_DTYPE.itemsize == 104
+        assert ctypes.sizeof(Results) == 72 and OOS_ROW_DTYPE.itemsize == 104
         assert TRADE_DTYPE.itemsize == 48
         _declared = lb
     return _declared
@@ -100,9 +101,13 @@ def _fail(rc: int, buf, what: str):
     return ValueError(text or f"{what}: {strerror(rc)} (code {rc})")
 
 
-def column_names() -> tuple[str, ...]:
+def column_names(with_time: bool = False) -> tuple[str, ...]:
+    """The HMA table's column names in column order; the time-aware figures (TF_COLUMN_TIME,
+    the last columns: a sweep's ranking, not a metric of the statistics) only ``with_time``."""
     lb = L()
-    return tuple(lb.tf_column_name(k).decode() for k in range(lb.tf_column_count()))
+    names = (lb.tf_column_name(k).decode() for k in range(lb.tf_column_count()))
+    return tuple(n for k, n in enumerate(names)
+                 if with_time or not lb.tf_column_flags(k) & COLUMN_TIME)
 
 
 def column_flags(col: int) -> int:
@@ -123,20 +128,23 @@ def column_find(spec: str, signed: bool = True) -> tuple[int, int]:
     return col, sign.value
 
 
-def results(params=None, pnl=None, trades=None, stats=None, m: int = 0, names=None):
+def results(params=None, pnl=None, trades=None, stats=None, m: int = 0, names=None, time=None):
     """A tf_results over the given arrays (kept alive by the caller); None: absent. With
     ``names`` (a strategy's parameter names), ``params`` is its float64 [m][k] grid and the
-    table is the strategy's: its parameters, then pnl, trades, ... (research.h)."""
+    table is the strategy's: its parameters, then pnl, trades, ... (research.h). ``time``: the
+    time-aware figures, a contiguous ``stats.TIME_DTYPE`` array [m] (the TF_COLUMN_TIME
+    columns)."""
     def ptr(a):
         return None if a is None else a.ctypes.data
     if names is None:
-        return Results(ptr(params), ptr(pnl), ptr(trades), ptr(stats), m)
+        return Results(ptr(params), ptr(pnl), ptr(trades), ptr(stats), m, None, 0, None,
+                       ptr(time))
     raw = [n.encode() for n in names]
     arr = (ctypes.c_char_p * len(raw))(*raw)
     if params is None:  # the table alone (m = 0): dparams must still be set to select it
         params = np.zeros((1, len(raw)), dtype=np.float64)
     r = Results(None, ptr(pnl), ptr(trades), ptr(stats), m, ptr(params), len(raw),
-                ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)))
+                ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)), ptr(time))
     r._keep = (arr, raw, params)
     return r
 

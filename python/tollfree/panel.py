@@ -616,6 +616,8 @@ def parse_sort(spec: str, names=None) -> tuple[str, int]:
     try:
         if names is None:
             col, sign = _research.column_find(spec)
+            if _research.column_flags(col) & _research.COLUMN_TIME:
+                raise ValueError(f"{spec}: the time-aware figures do not rank a panel (yet)")
             return _research.column_names()[col], sign
         res = _research.results(m=0, names=names)
         col, sign = _research.table_find(res, spec)
@@ -740,6 +742,12 @@ def _parser() -> argparse.ArgumentParser:
                                    "NaN cell between its first and last price) the last price "
                                    "before it, and say how many bars per instrument (default: "
                                    "refuse a gap, naming the file, line and column)")
+    ap.add_argument("--time-stats", action="store_true",
+                    help="append the time-aware figures per instrument and combo (in process; "
+                         "per bar unless --periods-per-year: a panel carries no dates)")
+    ap.add_argument("--periods-per-year", type=float, default=None,
+                    help="annualise the time-aware figures with N periods a year (implies "
+                         "--time-stats)")
     ap.add_argument("--scheduler", help="tcp://HOST:PORT or local[:N]")
     ap.add_argument("--chunk", type=int, default=None, help="combos per Dask task (default: auto)")
     ap.add_argument("--connect-timeout", type=float, default=10.0)
@@ -798,6 +806,16 @@ def main(argv=None) -> int:
             parse_sort(a.sort, pnames)
         fee = None if a.fee is None else parse_fee(a.fee)
         want_stats = needs_stats(columns, a.sort, pnames)
+        want_time = a.time_stats or a.periods_per_year is not None
+        if want_time and a.scheduler:
+            raise ValueError("--time-stats with --scheduler: the Dask run does not compute the "
+                             "time-aware figures (run the panel in process)")
+        if a.periods_per_year is not None and not (0.0 < a.periods_per_year < float("inf")):
+            raise ValueError("--periods-per-year must be a positive finite number, got "
+                             f"{a.periods_per_year}")
+        if want_time:
+            from tollfree.stats import TIME_FIGURES
+            columns = tuple(columns) + TIME_FIGURES
     except ValueError as e:
         print(f"tollfree sweep: {e}", file=err)
         return 2  # a bad option value: a usage error, as the plain sweep's
@@ -837,7 +855,8 @@ def main(argv=None) -> int:
                                    strategy=strategy)
         else:
             df = sweep_panel(panel, params, threads=a.threads, isa=a.isa, fee=fee,
-                             stats=want_stats, strategy=strategy)
+                             stats=want_stats, strategy=strategy, time_stats=want_time,
+                             periods_per_year=a.periods_per_year)
     except (ValueError, OSError, binding.KernelError) as e:
         print(f"tollfree sweep: {e}", file=err)
         return 1

@@ -89,26 +89,32 @@ def _order(sort: str | None, top, names=None) -> tuple[int | None, int]:
 
 
 def rank(params: np.ndarray, st: dict, sort: str | None = None,
-         top: int | None = None, names=None) -> np.ndarray:
+         top: int | None = None, names=None, time=None) -> np.ndarray:
     """Row numbers of the combos to show, as ``tollfree sweep --sort/--top`` chooses them: grid
     order without ``sort`` and ``top``; else ranked by ``sort`` (a column name, highest first, or
     ``-name``, lowest first; ``pnl`` when only ``top`` is given), NaN last, ties in grid order,
     then at most ``top``. ``names``: the parameter names of a strategy's float64 ``params``
-    (None: HMA's int64 grid)."""
+    (None: HMA's int64 grid). ``time``: every combo's time-aware figures (a dict of
+    ``TIME_FIGURES`` arrays, or a ``TIME_DTYPE`` array), needed to rank by one of them."""
     m = params.shape[0]
     col, sign = _order(sort, top, names)
     if col is None:
         return np.arange(m)
     pnl = np.ascontiguousarray(st["pnl"], dtype=np.float64)
     trades = np.ascontiguousarray(st["trades"], dtype=np.int64)
+    flags = (_r.column_flags(col) if names is None
+             else _r.table_flags(_r.results(m=0, names=names), col))
+    trow = None
+    if flags & _r.COLUMN_TIME:
+        if time is None:
+            raise ValueError(f"sort {sort!r}: a time-aware figure; ask for time_stats=True")
+        trow = _time_rows(time, m)
+    rows = stats_rows(st) if flags & _r.COLUMN_STATS else None
     if names is None:
-        rows = stats_rows(st) if _r.column_flags(col) & _r.COLUMN_STATS else None
-        res = _r.results(params, pnl, trades, rows, m)
+        res = _r.results(params, pnl, trades, rows, m, time=trow)
     else:
         p = np.ascontiguousarray(params, dtype=np.float64)
-        flags = _r.table_flags(_r.results(m=0, names=names), col)
-        rows = stats_rows(st) if flags & _r.COLUMN_STATS else None
-        res = _r.results(p, pnl, trades, rows, m, names=names)
+        res = _r.results(p, pnl, trades, rows, m, names=names, time=trow)
     order = _r.rank(_r.column_values(res, col, sign))
     return order if top is None else order[:int(top)]
 
@@ -133,16 +139,20 @@ def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto
     parameters, by name, and ``sort`` may name one of them.
 
     ``min_trades=N``: combos with fewer than N trades are left out (not eligible for the
-    ranking). ``time_stats=True`` (or ``periods_per_year=``): the time-aware figures of
-    :func:`time_stats` appended as columns, computed for the rows returned only (``top=``
-    keeps that second pass short); ``times``: each bar's time (default: the index of a pandas
-    ``close`` when it holds times)."""
+    ranking). ``time_stats=True`` (or ``periods_per_year=``, or a ``sort`` by one of them):
+    the time-aware figures of :func:`time_stats` appended as columns; for HMA they come from
+    the sweep itself (``tf_sweep_time``: one pass, every combo, the same bits), for another
+    strategy from a second pass (over the rows returned, or every row when ``sort`` names one);
+    ``times``: each bar's time (default: the index of a pandas ``close`` when it holds
+    times)."""
     import pandas as pd
 
     from tollfree.data import to_close
     from tollfree.strategies import resolve
 
-    if times is None and (time_stats or periods_per_year is not None):
+    time_sort = sort is not None and sort.lstrip("-") in TIME_FIGURES
+    want_time = time_stats or periods_per_year is not None or time_sort
+    if times is None and want_time:
         times = _index_times(close)
     close = to_close(close)
     r = resolve(strategy)
@@ -161,9 +171,18 @@ def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto
         names = pnames = r.param_names
         params = r.params(params)
     _order(sort, top, names)  # a bad sort or top is refused before the sweep, not after
-    st = sweep_stats(close, params, threads=threads, isa=isa, fee=fee, progress=progress,
-                     strategy=r)
-    order = rank(params, st, sort, top, names)
+    ts = None  # every combo's time-aware figures, when computed before the ranking
+    if want_time and r.is_hma and isa != "reference":
+        st, ts = sweep_time(close, params, threads=threads, isa=isa, fee=fee, times=times,
+                            periods_per_year=periods_per_year)
+    else:
+        st = sweep_stats(close, params, threads=threads, isa=isa, fee=fee, progress=progress,
+                         strategy=r)
+        if time_sort:
+            ts = time_stats_fn(close, params, strategy=None if r.is_hma else strategy,
+                               times=times, periods_per_year=periods_per_year, fee=fee,
+                               threads=threads)
+    order = rank(params, st, sort, top, names, time=ts)
     if names is None:
         grid_note(params, close.shape[0])
     cols = {n: params[:, k] for k, n in enumerate(pnames)}
@@ -177,15 +196,18 @@ def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto
         if sort is None and top is None:
             order = np.arange(len(frame))
         else:
-            order = rank(params, st, sort, None, names)
+            order = rank(params, st, sort, None, names, time=ts)
         order = order[st["trades"][order] >= min_trades]
         if top is not None:
             order = order[:int(top)]
     elif sort is None and top is None:
         order = None
+    if ts is not None:
+        for k in TIME_FIGURES:
+            frame[k] = ts[k]
     if order is not None:
         frame = frame.iloc[order]
-    if time_stats or periods_per_year is not None:
+    if want_time and ts is None:
         ts = time_stats_fn(close, params[frame.index.to_numpy()],
                            strategy=None if r.is_hma else strategy, times=times,
                            periods_per_year=periods_per_year, fee=fee, threads=threads)
@@ -251,13 +273,60 @@ def _time_lib():
         lb.tf_time_stats_positions.argtypes = [p, i64, p, p, p, ctypes.c_char_p, sz]
         lb.tf_time_stats_hma.argtypes = [p, i64, p, i64, p, p, ctypes.c_char_p, sz]
         lb.tf_time_stats_with.argtypes = [p, p, i64, p, i64, p, p, ctypes.c_char_p, sz]
+        lb.tf_sweep_time.argtypes = [p, i64, p, i64, p, p, p, p, p, ctypes.c_char_p, sz]
         lb._tf_time_declared = True
     return lb
 
 
+def _time_rows(time, m: int) -> np.ndarray:
+    """time (a dict of TIME_FIGURES arrays, or a TIME_DTYPE array) as a contiguous TIME_DTYPE
+    array [m] (tf_time_stats rows)."""
+    if isinstance(time, np.ndarray) and time.dtype == TIME_DTYPE:
+        out = np.ascontiguousarray(time)
+    else:
+        out = np.empty(m, dtype=TIME_DTYPE)
+        for k in TIME_FIGURES:
+            out[k] = time[k]
+    if out.shape != (m,):
+        raise ValueError(f"time-aware figures of {out.shape[0]} combos for {m}")
+    return out
+
+
+def sweep_time(close, params, *, threads: int | None = None, isa: str = "auto",
+               fee: float = FEE_DEFAULT, times=None, periods_per_year=None,
+               validate: bool = True) -> tuple[dict, dict]:
+    """HMA's sweep and its time-aware figures in one pass (``tf_sweep_time``): ``(stats,
+    figures)``, the dicts of :func:`tollfree.sweep_stats` and :func:`time_stats` for every
+    combo of ``params`` (int64 (m, 6)), the same bits as each of them on every ``isa`` and
+    thread count (``isa="reference"`` is not a path of this call)."""
+    from tollfree.binding import _opts, as_params
+    from tollfree.data import to_close
+
+    close = np.ascontiguousarray(to_close(close, validate=validate), dtype=np.float64)
+    n = close.shape[0]
+    t = _time_times(times, n)
+    params = as_params(params)
+    m = params.shape[0]
+    pnl = np.empty(m, dtype=np.float64)
+    trades = np.empty(m, dtype=np.int64)
+    rows = np.empty(m, dtype=STATS_DTYPE)
+    out = np.empty(m, dtype=TIME_DTYPE)
+    opts, _fee_alive = _opts(threads, isa, fee, rows)
+    topts = _TimeOpts(ctypes.sizeof(_TimeOpts), 0 if t is None else t.ctypes.data,
+                      0.0 if periods_per_year is None else float(periods_per_year), None, 0)
+    buf = ctypes.create_string_buffer(1024)
+    rc = _time_lib().tf_sweep_time(close.ctypes.data, n, params.ctypes.data, m,
+                                   pnl.ctypes.data, trades.ctypes.data, ctypes.addressof(opts),
+                                   ctypes.addressof(topts), out.ctypes.data, buf, 1024)
+    if rc:
+        raise ValueError(buf.value.decode(errors="replace") or f"sweep_time: error {rc}")
+    st = {k: np.ascontiguousarray(rows[k]) for k in STAT_NAMES}
+    return st, {k: np.ascontiguousarray(out[k]) for k in TIME_FIGURES}
+
+
 def time_stats(close, params=None, *, strategy=None, times=None, periods_per_year=None,
                fee: float = FEE_DEFAULT, threads: int | None = None, positions=None,
-               validate: bool = True) -> dict:
+               validate: bool = True, isa: str = "auto") -> dict:
     """The time-aware figures of docs/definition.md section 10 (one float64 array per name of
     ``TIME_FIGURES``), computed by the library (``tf_time_stats_*``): for the combos ``params``
     of ``strategy`` (the HMA's (n, 6) grid by default, its 80-combo default grid when None), or,
@@ -267,7 +336,8 @@ def time_stats(close, params=None, *, strategy=None, times=None, periods_per_yea
     figures are then annualised with the bars per year of the data, ``(n - 1) / years``, unless
     ``periods_per_year`` says otherwise; without times they are per bar (periods_per_year 1).
     ``validate=False`` lets non-finite closes through (the figures then say NaN as section 10
-    defines)."""
+    defines). HMA's figures come from its sweep (:func:`sweep_time`) on ``isa``'s path; every
+    path gives the same bits."""
     from tollfree.data import to_close
     from tollfree.strategies import resolve
 
@@ -291,6 +361,10 @@ def time_stats(close, params=None, *, strategy=None, times=None, periods_per_yea
             from tollfree.binding import hma_params
             params = hma_params(np.ascontiguousarray(params))
         params = np.ascontiguousarray(params, dtype=np.int64)
+        if isa != "auto":
+            return sweep_time(close, params, threads=threads, isa=isa,
+                              fee=FEE_DEFAULT if fee is None else fee, times=t,
+                              periods_per_year=periods_per_year, validate=False)[1]
         out = np.empty(params.shape[0], dtype=TIME_DTYPE)
         _time_call(lb.tf_time_stats_hma, close, n, t, periods_per_year, fee, threads, out,
                    close.ctypes.data, n, params.ctypes.data, params.shape[0])

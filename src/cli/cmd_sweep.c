@@ -157,8 +157,10 @@ static const char usage_panel[] =
     "                    LocalCluster of N processes); the same bits (docs/distributed.md)\n"
     "  --chunk N         combos per Dask task (default: sized so a task runs 0.1-2 s)\n"
     "  With these, --input, --column, --raw, --grid, --out, --columns, --sort, --top, --fee,\n"
-    "  --threads (per Dask task: default 1), --isa (not reference) and --quiet apply; the other\n"
-    "  options do not; --strategy (other than hma) and --where are refused with them.\n"
+    "  --threads (per Dask task: default 1), --isa (not reference) and --quiet apply, and\n"
+    "  --time-stats / --periods-per-year in process (per bar without --periods-per-year: a panel\n"
+    "  has no dates; refused with --scheduler; the panel's --sort does not take them); the\n"
+    "  other options do not; --strategy (other than hma) and --where are refused with them.\n"
     "  tollfree sweep --panel prices/ --scheduler local:2 --top 3\n"
     "  tollfree sweep --panel prices/ --fee 0.05 --sort sharpe_per_trade --top 3 \\\n"
     "      --columns L,pnl,trades,sharpe_per_trade\n";
@@ -677,6 +679,16 @@ static int hma_grid(const sweep_args *a, int64_t **grid, int64_t *m)
     return 0;
 }
 
+/* 1 if the sort column or a listed column is a time-aware figure (TF_COLUMN_TIME). */
+static int time_columns_wanted(const sweep_args *a)
+{
+    int need =
+        a->order.col >= 0 && (tf_results_column_flags(&a->schema, a->order.col) & TF_COLUMN_TIME);
+    for (int k = 0; k < a->cols.n; k++)
+        need |= (tf_results_column_flags(&a->schema, a->cols.idx[k]) & TF_COLUMN_TIME) != 0;
+    return need;
+}
+
 /* The inputs: the series (the file's, or the embedded data: *close stays NULL) and the grid
  * (HMA: *grid [m][6]; a strategy: *dgrid [m][n_params]). 0, or the exit status after one line
  * on stderr (2: a malformed --grid spec or --where). */
@@ -729,7 +741,8 @@ static int load_inputs(sweep_args *a, double **close, int64_t *n, int64_t **grid
     if (a->input) {
         tf_cli_series_opts so = a->sopts;
         /* the fold rows' dates; the time-aware figures' times */
-        so.keep_dates = a->split_arg || a->folds_arg || a->time_stats || a->compounded;
+        so.keep_dates = a->split_arg || a->folds_arg || a->time_stats || a->compounded ||
+                        time_columns_wanted(a);
         if (tf_cli_read_series_ex(a->input, &so, close, n, &a->sinfo)) {
             free(*grid);
             free(*dgrid);
@@ -811,6 +824,21 @@ static int sweep_with(const sweep_args *a, const double *series, int64_t n, cons
     return rc;
 }
 
+/* HMA's sweep with the time-aware figures of every combo in the same pass (tf_sweep_time), with
+ * Ctrl-C armed: the kernel's code, msg the library's message. */
+static int sweep_timed(const double *series, int64_t n, const int64_t *grid, int64_t m, double *pnl,
+                       int64_t *trades, tf_sweep_opts *o, const tf_time_opts *topts,
+                       tf_time_stats *ts, char *msg, size_t cap)
+{
+    tf_progress stop = {0};
+    o->progress = &stop;
+    tf_cli_interrupt_arm(&stop);
+    int rc = tf_sweep_time(series, n, grid, m, pnl, trades, o, topts, ts, msg, cap);
+    tf_cli_interrupt_disarm();
+    o->progress = NULL;
+    return rc;
+}
+
 static int run_plain(const sweep_args *a, const double *series, int64_t n, const int64_t *grid,
                      const double *dgrid, int64_t m)
 {
@@ -819,6 +847,7 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
     double *pnl = malloc(sizeof(double) * k);
     int64_t *trades = malloc(sizeof(int64_t) * k);
     tf_stats *stats = want_stats ? malloc(sizeof(tf_stats) * k) : NULL;
+    tf_time_stats *tstats = NULL;
     FILE *f = NULL;
     int status = 1;
     if (!pnl || !trades || (want_stats && !stats)) {
@@ -826,11 +855,31 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
         goto done;
     }
     tf_sweep_opts o = {.threads = (int)a->threads, .isa = a->isa, .fee = &a->fee, .stats = stats};
+    tf_time_opts topts = {.size = sizeof topts,
+                          .times = a->sinfo.times,
+                          .periods_per_year = a->ppy,
+                          .fee = &a->fee,
+                          .threads = (int)a->threads};
+    /* HMA's time-aware figures come from the sweep itself (one pass, every combo); a ranking or
+     * a column by one needs them for every combo (other strategies: a second pass below) */
+    int time_cols = time_columns_wanted(a);
+    int timed = (a->time_stats || a->compounded || time_cols) && !a->def && !a->reference;
+    if (timed && !(tstats = malloc(sizeof(tf_time_stats) * k))) {
+        fputs("tollfree sweep: out of memory\n", stderr);
+        goto done;
+    }
     double t0 = now_s();
-    int rc = a->def ? sweep_with(a, series, n, dgrid, m, pnl, trades, &o)
-                    : tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, a->reference,
-                                       !a->quiet && isatty(STDERR_FILENO));
+    char tmsg[512] = "";
+    int rc = a->def  ? sweep_with(a, series, n, dgrid, m, pnl, trades, &o)
+             : timed ? sweep_timed(series, n, grid, m, pnl, trades, &o, &topts, tstats, tmsg,
+                                   sizeof tmsg)
+                     : tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, a->reference,
+                                        !a->quiet && isatty(STDERR_FILENO));
     double dt = now_s() - t0;
+    if (rc && rc != TF_E_CANCELLED && tmsg[0]) {
+        fprintf(stderr, "tollfree sweep: time-aware figures: %s\n", tmsg);
+        goto done;
+    }
     if (rc == TF_E_CANCELLED) {
         fputs("tollfree sweep: interrupted\n", stderr);
         status = 130;
@@ -846,12 +895,24 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
         fprintf(stderr, "tollfree sweep: %s\n", tf_strerror(rc));
         goto done;
     }
+    if (time_cols && !timed) {
+        tstats = malloc(sizeof(tf_time_stats) * k);
+        rc = !tstats  ? TF_E_NOMEM
+             : a->def ? tf_time_stats_with(a->def, series, n, dgrid, m, &topts, tstats, tmsg,
+                                           sizeof tmsg)
+                      : tf_time_stats_hma(series, n, grid, m, &topts, tstats, tmsg, sizeof tmsg);
+        if (rc) {
+            fprintf(stderr, "tollfree sweep: time-aware figures: %s\n",
+                    tmsg[0] ? tmsg : tf_strerror(rc));
+            goto done;
+        }
+    }
     f = a->out ? fopen(a->out, "w") : stdout;
     if (!f) {
         fprintf(stderr, "tollfree sweep: %s: %s\n", a->out, strerror(errno));
         goto done;
     }
-    tf_results res = {grid, pnl, trades, stats, m, NULL, 0, NULL};
+    tf_results res = {grid, pnl, trades, stats, m, NULL, 0, NULL, tstats};
     if (a->def) {
         res.dparams = dgrid;
         res.n_params = a->def->n_params;
@@ -864,11 +925,7 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
                             .def = a->def,
                             .close = series,
                             .n = n,
-                            .topts = {.size = sizeof x.topts,
-                                      .times = a->sinfo.times,
-                                      .periods_per_year = a->ppy,
-                                      .fee = &a->fee,
-                                      .threads = (int)a->threads}};
+                            .topts = topts};
     if (tf_cli_table_write_ex(f, &res, &a->cols, &a->order, a->top, &x))
         goto done;
     if (x.left_out && !a->quiet)
@@ -894,6 +951,7 @@ done:
     free(pnl);
     free(trades);
     free(stats);
+    free(tstats);
     return status;
 }
 

@@ -15,8 +15,9 @@ int tf_cli_columns_parse(const char *spec, const tf_results *schema, tf_cli_colu
     if (!strcmp(spec, "all") || !strcmp(spec, "basic")) {
         /* basic: the parameters, pnl and trades */
         int n = !strcmp(spec, "all") ? tf_results_column_count(r) : tf_results_column_pnl(r) + 2;
-        for (int k = 0; k < n; k++)
-            out->idx[out->n++] = k;
+        for (int k = 0; k < n; k++) /* the time-aware figures: --time-stats appends them */
+            if (!(tf_results_column_flags(r, k) & TF_COLUMN_TIME))
+                out->idx[out->n++] = k;
         return 0;
     }
     for (const char *p = spec;;) {
@@ -61,7 +62,8 @@ int tf_cli_columns_need_stats(const tf_cli_columns *c, int sort_col, const tf_re
     return need;
 }
 
-/* The shown rows' time-aware figures into *out (malloc'd [shown]): 0, or -1 after a line. */
+/* The shown rows' time-aware figures into *out (malloc'd [shown]): r->time's when the sweep gave
+ * them, else computed for those rows (a second pass). 0, or -1 after a line. */
 static int time_rows(const tf_results *r, const int64_t *order, int64_t shown,
                      const tf_cli_table_extra *x, tf_time_stats **out)
 {
@@ -72,6 +74,13 @@ static int time_rows(const tf_results *r, const int64_t *order, int64_t shown,
     double *dp = x->def ? malloc(sizeof(double) * np * k) : NULL;
     char msg[1024] = "out of memory";
     int rc = *out && (ip || dp) ? 0 : TF_E_NOMEM;
+    if (!rc && r->time) { /* computed by the sweep itself (tf_sweep_time) */
+        for (int64_t i = 0; i < shown; i++)
+            (*out)[i] = r->time[order[i]];
+        free(ip);
+        free(dp);
+        return 0;
+    }
     for (int64_t i = 0; !rc && i < shown; i++) {
         if (ip)
             memcpy(ip + 6 * i, r->params + 6 * order[i], 6 * sizeof(int64_t));

@@ -93,6 +93,19 @@ static inline double tfk_wma_denom(int64_t L)
 int tfk_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
                    double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series);
 
+/* tfk_sweep_impl with the time-aware figures' hook (timeacc.h): tin (over the same close and
+ * n_bars, its fee the sweep's) and tacc [n_combos] both set, and opts->stats set. The booking
+ * hands each closed trade to its combo's accumulator at its exit bar (a separate instantiation
+ * of the flip loop: the sweep without tin carries no trace of it); tacc[j] receives caller row
+ * j's state after the last bar, with entry and pos the trade still open (pos 0: none). The
+ * footprint that max_bytes bounds adds sizeof(tfk_tacc) a combo and 32 bytes a bar (tin's
+ * prefix sums). tin NULL: tfk_sweep_impl. */
+struct tfk_time_in;
+struct tfk_tacc;
+int tfk_sweep_timed(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                    double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series,
+                    const struct tfk_time_in *tin, struct tfk_tacc *tacc);
+
 /* For each distinct length len[u]: full[u] = the cached whole-series row, or NULL. Rows not
  * cached get a fresh buffer while the cache budget allows (listed in fill_idx/fill_buf, *n_fill);
  * the caller computes them and hands them to tfk_series_publish, which keeps them (or frees them
@@ -137,14 +150,15 @@ static inline void tfk_sar_welford(double *mean, double *m2, double r, int64_t t
 }
 
 /* One closed trade at close c: the spec's booking line, then (x non-NULL) the statistics in the
- * spec's order. The return r is the value pnl adds, so pnl's bits do not depend on x. */
-static inline void tfk_sar_book(tfk_sar *st, tfk_sar_extra *x, double c)
+ * spec's order. The return r is the value pnl adds, so pnl's bits do not depend on x; it is
+ * returned for the time-aware figures' hook (timeacc.h). */
+static inline double tfk_sar_book(tfk_sar *st, tfk_sar_extra *x, double c)
 {
     double r = (double)st->pos * (c - st->entry) / st->entry * 100.0 - st->fee;
     st->pnl += r;
     st->trades += 1;
     if (!x)
-        return;
+        return r;
     /* Without a branch (a win is a coin flip the predictor cannot learn): the side that does not
      * take r adds +0.0, which leaves it unchanged, since neither sum can ever be -0.0 (both start
      * at +0.0, and +0.0 + -0.0 is +0.0). NaN goes to gross_loss, as the spec's else does. */
@@ -167,6 +181,7 @@ static inline void tfk_sar_book(tfk_sar *st, tfk_sar_extra *x, double c)
     double dd = x->peak - st->pnl;
     if (dd > x->max_dd)
         x->max_dd = dd;
+    return r;
 }
 
 /* One bar (number i of the series) of the SAR loop, exactly as the spec writes it. Used by the

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "kernel_internal.h"
+#include "timeacc.h"
 
 #define N_FIRST 5 /* first-stage WMAs per combo: half, L, p3, p2, p */
 
@@ -62,8 +63,10 @@ typedef struct plan {
     double *hist;      /* all histories */
     int64_t hist_total; /* doubles in hist */
     int64_t hraw_max, hinner_max;
-    tfk_sar *sar;         /* [n_combos] */
-    tfk_sar_extra *extra; /* [n_combos] when statistics are asked for, else NULL */
+    tfk_sar *sar;           /* [n_combos] */
+    tfk_sar_extra *extra;   /* [n_combos] when statistics are asked for, else NULL */
+    const tfk_time_in *tin; /* the time-aware figures' hook (tfk_sweep_timed), or NULL */
+    tfk_tacc *tacc;         /* [n_combos] with tin, else NULL */
     double fee;
     tf_progress *progress; /* NULL, or the caller's progress and cancel flag */
     int extra_wanted;
@@ -169,9 +172,41 @@ static void first_item(const plan *pl, const block *b, int64_t k, int64_t n_slic
  * the plain sweep carries no trace of the statistics. (Measured: Welford's chain waits on a
  * division per trade; buffering the returns to run two combos' chains side by side was slower
  * than keeping it here, where the flip loop's other work overlaps it.) */
+/* tfk_sar_step with the time-aware figures' hook (x and ta set): the same booking, and the closed
+ * trade handed to ta at its exit bar i. */
+static inline __attribute__((always_inline)) void sar_step_timed(tfk_sar *st, tfk_sar_extra *x,
+                                                                 tfk_tacc *ta,
+                                                                 const tfk_time_in *tin, double f,
+                                                                 double s, double c, int64_t i)
+{
+    int64_t want;
+    if (f != f || s != s)
+        return;
+    if (f > s)
+        want = 1;
+    else if (f < s)
+        want = -1;
+    else
+        return;
+    if (want != st->pos) {
+        if (st->pos != 0) {
+            int p = (int)st->pos;
+            double r = tfk_sar_book(st, x, c);
+            tfk_tacc_close(ta, tin, ta->entry, i, p, r);
+        } else {
+            x->first_bar = i;
+        }
+        st->pos = want;
+        st->entry = c;
+        ta->entry = i;
+    }
+}
+
+/* ta_mem, tin: the time-aware figures' hook (x_mem set), or NULL: a third copy. */
 static inline __attribute__((always_inline)) void
-sar_block_with(tfk_sar *st_mem, tfk_sar_extra *x_mem, const double *hma3, const double *hma,
-               const double *c, int64_t n, int64_t t0, const uint64_t *gt, const uint64_t *lt)
+sar_block_with(tfk_sar *st_mem, tfk_sar_extra *x_mem, tfk_tacc *ta_mem, const tfk_time_in *tin,
+               const double *hma3, const double *hma, const double *c, int64_t n, int64_t t0,
+               const uint64_t *gt, const uint64_t *lt)
 {
     /* The state in locals for the block (registers: stores and reloads through the combo's
      * slots would put store-to-load latency on every trade's dependency chains). */
@@ -181,38 +216,67 @@ sar_block_with(tfk_sar *st_mem, tfk_sar_extra *x_mem, const double *hma3, const 
         x_local = *x_mem;
         x = &x_local;
     }
+    tfk_tacc ta_local, *ta = NULL;
+    if (ta_mem) {
+        ta_local = *ta_mem;
+        ta = &ta_local;
+    }
     for (int64_t w = 0; w * 64 < n; w++) {
         int64_t base = w * 64, nb = n - base < 64 ? n - base : 64;
         uint64_t all = nb == 64 ? ~(uint64_t)0 : ((uint64_t)1 << nb) - 1;
         uint64_t g = gt[w];
         if (st->pos == 0 || (g | lt[w]) != all) {
-            for (int64_t i = base; i < base + nb; i++)
-                tfk_sar_step(st, x, hma3[i], hma[i], c[i], t0 + i);
+            for (int64_t i = base; i < base + nb; i++) {
+                if (ta)
+                    sar_step_timed(st, x, ta, tin, hma3[i], hma[i], c[i], t0 + i);
+                else
+                    tfk_sar_step(st, x, hma3[i], hma[i], c[i], t0 + i);
+            }
             continue;
         }
         uint64_t flips = (g ^ ((g << 1) | (uint64_t)(st->pos > 0))) & all;
         while (flips) {
             int bit = __builtin_ctzll(flips);
             flips &= flips - 1;
-            tfk_sar_flip(st, x, (g >> bit) & 1 ? 1 : -1, c[base + bit]);
+            int64_t want = (g >> bit) & 1 ? 1 : -1;
+            if (ta) {
+                int p = (int)st->pos;
+                int64_t at = t0 + base + bit;
+                double r = tfk_sar_book(st, x, c[base + bit]);
+                tfk_tacc_close(ta, tin, ta->entry, at, p, r);
+                st->pos = want;
+                st->entry = c[base + bit];
+                ta->entry = at;
+            } else {
+                tfk_sar_flip(st, x, want, c[base + bit]);
+            }
         }
     }
     *st_mem = st_local;
     if (x_mem)
         *x_mem = x_local;
+    if (ta_mem)
+        *ta_mem = ta_local;
 }
 
 static void sar_block(tfk_sar *st, const double *hma3, const double *hma, const double *c,
                       int64_t n, const uint64_t *gt, const uint64_t *lt)
 {
-    sar_block_with(st, NULL, hma3, hma, c, n, 0, gt, lt);
+    sar_block_with(st, NULL, NULL, NULL, hma3, hma, c, n, 0, gt, lt);
 }
 
 static void sar_block_stats(tfk_sar *st, tfk_sar_extra *x, const double *hma3, const double *hma,
                             const double *c, int64_t n, int64_t t0, const uint64_t *gt,
                             const uint64_t *lt)
 {
-    sar_block_with(st, x, hma3, hma, c, n, t0, gt, lt);
+    sar_block_with(st, x, NULL, NULL, hma3, hma, c, n, t0, gt, lt);
+}
+
+static void sar_block_timed(tfk_sar *st, tfk_sar_extra *x, tfk_tacc *ta, const tfk_time_in *tin,
+                            const double *hma3, const double *hma, const double *c, int64_t n,
+                            int64_t t0, const uint64_t *gt, const uint64_t *lt)
+{
+    sar_block_with(st, x, ta, tin, hma3, hma, c, n, t0, gt, lt);
 }
 
 /* One second-stage line over block b (spec section 4): the element-wise combination of its
@@ -250,7 +314,10 @@ static void group_block(const plan *pl, const block *b, int64_t g, const worker 
         line_block(pl, b, !in, pl->slot + j * N_FIRST, in ? p[TF_P_SQ] : p[TF_P_P],
                    pl->hist + pl->hist_off[j], in ? raw_buf : inner_buf, in ? hma : hma3);
         pl->ops.cmp(hma3, hma, n, gt, lt);
-        if (pl->extra)
+        if (pl->tacc)
+            sar_block_timed(&pl->sar[j], &pl->extra[j], &pl->tacc[j], pl->tin, hma3, hma,
+                            pl->close + b->t0, n, b->t0, gt, lt);
+        else if (pl->extra)
             sar_block_stats(&pl->sar[j], &pl->extra[j], hma3, hma, pl->close + b->t0, n, b->t0, gt,
                             lt);
         else
@@ -615,7 +682,9 @@ static double footprint(const plan *pl, int nt, int64_t n_blocks)
                   2.0 * (double)n_blocks + 3.0 * (double)pl->n_len) +
            (double)nt * per_thread +
            (double)pl->n_combos * (double)(sizeof(tfk_sar) + N_FIRST * 12 + 8 + 48 +
-                                           (pl->extra_wanted ? sizeof(tfk_sar_extra) : 0));
+                                           (pl->extra_wanted ? sizeof(tfk_sar_extra) : 0) +
+                                           (pl->tin ? sizeof(tfk_tacc) : 0)) +
+           (pl->tin ? 32.0 * (double)pl->n_bars : 0.0);
 }
 
 static int resolve_threads(const tfk_opts *opts, const plan *pl)
@@ -654,6 +723,7 @@ static void free_plan(plan *pl)
     free(pl->need_denom);
     free(pl->sar);
     free(pl->extra);
+    free(pl->tacc);
     free(pl->next);
 }
 
@@ -708,10 +778,14 @@ static int alloc_run(plan *pl, int nt, int64_t n_blocks, tf_series *series)
         return TF_E_NOMEM;
     if (pl->extra_wanted && !(pl->extra = malloc(sizeof(tfk_sar_extra) * (size_t)pl->n_combos)))
         return TF_E_NOMEM;
+    if (pl->tin && !(pl->tacc = malloc(sizeof(tfk_tacc) * (size_t)pl->n_combos)))
+        return TF_E_NOMEM;
     for (int64_t j = 0; j < pl->n_combos; j++) {
         pl->sar[j] = tfk_sar_start(pl->fee);
         if (pl->extra)
             pl->extra[j] = tfk_sar_extra_start();
+        if (pl->tacc)
+            pl->tacc[j] = tfk_tacc_start();
     }
     fill_nan(pl->hist, pl->hist_total); /* bars before 0: never read, but defined */
     for (int64_t i = 0; i < 2 * n_blocks; i++)
@@ -733,7 +807,8 @@ static int alloc_workers(plan *pl, worker *ws, int nt)
 }
 
 /* Zero combos or zero bars: nothing to compute, every output at its start value. */
-static void empty_outputs(int64_t n_combos, double *pnl, int64_t *trades, const tfk_opts *o)
+static void empty_outputs(int64_t n_combos, double *pnl, int64_t *trades, const tfk_opts *o,
+                          tfk_tacc *tacc)
 {
     tfk_sar st = tfk_sar_start(o->fee);
     tfk_sar_extra x = tfk_sar_extra_start();
@@ -742,6 +817,8 @@ static void empty_outputs(int64_t n_combos, double *pnl, int64_t *trades, const 
         trades[j] = 0;
         if (o->stats)
             tfk_sar_output(&st, &x, 0, &o->stats[j]);
+        if (tacc)
+            tacc[j] = tfk_tacc_start();
     }
 }
 
@@ -763,7 +840,8 @@ static int prepare(plan *pl, const int64_t *params, int64_t n_combos, const tfk_
 }
 
 /* Each caller row's outputs from its distinct combo. */
-static void scatter(const plan *pl, int64_t n_combos, double *pnl, int64_t *trades, tf_stats *stats)
+static void scatter(const plan *pl, int64_t n_combos, double *pnl, int64_t *trades, tf_stats *stats,
+                    tfk_tacc *tacc)
 {
     for (int64_t j = 0; j < n_combos; j++) {
         int64_t u = pl->combo_of[j];
@@ -771,19 +849,28 @@ static void scatter(const plan *pl, int64_t n_combos, double *pnl, int64_t *trad
         trades[j] = pl->sar[u].trades;
         if (stats)
             tfk_sar_output(&pl->sar[u], &pl->extra[u], pl->n_bars, &stats[j]);
+        if (tacc) {
+            tacc[j] = pl->tacc[u];
+            tacc[j].pos = pl->sar[u].pos;
+        }
     }
 }
 
-int tfk_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
-                   double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series)
+int tfk_sweep_timed(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                    double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series,
+                    const tfk_time_in *tin, tfk_tacc *tacc)
 {
     tfk_isa_ops ops;
     tfk_opts o;
     int rc = check_args(close, n_bars, params, n_combos, pnl, trades, opts, &o, &ops);
     if (rc || n_combos == 0)
         return rc;
+    if (tin && (!tacc || !o.stats || tin->n != n_bars || tin->fee != o.fee))
+        return TF_E_INVALID_ARG;
+    if (!tin)
+        tacc = NULL;
     if (n_bars == 0) {
-        empty_outputs(n_combos, pnl, trades, &o);
+        empty_outputs(n_combos, pnl, trades, &o, tacc);
         return 0;
     }
 
@@ -792,7 +879,8 @@ int tfk_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, i
                .ops = ops,
                .fee = o.fee,
                .progress = o.progress,
-               .extra_wanted = o.stats != NULL};
+               .extra_wanted = o.stats != NULL,
+               .tin = tacc ? tin : NULL};
     worker *ws = NULL;
     int nt = 0;
     int64_t n_blocks = 0;
@@ -813,7 +901,7 @@ int tfk_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, i
     if (series && pl.fill_idx)
         tfk_series_publish(series, pl.len, pl.fill_idx, pl.fill_buf, pl.n_fill, rc == 0);
     if (!rc)
-        scatter(&pl, n_combos, pnl, trades, o.stats);
+        scatter(&pl, n_combos, pnl, trades, o.stats, tacc);
     for (int t = 0; ws && t < nt; t++) {
         free(ws[t].scratch);
         free(ws[t].mask);
@@ -822,6 +910,12 @@ int tfk_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, i
     free(ws);
     free_plan(&pl);
     return rc;
+}
+
+int tfk_sweep_impl(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                   double *pnl, int64_t *trades, const tf_sweep_opts *opts, tf_series *series)
+{
+    return tfk_sweep_timed(close, n_bars, params, n_combos, pnl, trades, opts, series, NULL, NULL);
 }
 
 int tf_sweep(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,

@@ -5,9 +5,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/opts_size.h"
 #include "common/msg.h"
+#include "kernel/book.h"
 #include "research/warmup.h"
 #include "tollfree/error.h"
 #include "tollfree/research.h"
@@ -49,6 +51,11 @@ static int load_opts(const tf_oos_opts *in, tf_oos_opts *o, int *col, int *sign,
         return rc;
     if (tf_column_flags(rc) & TF_COLUMN_WINDOW)
         return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "metric %.64s: a window is not a metric",
+                       metric);
+    if (tf_column_flags(rc) & TF_COLUMN_TIME)
+        return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap,
+                       "metric %.64s: the time-aware figures rank a plain sweep (--sort), not "
+                       "the folds",
                        metric);
     *col = rc;
     return 0;
@@ -166,7 +173,7 @@ static int part_values(const combos *c, part *p, int col, int sign)
     int64_t m = c->m;
     /* col is a column of the HMA table (a metric, never a window): the same metric in a
      * strategy's table is col - TF_COLUMN_PNL + n_params */
-    tf_results r = {c->params, p->pnl, p->trades, p->stats, m, NULL, 0, NULL};
+    tf_results r = {c->params, p->pnl, p->trades, p->stats, m, NULL, 0, NULL, NULL};
     if (c->def) {
         r.dparams = c->dparams;
         r.n_params = c->def->n_params;
@@ -211,13 +218,44 @@ static int check_run(const combos *c, const double *close, int64_t n_bars, const
     return 0;
 }
 
-/* With a warm-up: every fold's parts of every combo into *out ([nf][2][m], malloc'd). */
+/* Bytes the warm run would hold: every fold's two parts of every combo, and per thread the
+ * series' targets and the largest combo's state (warmup.c's allocations). */
+static double warm_bytes(const combos *c, int64_t n_bars, int nf, int threads)
+{
+    const tf_strategy_def *def = c->def ? c->def : tf_strategy_builtin("hma");
+    uint32_t np = def->n_params;
+    double most = 16.0, p[TF_STRATEGY_MAX_PARAMS];
+    for (int64_t j = 0; j < c->m; j++) {
+        for (uint32_t k = 0; k < np; k++)
+            p[k] = c->params ? (double)c->params[j * 6 + k] : c->dparams[j * (int64_t)np + k];
+        size_t b = tfk_state_bytes(def, p);
+        double bytes = b ? (double)b : (double)TFK_MAX_STATE;
+        most = bytes > most ? bytes : most;
+    }
+    long nt = threads > 0 ? threads : sysconf(_SC_NPROCESSORS_ONLN);
+    nt = nt < 1 ? 1 : nt > c->m ? (long)c->m : nt;
+    return 2.0 * (double)nf * (double)c->m * (double)sizeof(tf_stats) +
+           (double)nt * ((double)n_bars + most);
+}
+
+/* With a warm-up: every fold's parts of every combo into *out ([nf][2][m], malloc'd), within
+ * the sweep options' max_bytes (TF_E_LIMIT with a message naming it). */
 static int warm_all(const combos *c, const double *close, int64_t n_bars, const tf_oos_opts *o,
-                    const tf_fold *folds, int nf, const tf_sweep_opts *so, tf_stats **out)
+                    const tf_fold *folds, int nf, const tf_sweep_opts *so, tf_stats **out,
+                    char *msg, size_t msg_cap)
 {
     int64_t m = c->m;
     if ((uint64_t)m > SIZE_MAX / sizeof(tf_stats) / 2 / (size_t)nf)
         return TF_E_NOMEM;
+    if (so->max_bytes) {
+        double need = warm_bytes(c, n_bars, nf, so->threads);
+        if (need > (double)so->max_bytes)
+            return tfu_msg(TF_E_LIMIT, msg, msg_cap,
+                           "the warm-up run needs about %.0f bytes (%d folds x 2 parts x %lld "
+                           "combos, and the series and a combo's state per thread), over "
+                           "max_bytes %zu",
+                           need, nf, (long long)m, so->max_bytes);
+    }
     *out = malloc(sizeof(tf_stats) * 2 * (size_t)nf * (size_t)m);
     if (!*out)
         return TF_E_NOMEM;
@@ -335,7 +373,8 @@ static int oos_run(const combos *c, const double *close, int64_t n_bars, const t
     if (!mem)
         return tfu_msg(TF_E_NOMEM, msg, msg_cap, "out of memory");
     tf_stats *warm = NULL;
-    if (o.warmup && (rc = warm_all(c, close, n_bars, &o, folds, nf, &so, &warm)))
+    if (o.warmup && (rc = warm_all(c, close, n_bars, &o, folds, nf, &so, &warm, msg, msg_cap)) &&
+        rc != TF_E_LIMIT)
         tfu_msg(rc, msg, msg_cap, "the warm-up run: %s", tf_strerror(rc));
     for (int k = 0; k < nf && !rc; k++) {
         rc = run_fold(c, close, &folds[k], k, warm, &so, o.reference, &is, &os);

@@ -59,7 +59,8 @@ enum {
     C_PROFIT_FACTOR,
     C_SHARPE,
     C_AVG_TRADE,
-    N_COLUMNS
+    C_TIME, /* the TF_TIME_FIGURES time-aware figures, in tf_time_stats order */
+    N_COLUMNS = C_TIME + TF_TIME_FIGURES
 };
 
 static const struct {
@@ -87,6 +88,22 @@ static const struct {
     {"profit_factor", TF_COLUMN_STATS},
     {"sharpe_per_trade", TF_COLUMN_STATS},
     {"avg_trade", TF_COLUMN_STATS},
+    /* tf_time_figure_name's (test_research checks) */
+    {"equity", TF_COLUMN_TIME},
+    {"cagr", TF_COLUMN_TIME},
+    {"ann_vol", TF_COLUMN_TIME},
+    {"sharpe", TF_COLUMN_TIME},
+    {"sortino", TF_COLUMN_TIME},
+    {"calmar", TF_COLUMN_TIME},
+    {"mtm_max_dd", TF_COLUMN_TIME},
+    {"exposure_pct", TF_COLUMN_TIME},
+    {"buy_hold", TF_COLUMN_TIME},
+    {"compounded", TF_COLUMN_TIME},
+    {"mean_bars", TF_COLUMN_TIME},
+    {"max_bars", TF_COLUMN_TIME},
+    {"mean_days", TF_COLUMN_TIME},
+    {"max_days", TF_COLUMN_TIME},
+    {"periods_per_year", TF_COLUMN_TIME},
 };
 
 int tf_column_count(void)
@@ -248,6 +265,8 @@ static double cell(const tf_results *r, int f, int64_t j)
         return r->pnl[j];
     if (col == C_TRADES)
         return (double)r->trades[j];
+    if (col >= C_TIME)
+        return tf_time_figure(&r->time[j], col - C_TIME);
     const tf_stats *s = &r->stats[j];
     switch (col) {
     case C_WINS:
@@ -299,6 +318,8 @@ static int readable(const tf_results *r, int col, int *f)
         return r->pnl ? 0 : TF_E_NULL_ARG;
     if (*f == C_TRADES)
         return r->trades ? 0 : TF_E_NULL_ARG;
+    if (*f >= C_TIME)
+        return r->time ? 0 : TF_E_INVALID_ARG;
     return r->stats ? 0 : TF_E_INVALID_ARG;
 }
 

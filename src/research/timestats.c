@@ -8,97 +8,85 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/msg.h"
 #include "common/opts_size.h"
 #include "kernel/kernel_internal.h"
+#include "kernel/timeacc.h"
 #include "tollfree/error.h"
 #include "tollfree/research.h"
 #include "tollfree/strategy.h"
 
-#define NS_PER_DAY 86400e9
 #define DAYS_PER_YEAR 365.25
 
-/* Prefix sums over the differences d[t] = close[t] - close[t-1] (t >= 1; index 0 holds 0):
- * p1 of d, p2 of d*d, dn of d*d where d is not > 0 (a long's falls), up of d*d where d is
- * not < 0 (a short's). */
-typedef struct tt_prefix {
-    double *p1, *p2, *dn, *up;
-} tt_prefix;
-
-static int prefix_build(const double *c, int64_t n, tt_prefix *px)
+/* A block of at least 2 MiB on huge pages where the system gives them on request (Linux's
+ * transparent huge pages in "madvise" mode): the prefix sums are 32 bytes a bar, written once
+ * per call, and a fresh process otherwise takes a page fault every 4 KiB of them (measured: 12%
+ * of a one-thread `tollfree sweep --time-stats` on the default data, a KVM guest). */
+#define HUGE_BYTES ((size_t)2 << 20)
+static void *big_alloc(size_t bytes)
 {
-    size_t len = (size_t)(n > 0 ? n : 1);
-    double *all = malloc(sizeof(double) * 4 * len);
-    if (!all)
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HUGE_BYTES && bytes <= SIZE_MAX - HUGE_BYTES) {
+        size_t round = (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+        void *p = aligned_alloc(HUGE_BYTES, round);
+        if (p)
+            madvise(p, round, MADV_HUGEPAGE); /* advice only: its failure changes nothing */
+        return p;
+    }
+#endif
+    return malloc(bytes);
+}
+
+/* The prefix sums of timeacc.h over close[n] (n >= 1 arrays even for n == 0) and the words'
+ * bounds of p1, with what the accumulation reads besides: the close, the dates and the fee.
+ * all: the one block to free. */
+static int prefix_build(const double *c, int64_t n, const int64_t *times, double fee,
+                        tfk_time_in *in, double **all)
+{
+    size_t len = (size_t)(n > 0 ? n : 1), nw = len / 64 + 1;
+    double *p = big_alloc(sizeof(double) * (4 * len + 2 * nw));
+    if (!p)
         return TF_E_NOMEM;
-    *px = (tt_prefix){all, all + len, all + 2 * len, all + 3 * len};
-    px->p1[0] = px->p2[0] = px->dn[0] = px->up[0] = 0.0;
+    *all = p;
+    double *p1 = p, *p2 = p + len, *dn = p + 2 * len, *up = p + 3 * len;
+    double *wlo = p + 4 * len, *whi = wlo + nw;
+    p1[0] = p2[0] = dn[0] = up[0] = 0.0;
+    int64_t bad = n;
     for (int64_t t = 1; t < n; t++) {
         double d = c[t] - c[t - 1];
         double q = d * d;
-        px->p1[t] = px->p1[t - 1] + d;
-        px->p2[t] = px->p2[t - 1] + q;
-        px->dn[t] = px->dn[t - 1] + (d > 0.0 ? 0.0 : q);
-        px->up[t] = px->up[t - 1] + (d < 0.0 ? 0.0 : q);
+        p1[t] = p1[t - 1] + d;
+        p2[t] = p2[t - 1] + q;
+        dn[t] = dn[t - 1] + (d > 0.0 ? 0.0 : q);
+        up[t] = up[t - 1] + (d < 0.0 ? 0.0 : q);
+        if (bad == n && !isfinite(p1[t]))
+            bad = t;
     }
+    for (size_t w = 0; w < nw; w++) { /* read only up to the first non-finite p1 */
+        int64_t t0 = (int64_t)w * 64, t1 = t0 + 64 < n ? t0 + 64 : n;
+        double l = t0 < n ? p1[t0] : 0.0, h = l;
+        for (int64_t t = t0 + 1; t < t1; t++) {
+            l = p1[t] < l ? p1[t] : l;
+            h = p1[t] > h ? p1[t] : h;
+        }
+        wlo[w] = l;
+        whi[w] = h;
+    }
+    *in = (tfk_time_in){.close = c,
+                        .p1 = p1,
+                        .p2 = p2,
+                        .dn = dn,
+                        .up = up,
+                        .times = times,
+                        .n = n,
+                        .first_bad = bad,
+                        .fee = fee,
+                        .wlo = wlo,
+                        .whi = whi};
     return 0;
-}
-
-/* One combo's running state over its trades. */
-typedef struct tt_acc {
-    double eq;   /* closed equity: the closed trades' returns summed in order (pnl's bits) */
-    double q, d; /* sums of the squared changes, and of the squared falls */
-    double peak, mdd, comp;
-    double dur, days, max_days;
-    int64_t trades, max_dur;
-} tt_acc;
-
-static void mark(tt_acc *a, double e)
-{
-    if (e > a->peak)
-        a->peak = e;
-    double dd = a->peak - e;
-    if (dd > a->mdd)
-        a->mdd = dd;
-}
-
-/* The bars t in (e, end] of a trade entered at e in direction p, without its exit bar's
- * booking: the MTM marks and the sums of squares over (e, end]. */
-static void hold(tt_acc *a, const tt_prefix *px, const double *c, int64_t e, int64_t end, int p)
-{
-    double k = 100.0 / c[e], kk = k * k, dp = (double)p;
-    for (int64_t t = e + 1; t <= end; t++)
-        mark(a, a->eq + k * (dp * (px->p1[t] - px->p1[e])));
-    const double *w = p > 0 ? px->dn : px->up;
-    a->q = a->q + kk * (px->p2[end] - px->p2[e]);
-    a->d = a->d + kk * (w[end] - w[e]);
-}
-
-/* The trade entered at e, closed at x > e in direction p. */
-static void close_trade(tt_acc *a, const tt_prefix *px, const double *c, const int64_t *times,
-                        int64_t e, int64_t x, int p, double fee)
-{
-    double k = 100.0 / c[e], dp = (double)p;
-    double r = dp * (c[x] - c[e]) / c[e] * 100.0 - fee; /* the booking's return, bit for bit */
-    hold(a, px, c, e, x - 1, p);
-    double g = r - k * (dp * (px->p1[x - 1] - px->p1[e])); /* the exit bar's change */
-    a->q = a->q + g * g;
-    a->d = a->d + (g < 0.0 ? g * g : 0.0);
-    a->eq = a->eq + r;
-    mark(a, a->eq);
-    a->comp = a->comp * (1.0 + r / 100.0);
-    a->trades++;
-    a->dur = a->dur + (double)(x - e);
-    if (x - e > a->max_dur)
-        a->max_dur = x - e;
-    if (times) {
-        double dd = (double)(times[x] - times[e]) / NS_PER_DAY;
-        a->days = a->days + dd;
-        if (dd > a->max_days)
-            a->max_days = dd;
-    }
 }
 
 /* The figures in tf_time_stats order: names and where each lives. */
@@ -124,7 +112,7 @@ static double nan_canon(double v)
 }
 
 /* The figures from the accumulated sums (docs/definition.md section 10's last step). */
-static void finish(const tt_acc *a, double equity, int64_t n, int64_t expo, const double *c,
+static void finish(const tfk_tacc *a, double equity, int64_t n, int64_t expo, const double *c,
                    int has_times, double ppy, tf_time_stats *o)
 {
     double N = (double)(n - 1), sq = sqrt(ppy);
@@ -157,30 +145,43 @@ static void finish(const tt_acc *a, double equity, int64_t n, int64_t expo, cons
     }
 }
 
-/* One combo: pos[n] checked (-1..1) by the caller. */
-static void combo_figures(const double *c, int64_t n, const int8_t *pos, const tt_prefix *px,
-                          const int64_t *times, double fee, double ppy, tf_time_stats *o)
+/* The figures from a combo's state after its last bar: the position still open (pos, entered
+ * at a->entry) marked to the last bar, then finish. expo: the bars that ended in a position. */
+static void figures_from(tfk_tacc *a, const tfk_time_in *in, int pos, int64_t expo, double ppy,
+                         tf_time_stats *o)
 {
-    tt_acc a = {0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0, 0};
+    int64_t n = in->n;
+    double equity = a->eq;
+    if (pos != 0) {
+        int64_t e = a->entry;
+        tfk_tacc_hold(a, in, e, n - 1, pos);
+        double k = 100.0 / in->close[e];
+        equity = a->eq + k * ((double)pos * (in->p1[n - 1] - in->p1[e]));
+    }
+    finish(a, equity, n, expo, in->close, in->times != NULL, ppy, o);
+}
+
+/* One combo: pos[n] checked (-1..1) by the caller. */
+static void combo_figures(const tfk_time_in *in, const int8_t *pos, double ppy, tf_time_stats *o)
+{
+    const double *c = in->close;
+    tfk_tacc a = tfk_tacc_start();
     int cur = 0;
-    int64_t e = -1, expo = 0;
-    for (int64_t t = 0; t < n; t++) {
+    int64_t expo = 0;
+    for (int64_t t = 0; t < in->n; t++) {
         int p = pos[t];
         if (p != cur) {
-            if (cur != 0)
-                close_trade(&a, px, c, times, e, t, cur, fee);
-            e = t;
+            if (cur != 0) {
+                int64_t e = a.entry;
+                double r = (double)cur * (c[t] - c[e]) / c[e] * 100.0 - in->fee; /* the booking's */
+                tfk_tacc_close(&a, in, e, t, cur, r);
+            }
+            a.entry = t;
             cur = p;
         }
         expo += cur != 0;
     }
-    double equity = a.eq;
-    if (cur != 0) {
-        hold(&a, px, c, e, n - 1, cur);
-        double k = 100.0 / c[e];
-        equity = a.eq + k * ((double)cur * (px->p1[n - 1] - px->p1[e]));
-    }
-    finish(&a, equity, n, expo, c, times != NULL, ppy, o);
+    figures_from(&a, in, cur, expo, ppy, o);
 }
 
 /* ---- options ---- */
@@ -210,7 +211,8 @@ int tf_time_periods(const int64_t *times, int64_t n, const tf_time_opts *opts, d
         *out = 1.0;
         return 0;
     }
-    double years = n >= 2 ? (double)(times[n - 1] - times[0]) / (DAYS_PER_YEAR * NS_PER_DAY) : 0.0;
+    double years =
+        n >= 2 ? (double)(times[n - 1] - times[0]) / (DAYS_PER_YEAR * TFK_NS_PER_DAY) : 0.0;
     *out = years > 0.0 ? (double)(n - 1) / years : NAN;
     return 0;
 }
@@ -247,108 +249,94 @@ int tf_time_stats_positions(const double *close, int64_t n, const int8_t *pos,
             return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap,
                            "position %d at bar %lld: positions are -1, 0 or +1", pos[t],
                            (long long)t);
-    tt_prefix px;
-    if ((rc = prefix_build(close, n, &px)))
+    tfk_time_in in;
+    double *all;
+    if ((rc = prefix_build(close, n, o.times, o.fee, &in, &all)))
         return rc;
-    combo_figures(close, n, pos, &px, o.times, o.fee, o.ppy, out);
-    free(px.p1);
+    combo_figures(&in, pos, o.ppy, out);
+    free(all);
     return 0;
 }
 
-/* ---- the second pass over combos ---- */
+/* ---- the sweep with the hook (HMA) ---- */
+
+int tf_sweep_time(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                  double *pnl, int64_t *trades, const tf_sweep_opts *opts,
+                  const tf_time_opts *topts, tf_time_stats *out, char *msg, size_t msg_cap)
+{
+    if (n_bars < 0 || n_combos < 0)
+        return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "n and m must be >= 0, got %lld and %lld",
+                       (long long)n_bars, (long long)n_combos);
+    if (n_combos > 0 && (!out || !pnl || !trades || !params || (n_bars > 0 && !close)))
+        return TF_E_NULL_ARG;
+    tfk_opts ko;
+    if (tfk_opts_resolve(opts, &ko))
+        return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "tf_sweep_opts: bad size or non-finite fee");
+    tt_opts o;
+    int rc = opts_resolve(topts, n_bars, &o, msg, msg_cap);
+    if (rc || n_combos == 0)
+        return rc;
+    /* the prefix sums first: 32 bytes a bar, within the sweep's budget */
+    if (ko.max_bytes && 32.0 * (double)n_bars > (double)ko.max_bytes)
+        return tfu_msg(TF_E_LIMIT, msg, msg_cap,
+                       "the time-aware figures need %.0f bytes for %lld bars, over max_bytes %zu",
+                       32.0 * (double)n_bars, (long long)n_bars, ko.max_bytes);
+    tfk_time_in in;
+    double *all = NULL;
+    tf_stats *st = ko.stats ? ko.stats : malloc(sizeof(tf_stats) * (size_t)n_combos);
+    tfk_tacc *acc = malloc(sizeof(tfk_tacc) * (size_t)n_combos);
+    if (!st || !acc || (rc = prefix_build(close, n_bars, o.times, ko.fee, &in, &all))) {
+        rc = TF_E_NOMEM;
+        goto done;
+    }
+    tf_sweep_opts so = {.size = sizeof so,
+                        .threads = ko.threads,
+                        .isa = ko.isa,
+                        .max_bytes = ko.max_bytes,
+                        .fee = &ko.fee,
+                        .stats = st,
+                        .progress = ko.progress};
+    rc = tfk_sweep_timed(close, n_bars, params, n_combos, pnl, trades, &so, NULL, &in, acc);
+    if (rc) {
+        tfu_msg(rc, msg, msg_cap, "%s", tf_strerror(rc));
+        goto done;
+    }
+    for (int64_t j = 0; j < n_combos; j++)
+        figures_from(&acc[j], &in, (int)acc[j].pos, st[j].exposure_bars, o.ppy, &out[j]);
+done:
+    if (st != ko.stats)
+        free(st);
+    free(acc);
+    free(all);
+    return rc;
+}
+
+/* ---- the second pass over combos (any other strategy) ---- */
 
 typedef struct tt_job {
     const tf_strategy_def *def;
-    const double *close, *dparams;
-    const int64_t *iparams;
-    int64_t n, m;
-    const tt_opts *o;
-    const tt_prefix *px;
+    const double *dparams;
+    int64_t m;
+    double ppy;
+    int threads;
+    const tfk_time_in *in;
     tf_time_stats *out;
-    tfk_isa_ops ops; /* the HMA combos' WMA routines (iparams set) */
     atomic_llong next;
     atomic_int rc;
     atomic_llong bad;
 } tt_job;
 
-/* WMA(x, L) over bars [0, n) into out, x defined from bar `from` (NaN before): the kernel's
- * routine of section 3 (ops->wma, the bits of every path) from bar from + L - 1, NaN before. */
-static void wma_from(const tfk_isa_ops *ops, const double *x, int64_t from, int64_t n, int64_t L,
-                     double *out)
+/* Combo j's positions into pos[n] from its streaming handle, then its figures. */
+static int run_one(tt_job *jb, int64_t j, int8_t *pos)
 {
-    int64_t lo = from + L - 1;
-    for (int64_t i = 0; i < lo && i < n; i++)
-        out[i] = NAN;
-    if (lo < n)
-        ops->wma(x, L, lo, n, out + lo);
-}
-
-static int64_t max3(int64_t a, int64_t b, int64_t c)
-{
-    int64_t m = a > b ? a : b;
-    return m > c ? m : c;
-}
-
-/* An HMA combo's positions (docs/definition.md sections 4 and 5: the lines, then the stop and
- * reverse's position after each bar), by the kernel's WMA routine: what its streaming handle
- * gives, in seven vectorised passes. buf: 6 x n doubles. */
-static void hma_positions(const tfk_isa_ops *ops, const double *c, int64_t n, const int64_t *w,
-                          double *buf, int8_t *pos)
-{
-    double *a = buf, *b = buf + n, *raw = buf + 2 * n, *hma = buf + 3 * n, *inner = buf + 4 * n,
-           *hma3 = buf + 5 * n;
-    int64_t L = w[TF_P_L], half = w[TF_P_HALF], sq = w[TF_P_SQ], p = w[TF_P_P], p3 = w[TF_P_P3],
-            p2 = w[TF_P_P2];
-    int64_t r0 = (L > half ? L : half) - 1, i0 = max3(p, p3, p2) - 1;
-    wma_from(ops, c, 0, n, half, a);
-    wma_from(ops, c, 0, n, L, b);
-    for (int64_t i = 0; i < n; i++)
-        raw[i] = i >= r0 ? 2.0 * a[i] - b[i] : NAN;
-    wma_from(ops, raw, r0, n, sq, hma);
-    const double *wp = a; /* p == half for every combo of one Hull length: one pass less */
-    if (p != half) {
-        wma_from(ops, c, 0, n, p, hma3);
-        wp = hma3;
-    }
-    wma_from(ops, c, 0, n, p3, b);   /* w3 */
-    wma_from(ops, c, 0, n, p2, raw); /* w2 (raw is done with) */
-    for (int64_t i = 0; i < n; i++)
-        inner[i] = i >= i0 ? 3.0 * b[i] - raw[i] - wp[i] : NAN;
-    wma_from(ops, inner, i0, n, p, hma3);
-    int cur = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double f = hma3[i], s = hma[i];
-        if (f == f && s == s) {
-            if (f > s)
-                cur = 1;
-            else if (f < s)
-                cur = -1;
-        }
-        pos[i] = (int8_t)cur;
-    }
-}
-
-/* Combo j's positions into pos[n] (HMA: hma_positions in buf; any other strategy: its
- * streaming handle), then its figures. */
-static int run_one(tt_job *jb, int64_t j, int8_t *pos, double *buf)
-{
-    if (jb->iparams) {
-        hma_positions(&jb->ops, jb->close, jb->n, jb->iparams + 6 * j, buf, pos);
-        combo_figures(jb->close, jb->n, pos, jb->px, jb->o->times, jb->o->fee, jb->o->ppy,
-                      &jb->out[j]);
-        return 0;
-    }
-    double p[TF_STRATEGY_MAX_PARAMS];
     uint32_t np = jb->def->n_params;
-    for (uint32_t k = 0; k < np; k++)
-        p[k] = jb->iparams ? (double)jb->iparams[j * 6 + k] : jb->dparams[j * (int64_t)np + k];
     tf_strategy *s = NULL;
-    int rc = tf_strategy_open_with(&s, jb->def, p);
+    int rc = tf_strategy_open_with(&s, jb->def, jb->dparams + j * (int64_t)np);
     if (rc)
         return rc;
-    rc = tf_strategy_set_fee(s, jb->o->fee);
-    for (int64_t t = 0; t < jb->n && !rc; t++) {
-        int v = tf_strategy_step(s, jb->close[t]);
+    rc = tf_strategy_set_fee(s, jb->in->fee);
+    for (int64_t t = 0; t < jb->in->n && !rc; t++) {
+        int v = tf_strategy_step(s, jb->in->close[t]);
         if (v < -1 || v > 1)
             rc = v < 0 ? v : TF_E_STRATEGY;
         else
@@ -357,27 +345,23 @@ static int run_one(tt_job *jb, int64_t j, int8_t *pos, double *buf)
     tf_strategy_close(s);
     if (rc)
         return rc;
-    combo_figures(jb->close, jb->n, pos, jb->px, jb->o->times, jb->o->fee, jb->o->ppy, &jb->out[j]);
+    combo_figures(jb->in, pos, jb->ppy, &jb->out[j]);
     return 0;
 }
 
 static void *worker(void *arg)
 {
     tt_job *jb = arg;
-    size_t n = (size_t)(jb->n > 0 ? jb->n : 1);
-    int8_t *pos = malloc(n);
-    double *buf = jb->iparams ? malloc(sizeof(double) * 6 * n) : NULL;
-    if (!pos || (jb->iparams && !buf)) {
+    int8_t *pos = malloc((size_t)(jb->in->n > 0 ? jb->in->n : 1));
+    if (!pos) {
         atomic_store(&jb->rc, TF_E_NOMEM);
-        free(pos);
-        free(buf);
         return NULL;
     }
     for (;;) {
         long long j = atomic_fetch_add(&jb->next, 1);
         if (j >= jb->m || atomic_load(&jb->rc))
             break;
-        int rc = run_one(jb, j, pos, buf);
+        int rc = run_one(jb, j, pos);
         if (rc) {
             int zero = 0;
             if (atomic_compare_exchange_strong(&jb->rc, &zero, rc))
@@ -386,14 +370,13 @@ static void *worker(void *arg)
         }
     }
     free(pos);
-    free(buf);
     return NULL;
 }
 
 static int run_all(tt_job *jb)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t nt = jb->o->threads ? jb->o->threads : (cores > 0 ? cores : 1);
+    int64_t nt = jb->threads ? jb->threads : (cores > 0 ? cores : 1);
     if (nt > jb->m)
         nt = jb->m > 0 ? jb->m : 1;
     if (nt > TF_MAX_THREADS)
@@ -409,65 +392,38 @@ static int run_all(tt_job *jb)
     return atomic_load(&jb->rc);
 }
 
-static int combos_run(const tf_strategy_def *def, const double *close, int64_t n,
-                      const int64_t *iparams, const double *dparams, int64_t m,
-                      const tf_time_opts *opts, tf_time_stats *out, char *msg, size_t cap)
-{
-    if (n < 0 || m < 0)
-        return tfu_msg(TF_E_INVALID_ARG, msg, cap, "n and m must be >= 0, got %lld and %lld",
-                       (long long)n, (long long)m);
-    if (m > 0 && (!out || (!iparams && !dparams) || (n > 0 && !close)))
-        return TF_E_NULL_ARG;
-    tt_opts o;
-    int rc = opts_resolve(opts, n, &o, msg, cap);
-    if (rc || m == 0)
-        return rc;
-    tt_prefix px;
-    if ((rc = prefix_build(close, n, &px)))
-        return rc;
-    tf_time_stats *tmp = malloc(sizeof *tmp * (size_t)m);
-    if (!tmp) {
-        free(px.p1);
-        return TF_E_NOMEM;
-    }
-    tt_job jb = {.def = def,
-                 .close = close,
-                 .dparams = dparams,
-                 .iparams = iparams,
-                 .n = n,
-                 .m = m,
-                 .o = &o,
-                 .px = &px,
-                 .out = tmp};
-    if (iparams && (rc = tfk_isa_ops_for(TF_ISA_AUTO, &jb.ops))) {
-        free(tmp);
-        free(px.p1);
-        return rc;
-    }
-    atomic_init(&jb.next, 0);
-    atomic_init(&jb.rc, 0);
-    atomic_init(&jb.bad, -1);
-    rc = run_all(&jb);
-    if (!rc)
-        memcpy(out, tmp, sizeof *tmp * (size_t)m);
-    else
-        tfu_msg(rc, msg, cap, "combo %lld: %s", (long long)atomic_load(&jb.bad) + 1,
-                tf_strerror(rc));
-    free(tmp);
-    free(px.p1);
-    return rc;
-}
-
 int tf_time_stats_hma(const double *close, int64_t n, const int64_t *params, int64_t m,
                       const tf_time_opts *opts, tf_time_stats *out, char *msg, size_t msg_cap)
 {
-    if (m > 0 && params) {
+    if (n < 0 || m < 0)
+        return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "n and m must be >= 0, got %lld and %lld",
+                       (long long)n, (long long)m);
+    if (m > 0 && (!out || !params || (n > 0 && !close)))
+        return TF_E_NULL_ARG;
+    if (m > 0) {
         int rc = tf_params_check(params, m);
         if (rc)
             return tfu_msg(rc, msg, msg_cap, "bad combo: %s", tf_strerror(rc));
     }
-    return combos_run(tf_strategy_builtin("hma"), close, n, params, NULL, m, opts, out, msg,
-                      msg_cap);
+    tt_opts o;
+    int rc = opts_resolve(opts, n, &o, msg, msg_cap);
+    if (rc || m == 0)
+        return rc;
+    size_t k = (size_t)m;
+    double *pnl = malloc(sizeof(double) * k);
+    int64_t *trades = malloc(sizeof(int64_t) * k);
+    tf_time_stats *tmp = malloc(sizeof(tf_time_stats) * k);
+    rc = TF_E_NOMEM;
+    if (pnl && trades && tmp) {
+        tf_sweep_opts so = {.size = sizeof so, .threads = o.threads, .fee = &o.fee};
+        rc = tf_sweep_time(close, n, params, m, pnl, trades, &so, opts, tmp, msg, msg_cap);
+    }
+    if (!rc)
+        memcpy(out, tmp, sizeof(tf_time_stats) * k);
+    free(pnl);
+    free(trades);
+    free(tmp);
+    return rc;
 }
 
 int tf_time_stats_with(const tf_strategy_def *def, const double *close, int64_t n,
@@ -479,7 +435,42 @@ int tf_time_stats_with(const tf_strategy_def *def, const double *close, int64_t 
     int rc = tf_strategy_def_check(def, msg, msg_cap);
     if (rc)
         return rc;
-    return combos_run(def, close, n, NULL, params, m, opts, out, msg, msg_cap);
+    if (n < 0 || m < 0)
+        return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "n and m must be >= 0, got %lld and %lld",
+                       (long long)n, (long long)m);
+    if (m > 0 && (!out || !params || (n > 0 && !close)))
+        return TF_E_NULL_ARG;
+    tt_opts o;
+    if ((rc = opts_resolve(opts, n, &o, msg, msg_cap)) || m == 0)
+        return rc;
+    tfk_time_in in;
+    double *all;
+    if ((rc = prefix_build(close, n, o.times, o.fee, &in, &all)))
+        return rc;
+    tf_time_stats *tmp = malloc(sizeof *tmp * (size_t)m);
+    if (!tmp) {
+        free(all);
+        return TF_E_NOMEM;
+    }
+    tt_job jb = {.def = def,
+                 .dparams = params,
+                 .m = m,
+                 .ppy = o.ppy,
+                 .threads = o.threads,
+                 .in = &in,
+                 .out = tmp};
+    atomic_init(&jb.next, 0);
+    atomic_init(&jb.rc, 0);
+    atomic_init(&jb.bad, -1);
+    rc = run_all(&jb);
+    if (!rc)
+        memcpy(out, tmp, sizeof *tmp * (size_t)m);
+    else
+        tfu_msg(rc, msg, msg_cap, "combo %lld: %s", (long long)atomic_load(&jb.bad) + 1,
+                tf_strerror(rc));
+    free(tmp);
+    free(all);
+    return rc;
 }
 
 /* ---- names ---- */

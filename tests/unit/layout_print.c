@@ -150,6 +150,7 @@ int main(void)
     FIELD(tf_results, dparams);
     FIELD(tf_results, n_params);
     FIELD(tf_results, param_names);
+    FIELD(tf_results, time);
     STRUCT(tf_strategy_def);
     FIELD(tf_strategy_def, size);
     FIELD(tf_strategy_def, abi);

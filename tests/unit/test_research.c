@@ -52,10 +52,13 @@ static void test_derived(void)
 
 static void test_columns(void)
 {
-    CHECK_EQ(tf_column_count(), 21);
+    CHECK_EQ(tf_column_count(), 21 + TF_TIME_FIGURES);
+    for (int k = 0; k < TF_TIME_FIGURES; k++) /* the time-aware figures, by their names */
+        CHECK(!strcmp(tf_column_name(21 + k), tf_time_figure_name(k)) &&
+              tf_column_flags(21 + k) == TF_COLUMN_TIME);
     CHECK(!strcmp(tf_column_name(0), "L") && !strcmp(tf_column_name(TF_COLUMN_PNL), "pnl"));
-    CHECK(!strcmp(tf_column_name(20), "avg_trade") && tf_column_name(21) == NULL);
-    CHECK(tf_column_name(-1) == NULL && tf_column_flags(21) == 0);
+    CHECK(!strcmp(tf_column_name(20), "avg_trade") && tf_column_name(21 + TF_TIME_FIGURES) == NULL);
+    CHECK(tf_column_name(-1) == NULL && tf_column_flags(21 + TF_TIME_FIGURES) == 0);
     CHECK(tf_column_flags(2) == (TF_COLUMN_WINDOW | TF_COLUMN_INT));
     CHECK(tf_column_flags(7) == TF_COLUMN_INT && tf_column_flags(6) == 0);
     CHECK(tf_column_flags(16) == (TF_COLUMN_STATS | TF_COLUMN_INT));
@@ -78,7 +81,7 @@ static void test_columns(void)
     double pnl[2] = {1.5, NAN};
     int64_t trades[2] = {3, 0};
     tf_stats st[2] = {{.pnl = 1.5, .trades = 3, .wins = 2, .max_dd = 0.5}, {.trades = 0}};
-    tf_results r = {params, pnl, trades, NULL, 2, NULL, 0, NULL};
+    tf_results r = {params, pnl, trades, NULL, 2, NULL, 0, NULL, NULL};
     double v[2];
     CHECK_RC(tf_column_values(&r, 0, 1, v), 0);
     CHECK(v[0] == 6.0 && v[1] == 8.0);
@@ -109,7 +112,7 @@ static void test_named_columns(void)
     double pnl[2] = {1.5, -2.0};
     int64_t trades[2] = {3, 4};
     tf_stats st[2] = {{.pnl = 1.5, .trades = 3, .max_dd = 0.5}, {.trades = 4, .max_dd = 2.0}};
-    tf_results r = {NULL, pnl, trades, st, 2, dp, 2, names};
+    tf_results r = {NULL, pnl, trades, st, 2, dp, 2, names, NULL};
     tf_results hma = {0};
     char msg[2048];
     int sign = 0;
@@ -122,7 +125,26 @@ static void test_named_columns(void)
     CHECK(!strcmp(tf_results_column_name(&r, 1), "slow"));
     CHECK(!strcmp(tf_results_column_name(&r, 2), "pnl"));
     CHECK(!strcmp(tf_results_column_name(&r, 3), "trades"));
-    CHECK(!strcmp(tf_results_column_name(&r, tf_column_count() - 5), "avg_trade"));
+    CHECK(
+        !strcmp(tf_results_column_name(&r, tf_column_count() - 5 - TF_TIME_FIGURES), "avg_trade"));
+    CHECK(!strcmp(tf_results_column_name(&r, tf_column_count() - 5), "periods_per_year"));
+    { /* a time-aware column reads tf_results.time; without it, a refusal, not a guess */
+        tf_time_stats ts[2] = {{.cagr = 3.0, .mtm_max_dd = 1.0}, {.cagr = -1.0}};
+        double v[2];
+        int cagr = tf_column_find("cagr", 4, NULL, NULL, 0);
+        CHECK(cagr >= 0 && (tf_column_flags(cagr) & TF_COLUMN_TIME));
+        tf_results rt = {NULL, pnl, trades, st, 2, dp, 2, names, NULL};
+        int col = tf_results_column_find(&rt, "cagr", 4, NULL, NULL, 0);
+        CHECK_RC(tf_column_values(&rt, col, 1, v), TF_E_INVALID_ARG);
+        CHECK(isnan(tf_column_value(&rt, col, 0)));
+        rt.time = ts;
+        CHECK_RC(tf_column_values(&rt, col, -1, v), 0);
+        CHECK(v[0] == -3.0 && v[1] == 1.0);
+        int64_t order[2];
+        CHECK_RC(tf_column_values(&rt, col, 1, v), 0);
+        CHECK_RC(tf_rank(v, 2, order), 0);
+        CHECK(order[0] == 0 && order[1] == 1);
+    }
     CHECK(tf_results_column_name(&r, tf_column_count() - 4) == NULL);
     CHECK(tf_results_column_name(&r, -1) == NULL);
     CHECK_EQ(tf_results_column_flags(&r, 0), TF_COLUMN_WINDOW); /* a real, not an integer */

@@ -4,6 +4,7 @@
  * statistics (the closed-trade drawdown is among the MTM marks, exposure), and every refusal. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,6 +152,241 @@ static void test_refusals(void)
     CHECK(isnan(tf_time_figure(&s, -1)));
 }
 
+/* The definition's MTM drawdown written out bar by bar (docs/definition.md section 10: each
+ * bar's mark of an open trade, then the exit bar's closed equity), independent of the library's
+ * shortcut (src/kernel/timeacc.h proves most trades' marks change nothing without visiting
+ * them): pos[n] -1..1. */
+static double model_mtm_dd(const double *c, int64_t n, const int8_t *pos, double fee)
+{
+    double *p1 = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    p1[0] = 0.0;
+    for (int64_t t = 1; t < n; t++)
+        p1[t] = p1[t - 1] + (c[t] - c[t - 1]);
+    double eq = 0.0, peak = 0.0, mdd = 0.0;
+    int cur = 0;
+    int64_t e = -1;
+    for (int64_t t = 0; t < n; t++) {
+        double mk = NAN;
+        int have = 0;
+        if (pos[t] != cur) {
+            if (cur != 0) {
+                double r = (double)cur * (c[t] - c[e]) / c[e] * 100.0 - fee;
+                eq = eq + r;
+                mk = eq;
+                have = 1;
+            }
+            e = t;
+            cur = pos[t];
+        } else if (cur != 0) {
+            mk = eq + 100.0 / c[e] * ((double)cur * (p1[t] - p1[e]));
+            have = 1;
+        }
+        if (have) {
+            if (mk > peak)
+                peak = mk;
+            if (peak - mk > mdd)
+                mdd = peak - mk;
+        }
+    }
+    free(p1);
+    return mdd;
+}
+
+/* Random positions (runs of 1 to `hold` bars, flat sometimes) over closes with the hostile
+ * values the definition covers: the library's MTM drawdown equals the bar-by-bar model's bits,
+ * through every branch of the shortcut (no new peak, new peak inside the drawdown, the bars
+ * marked one by one, words reaching a non-finite value). */
+static void test_marks_model(void)
+{
+    enum { N = 4000 };
+    double *c = malloc(sizeof(double) * N);
+    int8_t *pos = malloc(N);
+    tf_time_stats s;
+    double fee = 0.05;
+    tf_time_opts o = {.size = sizeof o, .fee = &fee};
+    int ok = 1;
+    { /* a new peak inside a trade, then a drop (2.3) above the drawdown so far (2) but inside
+       * the trade's swing: the marks of that trade must be visited */
+        const double hc[7] = {100.0, 98.0, 100.0, 100.0, 102.3, 100.0, 100.5};
+        const int8_t hp[7] = {1, 1, 0, 1, 1, 1, 0};
+        double z = 0.0;
+        tf_time_opts zo = {.size = sizeof zo, .fee = &z};
+        CHECK_RC(tf_time_stats_positions(hc, 7, hp, &zo, &s, NULL, 0), 0);
+        CHECK(fabs(s.mtm_max_dd - 2.3) < 1e-9);
+        CHECK(tf_test_same_bits(s.mtm_max_dd, model_mtm_dd(hc, 7, hp, 0.0)));
+    }
+    for (int round = 0; round < 90; round++) {
+        int trend = round % 3 == 0; /* rising closes, mostly long: new peaks, small drawdowns */
+        tf_test_random_walk(c, N, 0.01 + 0.01 * (round % 4), &rng);
+        if (trend)
+            for (int i = 1; i < N; i++)
+                c[i] = c[i - 1] * (1.0 + 0.0004 + 0.004 * (tf_test_uniform(&rng) - 0.5));
+        if (round % 6 == 1)
+            c[N / 2 + round] = NAN;
+        if (round % 6 == 2)
+            c[N - 300 + round] = INFINITY;
+        if (round % 6 == 3)
+            c[1000] = 0.0; /* k = inf for a trade entered there */
+        if (round % 6 == 4)
+            for (int i = 2000; i < N; i++)
+                c[i] = -c[i]; /* negative closes: k < 0, the marks' order reversed */
+        int64_t hold = 1 + (round % 5) * 40;
+        int cur = 0;
+        for (int i = 0; i < N;) {
+            int64_t len = 1 + (int64_t)(tf_test_uniform(&rng) * (double)hold);
+            double u = tf_test_uniform(&rng);
+            cur = u < 0.1 ? 0 : u < (trend ? 0.95 : 0.55) ? 1 : -1;
+            for (int64_t k = 0; k < len && i < N; k++)
+                pos[i++] = (int8_t)cur;
+        }
+        CHECK_RC(tf_time_stats_positions(c, N, pos, &o, &s, NULL, 0), 0);
+        double want = model_mtm_dd(c, N, pos, fee);
+        union {
+            uint64_t u;
+            double d;
+        } canon = {0xfff8000000000000ull};
+        if (want != want)
+            want = canon.d;
+        if (!tf_test_same_bits(s.mtm_max_dd, want)) {
+            ok = 0;
+            fprintf(stderr, "round %d: mtm_max_dd %.17g, the bar-by-bar model %.17g\n", round,
+                    s.mtm_max_dd, want);
+        }
+    }
+    CHECK(ok);
+    free(c);
+    free(pos);
+}
+
+/* tf_sweep_time on every ISA this CPU has and 1, 2 and 3 threads: the sweep's outputs are
+ * tf_sweep's bits, and each combo's figures the positions path's bits given the streaming
+ * handle's positions (dates given, duplicated combos in the grid, a combo still open at the
+ * end, one that never trades); tf_time_stats_hma gives the same. */
+static void test_sweep_time_paths(void)
+{
+    enum { N = 6000, M = 7 };
+    double *c = malloc(sizeof(double) * N);
+    int64_t *t = malloc(sizeof(int64_t) * N);
+    int8_t *pos = malloc(N);
+    tf_test_random_walk(c, N, 0.02, &rng);
+    for (int i = 0; i < N; i++)
+        t[i] = 1577836800000000000ll + (int64_t)i * 3600000000000ll +
+               (int64_t)(tf_test_uniform(&rng) * 1e9);
+    int64_t params[M][6];
+    const int64_t Ls[M] = {6, 20, 6, 55, 130, 700, 4000};
+    for (int j = 0; j < M; j++)
+        CHECK_RC(tf_combo_from_length(Ls[j], params[j]), 0);
+    double fee = 0.07;
+    tf_time_opts to = {.size = sizeof to, .times = t, .fee = &fee};
+    tf_time_stats want[M];
+    for (int j = 0; j < M; j++) {
+        tf_strategy *s;
+        CHECK_RC(tf_strategy_open(&s, params[j]), 0);
+        CHECK_RC(tf_strategy_set_fee(s, fee), 0);
+        for (int i = 0; i < N; i++)
+            pos[i] = (int8_t)tf_strategy_step(s, c[i]);
+        tf_strategy_close(s);
+        CHECK_RC(tf_time_stats_positions(c, N, pos, &to, &want[j], NULL, 0), 0);
+    }
+    CHECK(same(&want[0], &want[2]));
+    double pnl0[M], pnl[M];
+    int64_t tr0[M], tr[M];
+    tf_stats st0[M], st[M];
+    tf_sweep_opts so = {.size = sizeof so, .threads = 1, .fee = &fee, .stats = st0};
+    CHECK_RC(tf_sweep(c, N, &params[0][0], M, pnl0, tr0, &so), 0);
+    CHECK(tr0[M - 1] <= 3 && st0[M - 1].exposure_bars > 0); /* HMA is never flat once in: open */
+    int paths = 0, ok = 1;
+    for (int isa = TF_ISA_SCALAR; isa <= TF_ISA_AVX512; isa++) {
+        if (!tf_isa_supported((tf_isa)isa))
+            continue;
+        for (int threads = 1; threads <= 3; threads++) {
+            tf_time_stats got[M];
+            tf_sweep_opts o = {
+                .size = sizeof o, .threads = threads, .isa = (tf_isa)isa, .fee = &fee, .stats = st};
+            CHECK_RC(tf_sweep_time(c, N, &params[0][0], M, pnl, tr, &o, &to, got, NULL, 0), 0);
+            int same_sweep = !memcmp(pnl, pnl0, sizeof pnl) && !memcmp(tr, tr0, sizeof tr) &&
+                             !memcmp(st, st0, sizeof st);
+            int same_fig = !memcmp(got, want, sizeof got);
+            if (!same_sweep || !same_fig) {
+                ok = 0;
+                fprintf(stderr, "tf_sweep_time %s, %d threads: sweep %s, figures %s\n",
+                        tf_isa_name((tf_isa)isa), threads, same_sweep ? "same" : "DIFFER",
+                        same_fig ? "same" : "DIFFER");
+            }
+            paths++;
+        }
+    }
+    CHECK(ok && paths >= 3);
+    /* without stats: the figures alone; the HMA combos function */
+    tf_time_stats got[M];
+    tf_sweep_opts o = {.size = sizeof o, .threads = 2, .fee = &fee};
+    CHECK_RC(tf_sweep_time(c, N, &params[0][0], M, pnl, tr, &o, &to, got, NULL, 0), 0);
+    CHECK(!memcmp(got, want, sizeof got) && !memcmp(pnl, pnl0, sizeof pnl));
+    tf_time_opts to2 = to;
+    to2.threads = 2;
+    CHECK_RC(tf_time_stats_hma(c, N, &params[0][0], M, &to2, got, NULL, 0), 0);
+    CHECK(!memcmp(got, want, sizeof got));
+    /* zero bars: the figures of no bar */
+    CHECK_RC(tf_sweep_time(c, 0, &params[0][0], 1, pnl, tr, &o, NULL, got, NULL, 0), 0);
+    CHECK(isnan(got[0].cagr) && isnan(got[0].buy_hold) && got[0].compounded == 0.0);
+    free(c);
+    free(t);
+    free(pos);
+}
+
+/* tf_sweep_time's refusals: a max_bytes the figures' sums alone exceed (the message names the
+ * budget), one the sweep exceeds, bad time options, NULL outputs, bad sweep options. */
+static void test_sweep_time_refusals(void)
+{
+    enum { N = 1000 };
+    double c[N];
+    tf_test_random_walk(c, N, 0.01, &rng);
+    int64_t p[6];
+    CHECK_RC(tf_combo_from_length(20, p), 0);
+    double pnl;
+    int64_t tr;
+    tf_time_stats ts;
+    char msg[256] = "";
+    tf_sweep_opts o = {.size = sizeof o, .threads = 1, .max_bytes = 1000};
+    CHECK_RC(tf_sweep_time(c, N, p, 1, &pnl, &tr, &o, NULL, &ts, msg, sizeof msg), TF_E_LIMIT);
+    CHECK(strstr(msg, "max_bytes 1000") != NULL);
+    o.max_bytes = 40000; /* the sums fit (32,000 bytes), the sweep's working memory does not */
+    CHECK_RC(tf_sweep_time(c, N, p, 1, &pnl, &tr, &o, NULL, &ts, msg, sizeof msg), TF_E_LIMIT);
+    o.max_bytes = 0;
+    tf_time_opts bad = {.size = sizeof bad, .periods_per_year = -1.0};
+    CHECK_RC(tf_sweep_time(c, N, p, 1, &pnl, &tr, &o, &bad, &ts, msg, sizeof msg),
+             TF_E_INVALID_ARG);
+    CHECK(strstr(msg, "periods per year") != NULL);
+    CHECK_RC(tf_sweep_time(c, N, p, 1, &pnl, &tr, &o, NULL, NULL, msg, sizeof msg), TF_E_NULL_ARG);
+    CHECK_RC(tf_sweep_time(c, N, p, -1, &pnl, &tr, &o, NULL, &ts, msg, sizeof msg),
+             TF_E_INVALID_ARG);
+    double inf = INFINITY;
+    tf_sweep_opts badfee = {.size = sizeof badfee, .fee = &inf};
+    CHECK_RC(tf_sweep_time(c, N, p, 1, &pnl, &tr, &badfee, NULL, &ts, msg, sizeof msg),
+             TF_E_INVALID_ARG);
+    /* a time-aware figure ranks a plain sweep, not a fold's winner */
+    tf_oos_opts oo = {.size = sizeof oo, .walk_forward = 3, .metric = "cagr"};
+    tf_oos_row rows[4];
+    tf_sweep_opts so1 = {.size = sizeof so1, .threads = 1};
+    CHECK_RC(tf_oos_run(c, N, p, 1, &oo, rows, 4, msg, sizeof msg, &so1), TF_E_INVALID_ARG);
+    CHECK(strstr(msg, "time-aware") != NULL);
+    /* the warm-up run within max_bytes: a budget too small is refused, naming it; a budget
+     * that holds it runs (the same rows as without a budget) */
+    tf_oos_opts wo = {.size = sizeof wo, .walk_forward = 3, .warmup = 100};
+    tf_oos_row wrows[2][4];
+    tf_sweep_opts wso = {.size = sizeof wso, .threads = 1, .max_bytes = 2000};
+    CHECK_RC(tf_oos_run(c, N, p, 1, &wo, wrows[0], 4, msg, sizeof msg, &wso), TF_E_LIMIT);
+    CHECK(strstr(msg, "warm-up") != NULL && strstr(msg, "max_bytes 2000") != NULL);
+    wso.max_bytes = 1 << 20;
+    CHECK_RC(tf_oos_run(c, N, p, 1, &wo, wrows[0], 4, msg, sizeof msg, &wso), 3);
+    wso.max_bytes = 0;
+    CHECK_RC(tf_oos_run(c, N, p, 1, &wo, wrows[1], 4, msg, sizeof msg, &wso), 3);
+    CHECK(memcmp(wrows[0], wrows[1], sizeof wrows[0]) == 0);
+    int64_t shortp[6] = {0, 1, 1, 1, 1, 1};
+    CHECK_RC(tf_sweep_time(c, N, shortp, 1, &pnl, &tr, &o, NULL, &ts, msg, sizeof msg),
+             TF_E_WINDOW_TOO_SHORT);
+}
+
 /* tf_oos_opts.min_trades: winners have enough in-sample trades; none eligible: winner -1. */
 static void test_min_trades(void)
 {
@@ -192,5 +428,8 @@ int main(void)
     test_combos();
     test_refusals();
     test_min_trades();
+    test_marks_model();
+    test_sweep_time_paths();
+    test_sweep_time_refusals();
     return tf_test_report();
 }

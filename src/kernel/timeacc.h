@@ -1,0 +1,187 @@
+/* The time-aware figures' accumulation (docs/definition.md section 10) at each trade's two ends:
+ * one home for the fast sweep's per-trade hook (sweep.c, tfk_sweep_timed) and research's
+ * positions path (src/research/timestats.c), so the figures' arithmetic exists once.
+ *
+ * The MTM drawdown is defined over every bar's mark. A trade's marks are
+ * E[t] = eq + k * (dp * (P1[t] - P1[e])), each operation rounded, and every rounded operation is
+ * monotone in its argument (a constant factor of either sign keeps or reverses the order), so
+ * E[t] is a monotone function of P1[t]: the largest and smallest marks of a trade are the marks
+ * of the largest and smallest P1 over its bars, bit for bit. With both known, mark() over the
+ * trade's bars is known without visiting them when (A) no mark rises above the running peak (the
+ * drawdown can only become peak - smallest mark) or (B) a new peak is made but the trade's whole
+ * swing (largest - smallest mark, rounded) is not above the drawdown so far (no drop inside the
+ * trade can exceed it); otherwise, and whenever a value is not finite, the bars are marked one
+ * by one as the definition writes it. Either way the bits are the definition's. */
+#ifndef TF_KERNEL_TIMEACC_H
+#define TF_KERNEL_TIMEACC_H
+
+#include <math.h>
+#include <stdint.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define TFK_NS_PER_DAY 86400e9
+
+/* What every combo of a series shares: the close, the prefix sums over its differences (each
+ * [n], index 0 holding 0.0: p1 of d, p2 of d*d, dn of the long's falls, up of the short's
+ * rises), the dates (NULL or [n]) and the fee. first_bad: the first bar whose p1 is not
+ * finite, n if none (a non-finite p1 stays non-finite: inf + x is inf or NaN, NaN stays NaN). */
+typedef struct tfk_time_in {
+    const double *close;
+    const double *p1, *p2, *dn, *up;
+    const int64_t *times;
+    int64_t n, first_bad;
+    double fee;
+    /* wlo[w], whi[w]: the smallest and largest p1 over the bars [64w, 64w + 64) of the series
+     * (each [n/64 + 1]): bounds of a trade's marks from the words it touches, cache-resident */
+    const double *wlo, *whi;
+} tfk_time_in;
+
+/* One combo's running state over its trades. */
+typedef struct tfk_tacc {
+    double eq;   /* closed equity: the closed trades' returns summed in order (pnl's bits) */
+    double q, d; /* sums of the squared changes, and of the squared falls */
+    double peak, mdd, comp;
+    double dur, days, max_days;
+    int64_t trades, max_dur;
+    int64_t entry; /* the open trade's entry bar (-1: none) */
+    int64_t pos;   /* its direction after the last bar (the sweep's scatter sets it) */
+} tfk_tacc;
+
+static inline tfk_tacc tfk_tacc_start(void)
+{
+    return (tfk_tacc){0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0, 0, -1, 0};
+}
+
+static inline void tfk_tacc_mark(tfk_tacc *a, double e)
+{
+    a->peak = e > a->peak ? e : a->peak;
+    double dd = a->peak - e;
+    a->mdd = dd > a->mdd ? dd : a->mdd;
+}
+
+/* The smallest and largest of x[0..len) (len >= 1, all finite: min and max are then exact in
+ * any order, and windows may overlap). The scan runs over every bar a combo holds, trade by
+ * trade, so its per-trade overhead is the figures' main cost: with SSE2 (x86-64's baseline),
+ * up to 4 values by four loads that cover them without a branch on the length, longer runs by
+ * windows of 4 whose last one overlaps the one before instead of a scalar tail. */
+static inline __attribute__((always_inline)) void tfk_range_minmax(const double *x, int64_t len,
+                                                                   double *lo, double *hi)
+{
+#ifdef __SSE2__
+    __m128d l, h;
+    if (len <= 4) {
+        int64_t m = len - 1, i1 = m < 1 ? m : 1, i2 = m < 2 ? 0 : m - 1;
+        __m128d a = _mm_set_pd(x[i1], x[0]), b = _mm_set_pd(x[m], x[i2]);
+        l = _mm_min_pd(a, b);
+        h = _mm_max_pd(a, b);
+    } else {
+        __m128d l0 = _mm_loadu_pd(x), h0 = l0, l1 = _mm_loadu_pd(x + 2), h1 = l1;
+        const double *last = x + len - 4;
+        for (const double *p = x + 4; p < last; p += 4) {
+            __m128d a = _mm_loadu_pd(p), b = _mm_loadu_pd(p + 2);
+            l0 = _mm_min_pd(l0, a);
+            h0 = _mm_max_pd(h0, a);
+            l1 = _mm_min_pd(l1, b);
+            h1 = _mm_max_pd(h1, b);
+        }
+        __m128d a = _mm_loadu_pd(last), b = _mm_loadu_pd(last + 2);
+        l = _mm_min_pd(_mm_min_pd(l0, a), _mm_min_pd(l1, b));
+        h = _mm_max_pd(_mm_max_pd(h0, a), _mm_max_pd(h1, b));
+    }
+    *lo = _mm_cvtsd_f64(_mm_min_sd(l, _mm_unpackhi_pd(l, l)));
+    *hi = _mm_cvtsd_f64(_mm_max_sd(h, _mm_unpackhi_pd(h, h)));
+#else
+    double l = x[0], h = x[0];
+    for (int64_t i = 1; i < len; i++) {
+        double v = x[i];
+        l = v < l ? v : l;
+        h = v > h ? v : h;
+    }
+    *lo = l;
+    *hi = h;
+#endif
+}
+
+/* The marks of the bars t in (e, end] of a trade entered at e (k = 100 / close[e], dp its
+ * direction): mark() of each, by the shortcut of the header comment where it is exact. */
+static inline __attribute__((always_inline)) void
+tfk_tacc_marks(tfk_tacc *a, const tfk_time_in *in, double k, double dp, int64_t e, int64_t end)
+{
+    const double *p1 = in->p1;
+    if (end <= e)
+        return;
+    double base = p1[e];
+    if (end < in->first_bad && isfinite(a->peak)) {
+        /* First the bounds of the words the trade's bars lie in (wider than its bars, so marks
+         * below and above all of its own): when they prove that no mark passes the peak and no
+         * drop passes the drawdown, mark() would change nothing, bar by bar. Words that reach a
+         * non-finite p1 are not used. */
+        int64_t w0 = (e + 1) >> 6, w1 = end >> 6, wend = (w1 << 6) + 63;
+        if (wend < in->first_bad || in->first_bad == in->n) {
+            double wl = in->wlo[w0], wh = in->whi[w0];
+            for (int64_t w = w0 + 1; w <= w1; w++) {
+                wl = in->wlo[w] < wl ? in->wlo[w] : wl;
+                wh = in->whi[w] > wh ? in->whi[w] : wh;
+            }
+            double ba = a->eq + k * (dp * (wh - base)), bb = a->eq + k * (dp * (wl - base));
+            double bmax = ba > bb ? ba : bb, bmin = ba > bb ? bb : ba;
+            if (isfinite(bmax) && isfinite(bmin) && !(bmax > a->peak) && !(a->peak - bmin > a->mdd))
+                return;
+        }
+        double lo, hi;
+        tfk_range_minmax(p1 + e + 1, end - e, &lo, &hi);
+        double ea = a->eq + k * (dp * (hi - base)), eb = a->eq + k * (dp * (lo - base));
+        double emax = ea > eb ? ea : eb, emin = ea > eb ? eb : ea;
+        /* (B) implies peak - emin <= emax - emin <= mdd: the update of (A) is then a no-op, so
+         * both take it, without a branch on which (it is a coin flip to the predictor). */
+        if (isfinite(emax) && isfinite(emin) && (!(emax > a->peak) || emax - emin <= a->mdd)) {
+            double dd = a->peak - emin;
+            a->mdd = dd > a->mdd ? dd : a->mdd;
+            a->peak = emax > a->peak ? emax : a->peak;
+            return;
+        }
+    }
+    for (int64_t t = e + 1; t <= end; t++)
+        tfk_tacc_mark(a, a->eq + k * (dp * (p1[t] - base)));
+}
+
+/* The bars (e, end] of a trade entered at e in direction p, without an exit bar's booking: the
+ * marks and the sums of squares over them (also the position still open after the last bar). */
+static inline __attribute__((always_inline)) void tfk_tacc_hold(tfk_tacc *a, const tfk_time_in *in,
+                                                                int64_t e, int64_t end, int p)
+{
+    double k = 100.0 / in->close[e], kk = k * k, dp = (double)p;
+    tfk_tacc_marks(a, in, k, dp, e, end);
+    const double *w = p > 0 ? in->dn : in->up;
+    a->q = a->q + kk * (in->p2[end] - in->p2[e]);
+    a->d = a->d + kk * (w[end] - w[e]);
+}
+
+/* The trade entered at e, closed at x > e in direction p with the booking's return r
+ * (dp * (close[x] - close[e]) / close[e] * 100.0 - fee, bit for bit). */
+static inline __attribute__((always_inline)) void
+tfk_tacc_close(tfk_tacc *a, const tfk_time_in *in, int64_t e, int64_t x, int p, double r)
+{
+    double k = 100.0 / in->close[e], dp = (double)p;
+    tfk_tacc_hold(a, in, e, x - 1, p);
+    double g = r - k * (dp * (in->p1[x - 1] - in->p1[e])); /* the exit bar's change */
+    a->q = a->q + g * g;
+    a->d = a->d + (g < 0.0 ? g * g : 0.0);
+    a->eq = a->eq + r;
+    tfk_tacc_mark(a, a->eq);
+    a->comp = a->comp * (1.0 + r / 100.0);
+    a->trades++;
+    a->dur = a->dur + (double)(x - e);
+    if (x - e > a->max_dur)
+        a->max_dur = x - e;
+    if (in->times) {
+        double dd = (double)(in->times[x] - in->times[e]) / TFK_NS_PER_DAY;
+        a->days = a->days + dd;
+        if (dd > a->max_days)
+            a->max_days = dd;
+    }
+}
+
+#endif
