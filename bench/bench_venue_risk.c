@@ -14,7 +14,9 @@
  *   +stp       the same plus self-trade prevention (cancel-oldest) for every account: matching
  *              changes (orders are canceled instead of trading), so it is shown, not compared
  * Min and median CPU ns per record (the thread's CPU time) over the rounds; the cost is
- * (venue+risk - engine) / engine.
+ * (venue+risk - engine) / engine, of the medians, of the minima, and paired (the median over
+ * rounds of each round's ratio): on a loaded machine the best rounds are the least disturbed by
+ * other processes' cache and core sharing, and a round's two ways run back to back.
  * --only WAY (0-3) runs one way alone, e.g. under `perf stat` to count its instructions. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -47,6 +49,12 @@ static void die(const char *what, int rc)
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
@@ -192,9 +200,10 @@ int main(int argc, char **argv)
             refused[w] = r.out->refused;
             runner_close(&r);
         }
-    if (only >= 0) {
+    if (only >= 0) { /* the best round (before, round 0's time was printed as the min) */
+        qsort(ns[only], (size_t)rounds, sizeof ns[only][0], cmp_u64);
         printf("%s: %.1f ns/record (min of %d)\n", way_name[only], (double)ns[only][0] / (double)n,
-               rounds); /* one round: its own */
+               rounds);
         return 0;
     }
     if (hash[VENUE] != hash[ENGINE] || refused[RISK])
@@ -202,15 +211,28 @@ int main(int argc, char **argv)
     printf("exchange-core flow, %" PRIu64 " records timed after %" PRIu64
            " warm-up, ~%u resting orders, 1,000 accounts; %d rounds interleaved\n\n",
            n, warm, target, rounds);
-    printf("| path | ns/record min | ns/record median | cost vs engine (median) |\n");
-    printf("|---|---|---|---|\n");
-    double base = 0;
+    printf("| path | ns/record min | ns/record median | cost vs engine (median) | cost vs engine "
+           "(min) | cost vs engine (paired) |\n");
+    printf("|---|---|---|---|---|---|\n");
+    double base = 0, base_min = 0, paired[N_WAYS];
+    for (int w = 0; w < N_WAYS; w++) {
+        /* paired: the median over rounds of this way's time over the engine's in the same round
+         * (run back to back, so a slow spell of the machine tends to hit both) */
+        double ratio[64];
+        for (int k = 0; k < rounds; k++)
+            ratio[k] = (double)ns[w][k] / (double)ns[ENGINE][k];
+        qsort(ratio, (size_t)rounds, sizeof ratio[0], cmp_double);
+        paired[w] = 100 * (ratio[rounds / 2] - 1);
+    }
     for (int w = 0; w < N_WAYS; w++) {
         qsort(ns[w], (size_t)rounds, sizeof ns[w][0], cmp_u64);
         double mn = (double)ns[w][0] / (double)n, med = (double)ns[w][rounds / 2] / (double)n;
-        if (w == ENGINE)
+        if (w == ENGINE) {
             base = med;
-        printf("| %s | %.1f | %.1f | %+.1f%% |\n", way_name[w], mn, med, 100 * (med - base) / base);
+            base_min = mn;
+        }
+        printf("| %s | %.1f | %.1f | %+.1f%% | %+.1f%% | %+.1f%% |\n", way_name[w], mn, med,
+               100 * (med - base) / base, 100 * (mn - base_min) / base_min, paired[w]);
     }
     printf("\nstate hash: engine == venue == venue+risk: %s; refused with risk on: %" PRIu64 "\n",
            hash[RISK] == hash[ENGINE] ? "yes" : "NO", refused[RISK]);

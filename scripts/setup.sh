@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(cmake make gcc clang libclang-rt-14-dev clang-format python3-numpy python3-numba
           python3-pytest python3-matplotlib python3-msgpack strace
           python3-distributed python3-pandas chromium python3-venv python3-pip pkg-config
-          libssl-dev)
+          libssl-dev openssl)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -231,3 +231,58 @@ def test_bad_config_refused(tmp_path):
                         "--unix", v.sock, "--sessions", str(v.sessions), "--risk", str(v.risk)],
                        capture_output=True, text=True, timeout=DEADLINE)
     assert p.returncode == 1 and f"{v.risk}: line 2: account 1 appears twice" in p.stderr
+
+
+@pytest.mark.parametrize("snapshot", [False, True])
+def test_band_around_the_last_trade(tmp_path, snapshot):
+    """`ref last`: before the instrument's first trade the band is around the book (as without
+    it); after, around the last trade price, in ticks and in basis points, exactly at the band
+    taken and one over refused, where the book's reference would decide otherwise. The same
+    after a restart, from the whole journal or from a snapshot written after the trade, and
+    `engine run` reproduces the state hash."""
+    v = Venue(tmp_path)
+    v.risk.write_text("account 1 band 5 ref last\n"
+                      "account 2 band 1% ref last\n"
+                      "account 3 band 5\n"
+                      "admin ops\n")
+    extra = ("--snapshot-every", "1") if snapshot else ()
+    v.start(*extra)
+
+    def after_the_trade(a, coid: int):
+        # last trade 1000, best ask 1008: ticks 995..1005 (the book would take 1003..1013)
+        assert reason(a.new_limit(1, coid + 0, 1, "buy", 1006, 1)) == "PriceBand"
+        assert reason(a.new_limit(1, coid + 1, 1, "buy", 1005, 1)) == "Accepted"
+        assert reason(a.new_limit(1, coid + 2, 1, "buy", 994, 1)) == "PriceBand"
+        assert reason(a.new_limit(1, coid + 3, 1, "buy", 995, 1)) == "Accepted"
+        # 1% of 1000: 990..1010
+        assert reason(a.new_limit(2, coid + 4, 1, "sell", 1011, 1)) == "PriceBand"
+        assert reason(a.new_limit(2, coid + 5, 1, "sell", 1010, 1)) == "Accepted"
+        assert reason(a.new_limit(2, coid + 6, 1, "buy", 989, 1)) == "PriceBand"
+        assert reason(a.new_limit(2, coid + 7, 1, "buy", 990, 1)) == "Accepted"
+
+    try:
+        with v.connect("alpha") as a, v.connect("bravo") as b:
+            # no trade yet: the book's reference (the ask at 1000 once there is one)
+            assert reason(a.new_limit(2, 1, 1, "sell", 1000, 1)) == "Accepted"
+            assert reason(a.new_limit(2, 2, 1, "sell", 1008, 10)) == "Accepted"
+            assert reason(a.new_limit(1, 3, 1, "buy", 994, 1)) == "PriceBand"
+            assert reason(a.new_limit(1, 4, 1, "buy", 995, 1)) == "Accepted"
+            # the first trade, at 1000 (account 3's band is around the book: the ask at 1000)
+            assert [type(e).__name__ for e in b.new_limit(3, 1, 1, "buy", 1000, 1)] == \
+                ["Accepted", "Trade"]
+            after_the_trade(a, 10)
+            # account 3 keeps the book's reference: the best ask is 1008 now
+            assert reason(b.new_limit(3, 2, 1, "buy", 1003, 1)) == "Accepted"
+            assert reason(b.new_limit(3, 3, 1, "buy", 1002, 1)) == "PriceBand"
+        v.stop()
+        v.start(*extra)
+        if snapshot:
+            assert "snapshot" in v.log()
+        with v.connect("alpha") as a:
+            after_the_trade(a, 20)  # client order ids not live yet
+        stopped = v.stop()
+    finally:
+        v.kill()
+    run = subprocess.run([bin_path(), "engine", "run", str(v.dir / "j" / "commands.ofl"),
+                          "--quiet"], capture_output=True, text=True, timeout=DEADLINE)
+    assert stopped["state_hash"] in run.stdout, run.stdout + run.stderr

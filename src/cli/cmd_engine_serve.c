@@ -8,6 +8,8 @@
 #include "cli/commands.h"
 #include "common/opts_size.h"
 #include "engine_service/engine_service.h"
+#include "net/net.h"
+#include "net/tls.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -18,6 +20,7 @@ static const char usage[] =
     "                             [--tcp [HOST:]PORT] [--durability none|group|every]\n"
     "                             [--feed udp:HOST:PORT] [--max-orders N] [--snapshot-every N]\n"
     "                             [--sessions FILE] [--risk FILE]\n"
+    "                             [--tls-cert PEM --tls-key PEM]\n"
     "\n"
     "Serve the order engine to clients over Unix or TCP sockets (docs/engine-service.md).\n"
     "Clients send OFL1 command frames; the sequencer numbers each command (command_seq),\n"
@@ -39,9 +42,10 @@ static const char usage[] =
     "                       DIR/commands.ofl.instruments, else 1-16); stored on the first start,\n"
     "                       another list later is refused; 'engine run' replays with it\n"
     "  --unix PATH          listen on a Unix socket (mode 0600; a stale socket is replaced)\n"
-    "  --tcp [HOST:]PORT    listen on TCP; HOST defaults to 127.0.0.1; only a loopback HOST\n"
-    "                       (127.x.x.x, ::1, localhost) is taken: TLS is not available yet;\n"
-    "                       port 0 picks a free one (printed on stderr)\n"
+    "  --tcp [HOST:]PORT    listen on TCP; HOST defaults to 127.0.0.1; port 0 picks a free\n"
+    "                       one (printed on stderr). A HOST that is not loopback (127.x.x.x,\n"
+    "                       ::1, localhost) needs --sessions and --tls-cert/--tls-key\n"
+
     "  --sessions FILE      clients must log on (docs/venue.md): one line per session,\n"
     "                       NAME SECRET ACCOUNT[,ACCOUNT...]; the file must be mode 600. A\n"
     "                       session acts only for its accounts and on its own orders, and a\n"
@@ -66,7 +70,17 @@ static const char usage[] =
     "                       start then replays only the commands after it\n"
     "";
 
-/* Split in two: ISO C bounds a string literal to 4095 bytes. */
+/* Split: ISO C bounds a string literal to 4095 bytes. */
+static const char usage_tls[] =
+    "TLS (docs/venue.md \"TLS\"):\n"
+    "  --tls-cert PEM       TLS (1.2 or later, 1.3 preferred) on every --tcp listener: the\n"
+    "                       server's certificate chain, its own certificate first; clients\n"
+    "                       connect to tls:HOST:PORT and check it against their CA file.\n"
+    "                       Unix sockets stay plain. A handshake must finish within\n"
+    "                       --stall-timeout of the accept\n"
+    "  --tls-key PEM        its private key; the file must be mode 600 (like --sessions)\n"
+    "\n";
+
 static const char usage_limits[] =
     "connections (the limits are those of tollfree serve too):\n"
     "  --max-conns N        connections at once (default 4096; more are refused)\n"
@@ -184,6 +198,7 @@ int tf_cmd_engine_serve(int argc, char **argv)
         int lim;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
+            fputs(usage_tls, stdout);
             fputs(usage_limits, stdout);
             return 0;
         }
@@ -231,6 +246,10 @@ int tf_cmd_engine_serve(int argc, char **argv)
             cfg.sessions = v;
         } else if (!strcmp(a, "--risk")) {
             cfg.risk = v;
+        } else if (!strcmp(a, "--tls-cert")) {
+            cfg.tls_cert = v;
+        } else if (!strcmp(a, "--tls-key")) {
+            cfg.tls_key = v;
         } else if (!strcmp(a, "--max-orders") && !parse_u64(v, 1, TF_ENGINE_MAX_ORDERS, &n)) {
             cfg.max_orders = (uint32_t)n;
         } else if (!strcmp(a, "--snapshot-every") && !parse_u64(v, 0, UINT64_MAX / 2, &n)) {
@@ -255,21 +274,47 @@ int tf_cmd_engine_serve(int argc, char **argv)
               stderr);
         return 2;
     }
-    for (int i = 0; i < cfg.n_tcp; i++) {
-        if (loopback_only(cfg.tcp_addrs[i]))
-            continue;
-        fprintf(stderr,
-                "tollfree engine serve: --tcp %s: not a loopback address: TLS is not available "
-                "yet, so logons and orders would cross the network in the clear%s; listen on "
-                "127.0.0.1 or a Unix socket (and reach it through an SSH or TLS tunnel)\n",
-                cfg.tcp_addrs[i],
-                cfg.sessions ? ""
-                             : " and without --sessions anyone could act "
-                               "for any account");
+    if (!cfg.tls_cert != !cfg.tls_key) {
+        fprintf(stderr, "tollfree engine serve: %s goes with %s (try --help)\n",
+                cfg.tls_cert ? "--tls-cert" : "--tls-key",
+                cfg.tls_cert ? "--tls-key" : "--tls-cert");
         return 2;
     }
+    if (cfg.tls_cert && !cfg.n_tcp) {
+        fputs("tollfree engine serve: --tls-cert/--tls-key apply to --tcp listeners; there is "
+              "none (Unix sockets stay plain)\n",
+              stderr);
+        return 2;
+    }
+    for (int i = 0; i < cfg.n_tcp; i++) {
+        if ((cfg.sessions && cfg.tls_cert) || loopback_only(cfg.tcp_addrs[i]))
+            continue;
+        /* Name what is missing: logons and orders in the clear, or anyone acting for anyone. */
+        const char *missing = !cfg.tls_cert && !cfg.sessions ? "--sessions and --tls-cert/--tls-key"
+                              : !cfg.tls_cert                ? "--tls-cert/--tls-key"
+                                                             : "--sessions";
+        fprintf(stderr,
+                "tollfree engine serve: --tcp %s: not a loopback address: it needs %s (%s); "
+                "or listen on 127.0.0.1 or a Unix socket\n",
+                cfg.tcp_addrs[i], missing,
+                !cfg.tls_cert ? "without TLS, logons and orders would cross the network in the "
+                                "clear"
+                              : "without sessions, anyone could act for any account");
+        return 2;
+    }
+    tfn_tls *tls = NULL;
+    if (cfg.tls_cert) {
+        char err[768];
+        if (tfn_tls_open(cfg.tls_cert, cfg.tls_key, err, sizeof err, &tls)) {
+            fprintf(stderr, "tollfree engine serve: %s\n", err);
+            return 1;
+        }
+        cfg.tls = tls; /* every TCP listener of the service */
+    }
     tfes_summary sum;
-    if (tfes_run(&cfg, &sum))
+    int rc = tfes_run(&cfg, &sum);
+    tfn_tls_close(tls);
+    if (rc)
         return 1;
     char h[19];
     tf_engine_format_hash(sum.state_hash, h);

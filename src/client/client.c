@@ -466,6 +466,8 @@ int tf_client_open_opts(tf_client **out, const char *url, const tf_client_opts *
     } else if (!rc && u.scheme == TFC_TCP) {
         c->kind = K_TCP;
         rc = tfc_dial_tcp(u.host, u.port, &c->fd);
+    } else if (!rc && u.scheme == TFC_TLS) {
+        rc = TF_E_INVALID_ARG; /* TLS is the order client's (tf_orders_connect) */
     } else if (!rc) {
         c->kind = K_SHM;
         if (ring < TF_SHM_MIN_RING || ring > TF_SHM_MAX_RING || (ring & (ring - 1)))

@@ -2,34 +2,56 @@
  * and the account-wide cancel (docs/engine.md "Self-trade prevention").
  *
  * The accounts with a mode or a count sit in one array sorted by account, allocated at create
- * with room for TF_ENGINE_STP_ACCOUNTS: a setting is rare (a config load); a lookup (binary
- * search) happens once per incoming order while some account has a mode, and once per order
- * resting or leaving while some account is tracked; the hash and the snapshot read the modes in
- * account order whatever order the settings came in. Counts are derived state: neither hashed
- * nor in the snapshot (tracking an account counts its live orders once).
+ * with room for TF_ENGINE_STP_ACCOUNTS: a setting is rare (a config load); a lookup (find(): one
+ * compare when the accounts are consecutive ids, else a branch-free binary search) happens once
+ * per incoming order while some account has a mode, and once per order resting or leaving while
+ * some account is tracked; the hash and the snapshot read the modes in account order whatever
+ * order the settings came in. Counts are derived state: neither hashed nor in the snapshot
+ * (tracking an account counts its live orders once).
+ *
+ * The end of the file serves the venue's pre-trade checks (risk_view.h).
  */
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "engine/risk_view.h"
 
-/* Index of the first entry with account >= `account`. */
+/* Index of the first entry with account >= `account`: a binary search without branches on the
+ * data (the base moves by a flag times the half), so the ~log2(n) steps cost loads, never a
+ * mispredicted jump; it runs for every order resting or leaving while some account is tracked. */
 static uint32_t lower_bound(const tf_engine *e, uint64_t account)
 {
-    uint32_t lo = 0, hi = e->n_stp;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (e->stp[mid].account < account)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint32_t n = e->n_stp;
+    if (!n)
+        return 0;
+    const eng_stp *base = e->stp;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        base += (size_t)(base[half].account < account) * half;
+        n -= half;
     }
-    return lo;
+    return (uint32_t)(base - e->stp) + (base->account < account);
+}
+
+/* The index of `account`'s entry, or e->n_stp when it has none. Accounts are unique and sorted,
+ * so the entry of account a sits at most a - stp[0].account places in: when the accounts form a
+ * run of consecutive ids (a venue's 1..N), that place is the entry, found with one compare. */
+static uint32_t find(const tf_engine *e, uint64_t account)
+{
+    uint32_t n = e->n_stp;
+    if (!n)
+        return 0;
+    uint64_t d = account - e->stp[0].account; /* wraps for an account below the first */
+    if (d < n && e->stp[d].account == account)
+        return (uint32_t)d;
+    uint32_t i = lower_bound(e, account);
+    return i < n && e->stp[i].account == account ? i : n;
 }
 
 int eng_stp_mode(const tf_engine *e, uint64_t account)
 {
-    uint32_t i = lower_bound(e, account);
-    return i < e->n_stp && e->stp[i].account == account ? (int)e->stp[i].mode : 0;
+    uint32_t i = find(e, account);
+    return i < e->n_stp ? (int)e->stp[i].mode : 0;
 }
 
 /* The entry of `account`, made when absent (NULL when the table is full). */
@@ -58,8 +80,8 @@ static void tidy(tf_engine *e, eng_stp *x)
 
 void eng_count_open(tf_engine *e, uint64_t account, int delta)
 {
-    uint32_t i = lower_bound(e, account);
-    if (i < e->n_stp && e->stp[i].account == account && e->stp[i].tracked)
+    uint32_t i = find(e, account);
+    if (i < e->n_stp && e->stp[i].tracked)
         e->stp[i].open += (uint64_t)(int64_t)delta;
 }
 
@@ -141,10 +163,8 @@ int64_t tf_engine_account_orders(const tf_engine *e, uint64_t account_id)
 {
     if (!e)
         return -1;
-    uint32_t i = lower_bound(e, account_id);
-    if (i < e->n_stp && e->stp[i].account == account_id && e->stp[i].tracked)
-        return (int64_t)e->stp[i].open;
-    return -1;
+    uint32_t i = find(e, account_id);
+    return i < e->n_stp && e->stp[i].tracked ? (int64_t)e->stp[i].open : -1;
 }
 
 int tf_engine_cancel_account(tf_engine *e, uint64_t command_seq, uint64_t account_id,
@@ -201,4 +221,40 @@ int tf_engine_best_price(const tf_engine *e, uint64_t instrument_id, int side, i
         return 0;
     *price = eng_level_price(&e->levels[li]);
     return 1;
+}
+
+/* ---- the venue's pre-trade checks (risk_view.h) ----------------------------------------- */
+
+/* The best of the opposite side of tree, else of tree itself; 0 when both are empty. */
+static inline int64_t book_ref(const tf_engine *e, uint32_t tree)
+{
+    uint32_t li = e->sides[tree ^ 1].best;
+    if (!li)
+        li = e->sides[tree].best;
+    return li ? eng_level_price(&e->levels[li]) : 0;
+}
+
+int eng_order_brief_of(const tf_engine *e, uint64_t order_id, eng_order_brief *out)
+{
+    uint32_t oi = eng_find_id(e, order_id);
+    if (!oi)
+        return 0;
+    const eng_order *o = &e->orders[oi];
+    out->account_id = o->account;
+    out->price = o->price;
+    out->remaining = o->remaining;
+    out->book_ref = book_ref(e, o->tree);
+    out->last_trade = e->last_trade[o->tree >> 1];
+    out->side = (uint8_t)(o->tree & 1);
+    return 1;
+}
+
+int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, int side, int last)
+{
+    int book = eng_book_of(e, instrument_id);
+    if (book < 0)
+        return 0;
+    if (last && e->last_trade[book])
+        return e->last_trade[book];
+    return book_ref(e, (uint32_t)book * 2 + (uint32_t)(side & 1));
 }

@@ -45,6 +45,12 @@ typedef struct tfes_config {
     const char *sessions; /* --sessions FILE (NULL: no logon, plain commands) */
     const char *risk;     /* --risk FILE (docs/venue.md "Risk"; NULL: no limits) */
     int repair_journal;   /* --repair-journal: cut commands.ofl at damage that is not a torn tail */
+    /* --tls-cert / --tls-key (PEM): TLS on every TCP listener (docs/venue.md "TLS"). The CLI
+     * loads them (src/net/tls.h: tfn_tls_open) into `tls` before tfes_run, which hands `tls` to
+     * the connection layer; NULL: plain TCP. The context must outlive tfes_run. */
+    const char *tls_cert;
+    const char *tls_key;
+    struct tfn_tls *tls;
 } tfes_config;
 
 /* What a run ends with (the JSON line of the CLI). */

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "net/net.h"
+#include "net/tls.h"
 #include "tollfree/error.h"
 
 enum { IN_HEAD, IN_BODY };
@@ -80,6 +81,11 @@ struct tfn_conn {
     int log_tokens;                   /* tfn_conn_log */
     int64_t log_sec;
     uint64_t log_dropped, log_dropped_total;
+    /* TLS (NULL: plain). Used only by the thread that owns the connection (net.h, "Threads"). */
+    tfn_ssl *ssl;
+    int tls_hs;                   /* the handshake is not done yet */
+    int tls_failed;               /* a fatal TLS error: no close_notify */
+    int64_t opened_ns;            /* accepted at (bounds the handshake) */
     struct tfn_conn *prev, *next; /* every live socket connection */
     struct tfn_conn *qnext;       /* worker queue, done list, ready list, graveyard */
 };
@@ -95,6 +101,7 @@ typedef struct listener {
     const tfn_ops *ops;
     const char *label;
     int pass_fds;
+    tfn_tls *tls; /* NULL: plain */
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     dev_t dev;
     ino_t ino;
@@ -384,10 +391,43 @@ static void obuf_release(tfn_conn *c)
     }
 }
 
+static void want_out(tfn_loop *lp, tfn_conn *c, int on);
+
+/* conn_read of a TLS connection. */
+static ssize_t tls_read(tfn_conn *c, void *buf, size_t n)
+{
+    int want = 0;
+    ssize_t r = tfn_tls_read(c->ssl, buf, n, &want);
+    if (r > 0) {
+        /* OpenSSL may hold more than the socket does: only a read that wants more tells. */
+        c->drained = 0;
+        c->last_io_ns = now_ns();
+        if (!c->frame_t0_ns)
+            c->frame_t0_ns = c->last_io_ns;
+        c->frame_bytes += (uint64_t)r;
+        stat_add(c->lp->cfg.stat_bytes_in, r);
+        return r;
+    }
+    if (r == 0) {
+        c->eof = 1;
+        return 0;
+    }
+    if (r == -EAGAIN) {
+        c->drained = 1;
+        if (want == TFN_TLS_WANT_WRITE)
+            want_out(c->lp, c, 1); /* the read goes on once the socket takes bytes */
+        return -EAGAIN;
+    }
+    c->tls_failed = 1;
+    return r;
+}
+
 /* Reads up to n bytes. >0 bytes, 0 EOF, -EAGAIN, -ECANCELED (stopping, blocking mode), -errno. */
 static ssize_t conn_read(tfn_conn *c, void *buf, size_t n)
 {
     tfn_loop *lp = c->lp;
+    if (c->ssl)
+        return tls_read(c, buf, n);
     for (;;) {
         if (c->blocking) {
             struct pollfd pf[2] = {{c->rfd, POLLIN, 0}, {lp->stop_efd, POLLIN, 0}};
@@ -476,7 +516,20 @@ static int conn_flush(tfn_conn *c)
             n++;
         }
         ssize_t w;
-        if (c->is_sock) {
+        if (c->ssl) {
+            /* One record stream: the pieces go one after the other. A write that would block
+             * leaves its record inside OpenSSL; the retry starts with the same bytes. */
+            if (c->tls_hs)
+                return 0; /* sent once the handshake is done */
+            int want = 0;
+            w = tfn_tls_write(c->ssl, iov[0].iov_base, iov[0].iov_len, &want);
+            if (w == -EAGAIN)
+                return 0;
+            if (w < 0) {
+                c->tls_failed = 1;
+                return (int)w;
+            }
+        } else if (c->is_sock) {
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
             w = sendmsg(c->wfd, &mh, MSG_NOSIGNAL);
         } else {
@@ -576,8 +629,12 @@ static int send_common(tfn_conn *c, const void *p, size_t n, const struct iovec 
         return TF_E_INVALID_ARG; /* one zero-copy reply at a time (no frame is taken meanwhile) */
     /* Nothing queued on a socket the loop owns: try to send at once, and keep only the rest
      * (the common case copies nothing and needs no further loop turn). */
-    if (!nseg && n && !c->blocking && !c->parked && !owes_out(c) && !c->lp->stopping) {
-        ssize_t w = send(c->wfd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (!nseg && n && !c->blocking && !c->parked && !owes_out(c) && !c->lp->stopping &&
+        !c->tls_hs) {
+        int want = 0;
+        /* TLS: a write that would block keeps its record; the copy below is what is retried. */
+        ssize_t w = c->ssl ? tfn_tls_write(c->ssl, p, n, &want)
+                           : send(c->wfd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             c->last_io_ns = now_ns();
             stat_add(c->lp->cfg.stat_bytes_out, w);
@@ -858,6 +915,7 @@ static int admit(tfn_loop *lp, const uint8_t key[TFN_PEER_KEY_BYTES], const char
 
 static void conn_free(tfn_conn *c)
 {
+    tfn_tls_conn_free(c->ssl, 0);
     mem_sub(c->lp, c->ocap + (c->ibuf ? c->icap : 0));
     free(c->ibuf);
     free(c->obuf);
@@ -870,6 +928,10 @@ static void conn_close(tfn_loop *lp, tfn_conn *c, const char *why)
         return;
     c->dead = 1;
     c->ops->on_close(c, why);
+    if (c->ssl) {
+        tfn_tls_conn_free(c->ssl, !c->tls_hs && !c->tls_failed);
+        c->ssl = NULL;
+    }
     close(c->rfd);
     if (c->peer[0])
         peer_dec(lp, c->peer);
@@ -1054,6 +1116,30 @@ static int at_rest(tfn_conn *c)
            !(c->ops->busy && c->ops->busy(c));
 }
 
+/* Drives a TLS handshake: 1 done, 0 waiting for the socket, -1 failed (closed). */
+static int tls_handshake(tfn_loop *lp, tfn_conn *c)
+{
+    char why[256] = "";
+    int r = tfn_tls_handshake(c->ssl, why, sizeof why);
+    if (r == TFN_TLS_WANT_READ || r == TFN_TLS_WANT_WRITE) {
+        want_out(lp, c, r == TFN_TLS_WANT_WRITE);
+        return 0;
+    }
+    if (r < 0) {
+        char pn[INET6_ADDRSTRLEN + 16];
+        peer_name(c->peer, pn, sizeof pn);
+        tfn_log_limited(lp, "TLS handshake with %s failed: %s", pn, why);
+        c->tls_failed = 1;
+        lp->ctr.closed_tls++;
+        conn_close(lp, c, "TLS handshake failed");
+        return -1;
+    }
+    c->tls_hs = 0;
+    c->drained = 0; /* application data may have come with the handshake's last flight */
+    want_out(lp, c, out_pending(c));
+    return 1;
+}
+
 static void conn_drive(tfn_loop *lp, tfn_conn *c)
 {
     int budget = lp->cfg.frames_per_turn;
@@ -1064,6 +1150,14 @@ static void conn_drive(tfn_loop *lp, tfn_conn *c)
         if (c->doomed) {
             conn_close(lp, c, c->why);
             return;
+        }
+        if (c->tls_hs) {
+            if (lp->stopping && !lp->cfg.drain_on_stop) {
+                conn_close(lp, c, "server shutting down");
+                return;
+            }
+            if (tls_handshake(lp, c) <= 0)
+                return;
         }
         if (pull_fill(c) < 0) {
             conn_close(lp, c, "a reply stream could not be read");
@@ -1186,6 +1280,18 @@ static void accept_all(tfn_loop *lp, listener *l)
             continue;
         }
         c->pass_fds = l->pass_fds;
+        c->opened_ns = c->last_io_ns;
+        memcpy(c->peer, key, TFN_PEER_KEY_BYTES); /* for the log lines of the handshake */
+        if (l->tls) {
+            c->ssl = tfn_tls_conn_new(l->tls, fd);
+            c->tls_hs = 1;
+            if (!c->ssl) {
+                tfn_log_limited(lp, "refusing a connection: out of memory for TLS");
+                close(fd);
+                conn_free(c);
+                continue;
+            }
+        }
         if (l->ops->on_open && l->ops->on_open(c) < 0) {
             close(fd);
             conn_free(c);
@@ -1427,10 +1533,12 @@ int tfn_listen_tcp(tfn_loop *lp, const char *spec, const tfn_ops *ops)
     int rc = add_listener(lp, fd, ops, "tcp", 0, NULL);
     if (rc)
         return rc;
+    lp->ls[lp->nls - 1].tls = lp->cfg.tls;
+    const char *what = lp->cfg.tls ? " (TLS)" : "";
     if (ss.ss_family == AF_INET6)
-        tfn_log(lp, 1, "listening tcp [%s]:%s", hb, pb);
+        tfn_log(lp, 1, "listening tcp [%s]:%s%s", hb, pb, what);
     else
-        tfn_log(lp, 1, "listening tcp %s:%s", hb, pb);
+        tfn_log(lp, 1, "listening tcp %s:%s%s", hb, pb, what);
     return 0;
 }
 
@@ -1514,6 +1622,20 @@ static void timeouts(tfn_loop *lp)
         next = c->next;
         if (c->parked || c->dead)
             continue;
+        if (c->tls_hs) {
+            /* A handshake has the stall timeout from the accept (the idle one without it). */
+            int64_t hs = stall > 0 ? stall : idle;
+            if (hs > 0 && now - c->opened_ns > hs) {
+                lp->ctr.closed_tls++;
+                lp->ctr.closed_stall++;
+                char pn[INET6_ADDRSTRLEN + 16];
+                peer_name(c->peer, pn, sizeof pn);
+                tfn_log_limited(lp, "TLS handshake with %s not finished in %lld s", pn,
+                                (long long)(hs / 1000000000ll));
+                conn_close(lp, c, "stalled in the TLS handshake");
+            }
+            continue;
+        }
         int64_t quiet = now - c->last_io_ns;
         /* Output the kernel holds for a peer that does not read is output pending too: a
          * backlog that has not shrunk for the stall timeout is a stalled reader. */
@@ -1820,6 +1942,8 @@ int tfn_loop_run(tfn_loop *lp)
                     c->rdhup = 1;
                 if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
                     c->drained = 0;
+                if (c->ssl && (evs[i].events & EPOLLOUT))
+                    c->drained = 0; /* a TLS read may have waited for the socket to take bytes */
                 conn_drive(lp, c);
             }
         }

@@ -49,6 +49,13 @@
  * frame in progress for more than TFN_RATE_GRACE_S seconds that has averaged fewer than min_rate
  * bytes a second is closed.
  *
+ * TLS (cfg.tls, net/tls.h): a TCP connection first does its TLS handshake inside the loop (no
+ * thread waits on it); its reads and writes then go through the SSL object, with the poll interest
+ * following what OpenSSL wants. A handshake is bounded by stall_timeout_s from the accept (by
+ * idle_timeout_s when there is no stall timeout); one that fails or runs out closes only its
+ * connection, with a rate-limited line. Output a server queues before the handshake is done
+ * (a logon challenge) goes out right after it.
+ *
  * Logs a peer can provoke are rate-limited: every such line of every server goes through one
  * process-wide gate (tfn_log_gate: TFN_LOG_PER_SEC lines a second, the rest counted and the count
  * said), and tfn_conn_log also limits one connection (a burst, then one line a second).
@@ -162,13 +169,17 @@ typedef struct tfn_config {
     void *ud;
     /* Optional counters the layer adds to atomically. */
     uint64_t *stat_bytes_in, *stat_bytes_out, *stat_conns_total, *stat_conns_open;
+    /* TLS on every TCP listener (net/tls.h; NULL: plain TCP). Unix sockets and stdio stay
+     * plain. Must outlive the loop. */
+    struct tfn_tls *tls;
 } tfn_config;
 
 /* What the layer refused or closed, for tests and logs (read on the loop thread or after). */
 typedef struct tfn_counters {
     uint64_t refused_full, refused_peer, refused_reserve, refused_memory; /* at accept */
     uint64_t closed_idle, closed_stall, closed_slow;
-    uint64_t mem_waits; /* loop turns a connection was held back by the memory limit */
+    uint64_t mem_waits;  /* loop turns a connection was held back by the memory limit */
+    uint64_t closed_tls; /* TLS handshakes that failed or did not finish in time */
 } tfn_counters;
 
 /* Creates a loop (epoll, signalfd for SIGINT/SIGTERM). Blocks SIGINT and SIGTERM in the calling

@@ -4,15 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/risk_view.h"
 #include "venue/risk.h"
 
 __extension__ typedef unsigned __int128 u128;
 
 #define INDEX_SLOTS (4 * TFV_RISK_MAX_ACCOUNTS) /* load <= 1/4: about one probe */
 
+/* One account's limits on a cache line of its own: a check reads one line, never two (48 bytes
+ * packed would straddle two lines for half the accounts). */
+typedef struct slot {
+    _Alignas(64) tfv_limits l;
+} slot;
+
 struct tfv_risk {
     tf_engine *e;
-    tfv_limits *acct; /* ascending by account */
+    slot *acct; /* ascending by account */
     uint32_t n;
     uint16_t *index;  /* [INDEX_SLOTS]: 0 empty, else position in acct + 1; rebuilt on a change */
     uint64_t *killed; /* ascending */
@@ -36,7 +43,8 @@ static uint64_t ld64(const uint8_t *p)
 }
 
 /* u64 account, max_qty, max_notional, band, i64 ref_price, u32 max_open, u8 band_unit, u8 stp,
- * u16 0 */
+ * u8 ref_last (0/1; 1 only with ref_price 0), u8 0. A record from before ref_last has 0 there: it
+ * means what it meant (the configured reference, else the book's). */
 int tfv_limits_encode(const tfv_limits *l, uint8_t out[TFV_RISK_LIMITS_LEN])
 {
     st64(out, l->account);
@@ -48,14 +56,15 @@ int tfv_limits_encode(const tfv_limits *l, uint8_t out[TFV_RISK_LIMITS_LEN])
         out[40 + i] = (uint8_t)(l->max_open >> (8 * i));
     out[44] = l->band_unit;
     out[45] = l->stp;
-    out[46] = out[47] = 0;
+    out[46] = l->ref_last;
+    out[47] = 0;
     return TFV_RISK_LIMITS_LEN;
 }
 
 int tfv_limits_decode(const uint8_t *p, size_t n, tfv_limits *out)
 {
     if (n != TFV_RISK_LIMITS_LEN || p[44] > TFV_BAND_BPS || p[45] > TF_ENGINE_STP_CANCEL_BOTH ||
-        p[46] || p[47] || (int64_t)ld64(p + 32) < 0)
+        p[46] > 1 || (p[46] && ld64(p + 32)) || p[47] || (int64_t)ld64(p + 32) < 0)
         return TF_E_PROTOCOL;
     *out = (tfv_limits){
         .account = ld64(p),
@@ -67,6 +76,7 @@ int tfv_limits_decode(const uint8_t *p, size_t n, tfv_limits *out)
             (uint32_t)p[40] | (uint32_t)p[41] << 8 | (uint32_t)p[42] << 16 | (uint32_t)p[43] << 24,
         .band_unit = p[44],
         .stp = p[45],
+        .ref_last = p[46],
     };
     return 0;
 }
@@ -166,8 +176,10 @@ int tfv_risk_open(tf_engine *e, tfv_risk **out)
     tfv_risk *r = calloc(1, sizeof *r);
     if (!r)
         return TF_E_NOMEM;
-    r->acct = calloc(TFV_RISK_MAX_ACCOUNTS, sizeof *r->acct);
+    r->acct = aligned_alloc(_Alignof(slot), TFV_RISK_MAX_ACCOUNTS * sizeof *r->acct);
     r->index = calloc(INDEX_SLOTS, sizeof *r->index);
+    if (r->acct)
+        memset(r->acct, 0, TFV_RISK_MAX_ACCOUNTS * sizeof *r->acct);
     if (!r->acct || !r->index) {
         free(r->acct);
         free(r->index);
@@ -204,18 +216,24 @@ static void reindex(tfv_risk *r)
 {
     memset(r->index, 0, INDEX_SLOTS * sizeof *r->index);
     for (uint32_t i = 0; i < r->n; i++) {
-        uint32_t h = home(r->acct[i].account);
+        uint32_t h = home(r->acct[i].l.account);
         while (r->index[h])
             h = (h + 1) & (INDEX_SLOTS - 1);
         r->index[h] = (uint16_t)(i + 1);
     }
 }
 
+/* acct[] is ascending without duplicates, so account a sits at most a - acct[0].account places
+ * in: when the configured ids are consecutive (1..N), that place is it (one compare); otherwise
+ * the index. */
 static const tfv_limits *limits_of(const tfv_risk *r, uint64_t account)
 {
+    uint64_t d = account - r->acct[0].l.account; /* wraps for an account below the first */
+    if (d < r->n && r->acct[d].l.account == account)
+        return &r->acct[d].l;
     for (uint32_t h = home(account); r->index[h]; h = (h + 1) & (INDEX_SLOTS - 1))
-        if (r->acct[r->index[h] - 1].account == account)
-            return &r->acct[r->index[h] - 1];
+        if (r->acct[r->index[h] - 1].l.account == account)
+            return &r->acct[r->index[h] - 1].l;
     return NULL;
 }
 
@@ -224,16 +242,16 @@ int tfv_risk_apply_limits(tfv_risk *r, const tfv_limits *l)
     if (l->account == 0) { /* the reset: the previous config's settings go, and every STP
                             * mode (a snapshot may hold modes of a config not seen since) */
         for (uint32_t i = 0; i < r->n; i++)
-            tf_engine_track_account(r->e, r->acct[i].account, 0);
+            tf_engine_track_account(r->e, r->acct[i].l.account, 0);
         tf_engine_clear_stp(r->e);
         r->n = 0;
         reindex(r);
         return 0;
     }
     uint32_t i = 0;
-    while (i < r->n && r->acct[i].account < l->account)
+    while (i < r->n && r->acct[i].l.account < l->account)
         i++;
-    int have = i < r->n && r->acct[i].account == l->account;
+    int have = i < r->n && r->acct[i].l.account == l->account;
     if (!have && r->n == TFV_RISK_MAX_ACCOUNTS)
         return TF_E_LIMIT;
     int rc = tf_engine_set_stp(r->e, l->account, l->stp);
@@ -245,7 +263,7 @@ int tfv_risk_apply_limits(tfv_risk *r, const tfv_limits *l)
         memmove(&r->acct[i + 1], &r->acct[i], (r->n - i) * sizeof *r->acct);
         r->n++;
     }
-    r->acct[i] = *l;
+    r->acct[i].l = *l;
     reindex(r);
     return 0;
 }
@@ -312,45 +330,35 @@ int tfv_risk_apply_record(tfv_risk *r, int kind, const uint8_t *p, size_t n, tf_
 
 /* ---- checks ----------------------------------------------------------------------------- */
 
-/* The band's reference for an order of `side` on an instrument: the configured price, else
- * the best price of the opposite side (where the order would trade first), else the best of
- * its own side; 0 when the book is empty. */
-static int64_t reference(const tfv_risk *r, const tfv_limits *l, uint64_t instrument, int side)
+/* |price - ref| beyond the band around ref (> 0), in ticks or basis points. */
+static int outside_band(const tfv_limits *l, int64_t ref, int64_t price)
 {
-    if (l->ref_price)
-        return l->ref_price;
-    int64_t px;
-    if (tf_engine_best_price(r->e, instrument, side ^ 1, &px) == 1)
-        return px;
-    if (tf_engine_best_price(r->e, instrument, side, &px) == 1)
-        return px;
-    return 0;
-}
-
-static int outside_band(const tfv_risk *r, const tfv_limits *l, uint64_t instrument, int side,
-                        int64_t price)
-{
-    if (!l->band)
-        return 0;
-    int64_t ref = reference(r, l, instrument, side);
-    if (ref <= 0)
-        return 0; /* nothing to measure against */
     uint64_t diff = price > ref ? (uint64_t)price - (uint64_t)ref : (uint64_t)ref - (uint64_t)price;
     if (l->band_unit == TFV_BAND_TICKS)
         return diff > l->band;
     return (u128)diff * 10000 > (u128)(uint64_t)ref * l->band;
 }
 
-/* The rules for an order of an account: quantity, notional (price > 0), band, open orders. */
+/* The rules for an order of an account: quantity, notional (price > 0), band, open orders.
+ * A Replace passes its order's brief (the engine's band references read with the order); a new
+ * order has the engine read them only when its band needs them. */
 static int order_rules(const tfv_risk *r, const tfv_limits *l, uint64_t instrument, int side,
-                       const int64_t *price, uint64_t qty, int adds_order)
+                       const int64_t *price, uint64_t qty, const eng_order_brief *o, int adds_order)
 {
     if (l->max_qty && qty > l->max_qty)
         return TFV_REASON_MAX_QUANTITY;
     if (price && l->max_notional && (u128)qty * (uint64_t)*price > l->max_notional)
         return TFV_REASON_MAX_NOTIONAL;
-    if (price && outside_band(r, l, instrument, side, *price))
-        return TFV_REASON_PRICE_BAND;
+    if (price && l->band) {
+        /* the configured reference, else the engine's (risk_view.h); 0: nothing to measure
+         * against */
+        int64_t ref = l->ref_price ? l->ref_price
+                      : !o         ? eng_band_ref(r->e, instrument, side, l->ref_last)
+                      : l->ref_last && o->last_trade ? o->last_trade
+                                                     : o->book_ref;
+        if (ref > 0 && outside_band(l, ref, *price))
+            return TFV_REASON_PRICE_BAND;
+    }
     if (adds_order && l->max_open &&
         tf_engine_account_orders(r->e, l->account) >= (int64_t)l->max_open)
         return TFV_REASON_MAX_OPEN_ORDERS;
@@ -366,11 +374,11 @@ int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd)
 {
     if (!r || (!r->n && !r->n_killed))
         return 0;
-    uint64_t account, instrument;
+    uint64_t account, instrument = 0;
     int side;
     tf_ofl_qty q;
     const int64_t *price = NULL;
-    tf_engine_order o;
+    eng_order_brief o, *brief = NULL;
     switch (cmd->kind) {
     case TF_OFL_NEW_LIMIT:
         account = cmd->new_limit.account_id;
@@ -381,29 +389,56 @@ int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd)
         break;
     case TF_OFL_NEW_MARKET:
         account = cmd->new_market.account_id;
-        instrument = cmd->new_market.instrument_id;
         side = cmd->new_market.side;
         q = cmd->new_market.quantity;
         break;
     case TF_OFL_REPLACE:
-        if (tf_engine_find_order(r->e, cmd->replace.order_id, &o) != 1)
+        if (!eng_order_brief_of(r->e, cmd->replace.order_id, &o))
             return 0; /* the engine's OrderNotFound */
         if (cmd->replace.price == o.price && qty_valid(cmd->replace.quantity) &&
             cmd->replace.quantity.lo <= o.remaining)
             return 0; /* only reduces what is there: always allowed */
         account = o.account_id;
-        instrument = o.instrument_id;
         side = o.side;
         q = cmd->replace.quantity;
         price = &cmd->replace.price;
+        brief = &o;
         break;
+    case TF_OFX_ORDER:
+        account = cmd->order.account_id;
+        instrument = cmd->order.instrument_id;
+        side = cmd->order.side;
+        q = (tf_ofl_qty){cmd->order.quantity, 0};
+        if (cmd->order.type == TF_OFX_LIMIT)
+            price = &cmd->order.price;
+        break;
+    case TF_OFX_REPLACE_BY_CLIENT: {
+        const tf_ofx_replace_by_client *rc = &cmd->replace_by_client;
+        tf_engine_order live;
+        if (!tf_engine_find_client(r->e, rc->account_id, rc->client_order_id, &live) ||
+            !eng_order_brief_of(r->e, live.order_id, &o))
+            return 0; /* the engine's OrderNotFound */
+        if (rc->price == o.price && rc->quantity >= 1 && rc->quantity <= o.remaining)
+            return 0; /* only reduces what is there: always allowed */
+        account = o.account_id;
+        side = o.side;
+        q = (tf_ofl_qty){rc->quantity, 0};
+        price = &rc->price;
+        brief = &o;
+        break;
+    }
     default:
         return 0; /* cancels always pass, even under a kill switch */
     }
-    if (tfv_risk_killed(r, account))
+    if (r->n_killed && tfv_risk_killed(r, account))
         return TFV_REASON_KILL_SWITCH;
+    if (!r->n)
+        return 0;
     const tfv_limits *l = limits_of(r, account);
     if (!l || !qty_valid(q) || (price && *price <= 0) || side > TF_OFL_SELL)
         return 0;
-    return order_rules(r, l, instrument, side, price, q.lo, cmd->kind == TF_OFL_NEW_LIMIT);
+    int adds = cmd->kind == TF_OFL_NEW_LIMIT ||
+               (cmd->kind == TF_OFX_ORDER && cmd->order.tif == TF_OFX_GTC &&
+                cmd->order.type == TF_OFX_LIMIT);
+    return order_rules(r, l, instrument, side, price, q.lo, brief, adds);
 }

@@ -52,10 +52,11 @@ typedef struct tfv_limits {
     uint64_t max_qty;
     uint64_t max_notional; /* price * quantity, in ticks * lots */
     uint64_t band;         /* ticks or basis points (band_unit) around the reference */
-    int64_t ref_price;     /* the band's reference; 0: the book's (docs/venue.md) */
-    uint32_t max_open;     /* live orders at once */
-    uint8_t band_unit;     /* TFV_BAND_* */
-    uint8_t stp;           /* tf_engine_stp */
+    int64_t ref_price; /* the band's reference; 0: ref_last's, else the book's (docs/venue.md) */
+    uint32_t max_open; /* live orders at once */
+    uint8_t band_unit; /* TFV_BAND_* */
+    uint8_t stp;       /* tf_engine_stp */
+    uint8_t ref_last;  /* 1 (ref_price 0): the last trade price, the book's before any trade */
 } tfv_limits;
 
 /* A parsed config file. */
@@ -105,7 +106,8 @@ int tfv_risk_kill(tfv_risk *r, uint64_t command_seq, uint64_t account, int on,
 int tfv_risk_killed(const tfv_risk *r, uint64_t account);
 /* The first rule cmd breaks (a TFV_REASON_*), or 0. Cancels always pass; a command the engine
  * will reject anyway (bad quantity or price, unknown instrument or order) passes, so the engine
- * gives its own reason. O(log accounts) plus one best-price lookup for a band. */
+ * gives its own reason. O(1) for accounts with consecutive ids (else one hash probe), plus one
+ * order lookup for a Replace and one book read for a band. */
 int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd);
 /* Applies a decoded risk record (kind 0x11 or 0x12; 0x13 needs the venue's owners and is
  * applied by tfv_apply): the outcome (TF_ENGINE_APPLIED, or the engine's for a kill switch) or

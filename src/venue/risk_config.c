@@ -1,6 +1,7 @@
 /* The risk config file of `tollfree engine serve --risk FILE` (docs/venue.md, "Risk"):
  *     # comment
- *     account ID [max_qty N] [max_notional N] [band N | band P%] [ref PRICE] [max_open N]
+ *     account ID [max_qty N] [max_notional N] [band N | band P%] [ref PRICE | ref last]
+ *                [max_open N]
  *                [stp none|cancel-newest|cancel-oldest|cancel-both]
  *     admin SESSION
  *     cancel-on-disconnect SESSION
@@ -128,8 +129,14 @@ static int account_key(parser *p, tfv_limits *l, const char *k, size_t kn, const
         l->band_unit = TFV_BAND_BPS;
         return 0;
     }
+    if (is(k, kn, "ref") && is(v, vn, "last")) { /* the last trade (docs/venue.md "The band") */
+        l->ref_price = 0;
+        l->ref_last = 1;
+        return 0;
+    }
     if (parse_u64(v, vn, &x))
-        return say(p, "%.*s '%.*s': an unsigned decimal", (int)kn, k, (int)vn, v);
+        return say(p, "%.*s '%.*s': an unsigned decimal%s", (int)kn, k, (int)vn, v,
+                   is(k, kn, "ref") ? " or 'last'" : "");
     if (is(k, kn, "max_qty"))
         l->max_qty = x;
     else if (is(k, kn, "max_notional"))
@@ -137,9 +144,10 @@ static int account_key(parser *p, tfv_limits *l, const char *k, size_t kn, const
     else if (is(k, kn, "band")) {
         l->band = x;
         l->band_unit = TFV_BAND_TICKS;
-    } else if (is(k, kn, "ref") && x <= (uint64_t)INT64_MAX)
+    } else if (is(k, kn, "ref") && x <= (uint64_t)INT64_MAX) {
         l->ref_price = (int64_t)x;
-    else if (is(k, kn, "max_open") && x <= UINT32_MAX)
+        l->ref_last = 0; /* the later of `ref last` and `ref PRICE` holds */
+    } else if (is(k, kn, "max_open") && x <= UINT32_MAX)
         l->max_open = (uint32_t)x;
     else
         return say(p, "%.*s %llu: too large", (int)kn, k, (unsigned long long)x);

@@ -1,7 +1,9 @@
 /* Pre-trade risk (src/venue/risk.c, risk_config.c; docs/venue.md "Risk"): the config file and
  * its refusals (each naming the line), the 0x11-0x13 payloads, every rule at its boundary
  * (exactly at the limit accepted, one over refused), a reload that replaces the limits, the
- * kill switch, and that limits applied from decoded records decide as the parsed ones do. */
+ * kill switch, and that limits applied from decoded records decide as the parsed ones do; the
+ * band around the last trade (before any trade, at its boundary, after a snapshot); the account
+ * lookups with ids that are not consecutive. */
 #include <stdlib.h>
 
 #include "harness.h"
@@ -129,6 +131,15 @@ static void config_file(void)
     refused("admin a b\n", "line 1: one session name a line");
     refused("limit 5\n", "line 1: 'limit'");
     refused("account 1 max_open 4294967296\n", "line 1: max_open 4294967296: too large");
+    refused("account 1 band 5 ref latest\n", "line 1: ref 'latest': an unsigned decimal or 'last'");
+
+    /* ref last; the later of ref last and ref PRICE holds */
+    text = "account 1 band 5 ref last\naccount 2 ref 9 ref last\naccount 3 ref last ref 9\n";
+    CHECK_RC(tfv_risk_parse(text, strlen(text), "x", &c, err, sizeof err), 0);
+    CHECK(c.acct[0].ref_last == 1 && c.acct[0].ref_price == 0 && c.acct[0].band == 5);
+    CHECK(c.acct[1].ref_last == 1 && c.acct[1].ref_price == 0);
+    CHECK(c.acct[2].ref_last == 0 && c.acct[2].ref_price == 9);
+    tfv_risk_config_free(&c);
 }
 
 static void payloads(void)
@@ -145,14 +156,30 @@ static void payloads(void)
     uint8_t p[TFV_RISK_LIMITS_LEN];
     CHECK_EQ(tfv_limits_encode(&l, p), TFV_RISK_LIMITS_LEN);
     CHECK_RC(tfv_limits_decode(p, sizeof p, &back), 0);
-    CHECK(!memcmp(&l, &back, sizeof l) || (back.account == 9 && back.max_open == UINT32_MAX &&
-                                           back.ref_price == INT64_MAX && back.stp == 3));
+    /* field by field: memcmp would read the struct's padding */
+    CHECK(back.account == 9 && back.max_qty == 1 && back.max_notional == UINT64_MAX &&
+          back.band == 77 && back.ref_price == INT64_MAX && back.max_open == UINT32_MAX &&
+          back.band_unit == 1 && back.stp == 3 && back.ref_last == 0);
     CHECK_RC(tfv_limits_decode(p, sizeof p - 1, &back), TF_E_PROTOCOL);
     p[45] = 4;
     CHECK_RC(tfv_limits_decode(p, sizeof p, &back), TF_E_PROTOCOL);
     p[45] = 3;
     p[44] = 2;
     CHECK_RC(tfv_limits_decode(p, sizeof p, &back), TF_E_PROTOCOL);
+    /* ref_last at byte 46: 0 (every record from before it) or 1, and 1 only without ref_price */
+    l = (tfv_limits){.account = 9, .band = 5, .ref_last = 1};
+    CHECK_EQ(tfv_limits_encode(&l, p), TFV_RISK_LIMITS_LEN);
+    CHECK_EQ(p[46], 1);
+    CHECK_RC(tfv_limits_decode(p, sizeof p, &back), 0);
+    CHECK(back.ref_last == 1 && back.ref_price == 0 && back.band == 5);
+    p[46] = 2;
+    CHECK_RC(tfv_limits_decode(p, sizeof p, &back), TF_E_PROTOCOL);
+    p[46] = 1;
+    p[32] = 7; /* ref_price 7 and ref_last */
+    CHECK_RC(tfv_limits_decode(p, sizeof p, &back), TF_E_PROTOCOL);
+    p[46] = 0;
+    CHECK_RC(tfv_limits_decode(p, sizeof p, &back), 0);
+    CHECK(back.ref_last == 0 && back.ref_price == 7);
     uint8_t k[TFV_KILL_SWITCH_LEN];
     uint64_t s, a;
     int on;
@@ -282,6 +309,168 @@ static void kill_switch(void)
     tf_engine_destroy(e);
 }
 
+/* The band around the last trade (`ref last`): the book's reference before the instrument's
+ * first trade, the last trade's price after it (ticks and basis points, exactly at the band
+ * accepted, one over refused), for a Replace too, and the same decisions from an engine rebuilt
+ * from a snapshot. */
+static void band_last_trade(void)
+{
+    tf_engine *e = make();
+    tfv_risk *r = NULL;
+    CHECK_RC(tfv_risk_open(e, &r), 0);
+    tfv_risk_config c;
+    CHECK_RC(load(r,
+                  "account 8 band 5 ref last\n"
+                  "account 9 band 2.5% ref last\n"
+                  "account 10 band 5\n",
+                  &c),
+             0);
+    tfv_risk_config_free(&c);
+    int64_t px;
+    /* before any trade: the book's best, as without ref last (ask at 60 on instrument 2) */
+    apply(e, nl(1, 1, 2, 1, 60, 5));
+    CHECK_EQ(tf_engine_last_trade(e, 2, &px), 0);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 65, 1)), 0);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 66, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 55, 1)), 0);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 54, 1)), TFV_REASON_PRICE_BAND);
+    /* and with an empty book no band at all */
+    CHECK_EQ(chk(r, nl(8, 1, 1, 0, 1, 1)), 0);
+    CHECK_EQ(chk(r, nl(9, 1, 1, 1, INT64_MAX, 1)), 0);
+    /* a trade at 50 on instrument 2 (a bid at 50 meets a sell); the ask at 60 stays */
+    apply(e, nl(2, 1, 2, 0, 50, 5));
+    apply(e, nl(3, 1, 2, 1, 50, 1));
+    CHECK_EQ(tf_engine_last_trade(e, 2, &px), 1);
+    CHECK_EQ(px, 50);
+    /* ticks around 50: 45..55, although the opposite best is the ask at 60 */
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 55, 1)), 0);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 56, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 45, 1)), 0);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 0, 44, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(8, 1, 2, 1, 56, 1)), TFV_REASON_PRICE_BAND); /* a sell alike */
+    /* the book's reference (account 10) is the ask at 60 for a buy: 56 passes there */
+    CHECK_EQ(chk(r, nl(10, 1, 2, 0, 56, 1)), 0);
+    CHECK_EQ(chk(r, nl(10, 1, 2, 0, 54, 1)), TFV_REASON_PRICE_BAND);
+    /* instrument 1 still has no trade: its own book (empty) -> no band */
+    CHECK_EQ(chk(r, nl(8, 1, 1, 0, 1000, 1)), 0);
+    /* basis points around a trade at 1000 on instrument 1: 2.5% = 975..1025 */
+    apply(e, nl(2, 2, 1, 0, 1000, 5));
+    apply(e, nl(3, 2, 1, 1, 1000, 1));
+    CHECK_EQ(chk(r, nl(9, 1, 1, 0, 1025, 1)), 0);
+    CHECK_EQ(chk(r, nl(9, 1, 1, 0, 1026, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(9, 1, 1, 1, 975, 1)), 0);
+    CHECK_EQ(chk(r, nl(9, 1, 1, 1, 974, 1)), TFV_REASON_PRICE_BAND);
+    /* a Replace of account 8's order: around its book's last trade (50) */
+    apply(e, nl(8, 7, 2, 0, 48, 3));
+    tf_engine_order o;
+    uint64_t id = 0;
+    for (uint64_t i = 1; i < 20; i++)
+        if (tf_engine_find_order(e, i, &o) == 1 && o.account_id == 8)
+            id = i;
+    CHECK(id != 0);
+    tf_ofl_msg rp = {.kind = TF_OFL_REPLACE};
+    rp.replace = (tf_ofl_replace){.command_seq = ++seq,
+                                  .order_id = id,
+                                  .client_order_id = 8,
+                                  .price = 55,
+                                  .quantity = {3, 0}};
+    CHECK_EQ(tfv_risk_check(r, &rp), 0);
+    rp.replace.price = 56;
+    CHECK_EQ(tfv_risk_check(r, &rp), TFV_REASON_PRICE_BAND);
+    /* a later trade moves the reference: 1010 -> 985..1035 for 2.5% */
+    apply(e, nl(2, 3, 1, 0, 1010, 1));
+    apply(e, nl(3, 3, 1, 1, 1010, 1));
+    CHECK_EQ(chk(r, nl(9, 1, 1, 0, 1035, 1)), 0);
+    CHECK_EQ(chk(r, nl(9, 1, 1, 0, 1036, 1)), TFV_REASON_PRICE_BAND);
+
+    /* a snapshot keeps the last trades: an engine read back decides every price alike, where an
+     * engine with the same book but no trade would not (the ask at 60 would be the reference) */
+    uint64_t cap = tf_engine_snapshot_size(e), len = 0;
+    uint8_t *img = malloc(cap);
+    CHECK(img != NULL);
+    CHECK_RC(tf_engine_snapshot_write(e, img, cap, &len), 0);
+    tf_engine *e2 = NULL;
+    CHECK_RC(tf_engine_snapshot_read(img, len, NULL, &e2), 0);
+    free(img);
+    tfv_risk *r2 = NULL;
+    CHECK_RC(tfv_risk_open(e2, &r2), 0);
+    CHECK_RC(load(r2,
+                  "account 8 band 5 ref last\n"
+                  "account 9 band 2.5% ref last\n"
+                  "account 10 band 5\n",
+                  &c),
+             0);
+    tfv_risk_config_free(&c);
+    int same = 1, refusals = 0;
+    for (uint64_t a = 8; a <= 10; a++)
+        for (uint64_t ins = 1; ins <= 2; ins++)
+            for (int side = 0; side <= 1; side++)
+                for (int64_t p = 1; p <= 1100; p++) {
+                    int x = chk(r, nl(a, 1, ins, side, p, 1)),
+                        y = chk(r2, nl(a, 1, ins, side, p, 1));
+                    same &= x == y;
+                    refusals += x != 0;
+                }
+    CHECK(same);
+    CHECK(refusals > 0);
+    CHECK_EQ(chk(r2, nl(8, 1, 2, 0, 55, 1)), 0);
+    CHECK_EQ(chk(r2, nl(8, 1, 2, 0, 56, 1)), TFV_REASON_PRICE_BAND);
+    tfv_risk_close(r2);
+    tf_engine_destroy(e2);
+    tfv_risk_close(r);
+    tf_engine_destroy(e);
+}
+
+/* Account ids that are not one run from the first (gaps, ids below the first, huge ids): the
+ * lookups' shortcut for consecutive ids must miss and fall back exactly (limits, live-order
+ * counts and STP modes of the right account). */
+static void sparse_accounts(void)
+{
+    tf_engine *e = make();
+    tfv_risk *r = NULL;
+    CHECK_RC(tfv_risk_open(e, &r), 0);
+    tfv_risk_config c;
+    CHECK_RC(load(r,
+                  "account 5 max_qty 5 max_open 1\n"
+                  "account 6 max_qty 6 max_open 2\n"
+                  "account 9 max_qty 9 max_open 3\n"
+                  "account 1000 max_qty 1000 max_open 4 stp cancel-newest\n"
+                  "account 18446744073709551615 max_qty 77 max_open 5\n",
+                  &c),
+             0);
+    tfv_risk_config_free(&c);
+    static const uint64_t acc[] = {5, 6, 9, 1000, UINT64_MAX};
+    static const uint64_t cap[] = {5, 6, 9, 1000, 77};
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(chk(r, nl(acc[i], 1, 1, 0, 10, cap[i])), 0);
+        CHECK_EQ(chk(r, nl(acc[i], 1, 1, 0, 10, cap[i] + 1)), TFV_REASON_MAX_QUANTITY);
+    }
+    /* accounts without limits around and between them */
+    static const uint64_t none[] = {1, 4, 7, 8, 10, 999, 1001, UINT64_MAX - 1};
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ(chk(r, nl(none[i], 1, 1, 0, 10, 100000)), 0);
+        CHECK_EQ(tf_engine_account_orders(e, none[i]), -1);
+    }
+    /* every account rests orders up to its max_open: each count is its own */
+    for (int i = 0; i < 5; i++)
+        for (uint64_t k = 0; k <= (uint64_t)i; k++)
+            apply(e, nl(acc[i], 10 + k, 1, 0, 10, 1));
+    apply(e, nl(7, 1, 1, 0, 10, 1)); /* not counted */
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(tf_engine_account_orders(e, acc[i]), (int64_t)i + 1);
+        CHECK_EQ(chk(r, nl(acc[i], 99, 1, 0, 10, 1)), TFV_REASON_MAX_OPEN_ORDERS);
+    }
+    CHECK_EQ(tf_engine_get_stp(e, 1000), TF_ENGINE_STP_CANCEL_NEWEST);
+    CHECK_EQ(tf_engine_get_stp(e, 999), TF_ENGINE_STP_NONE);
+    CHECK_EQ(tf_engine_get_stp(e, 5), TF_ENGINE_STP_NONE);
+    /* a sell of 1 fills account 5's oldest bid (the first in time at 10): its count drops */
+    apply(e, nl(2, 1, 1, 1, 10, 1));
+    CHECK_EQ(tf_engine_account_orders(e, 5), 0);
+    CHECK_EQ(tf_engine_account_orders(e, 6), 2);
+    tfv_risk_close(r);
+    tf_engine_destroy(e);
+}
+
 /* Limits that went through the 0x11 payload decide exactly as the parsed ones. */
 static void through_records(void)
 {
@@ -398,5 +587,7 @@ int main(void)
     kill_switch();
     through_records();
     through_venue();
+    band_last_trade();
+    sparse_accounts();
     return tf_test_report();
 }
