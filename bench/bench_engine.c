@@ -3,7 +3,15 @@
  * equivalence gate fails (the model and the fast engine disagree, or a replay path gives
  * another hash), and then it times nothing.
  *
- *   bench_engine [--quick] [--pin CPU] [--rounds R] [--dir DIR] [OUT.json]
+ *   bench_engine [--quick] [--compare] [--cpu-clock] [--pin CPU] [--rounds R] [--dir DIR]
+ *                [OUT.json]
+ *
+ * Throughput is measured for today's engine and for the frozen engine of bench_engine_base/
+ * (before issue 24) on the same flows in the same run, rounds interleaved (base, new, new, base,
+ * ...), after a gate that both give the same return codes, the same events byte for byte and
+ * the same state hashes on every record of every flow. --compare runs only the gates and that
+ * throughput table; --cpu-clock times those rounds on the thread's CPU clock instead of the wall
+ * clock (for a machine shared with other work).
  *
  * Flows come from tf_engine_flow (the generator runs its own engine: cancels and replaces hit
  * live orders), encoded once as OFL1 stream frames in one large buffer and replayed once per
@@ -26,13 +34,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_engine_base/base_engine.h"
 #include "bench_machine.h"
 #include "engine_model.h"
 #include "tollfree/engine.h"
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
 
-static int quick;
+static int quick, compare_only, cpu_clock;
 static int rounds = 5;
 static FILE *json;
 static int json_first = 1;
@@ -41,6 +50,16 @@ static uint64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The throughput rounds' clock: wall time, or with --cpu-clock this thread's CPU time (on a
+ * machine shared with other work, the time the benchmark spends descheduled is then not
+ * counted; caches shared with the other work still are). */
+static uint64_t round_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -135,17 +154,20 @@ static int encode_events(void *ctx, const tf_ofl_msg *ev, size_t n)
 
 typedef struct runner {
     tf_engine *e;
+    base_engine *b; /* the frozen engine, when the runner runs it instead */
     tf_ofl_msg ev[64];
     tf_engine_sink sink;
     out_buf out;
 } runner;
 
-static void runner_open(runner *r, uint32_t max_orders)
+static void runner_open2(runner *r, uint32_t max_orders, int base)
 {
     static const uint64_t one = 1;
     tf_engine_config cfg = {
         .size = sizeof cfg, .instruments = &one, .n_instruments = 1, .max_orders = max_orders};
-    int rc = tf_engine_create(&cfg, &r->e);
+    r->e = NULL;
+    r->b = NULL;
+    int rc = base ? base_engine_create(&cfg, &r->b) : tf_engine_create(&cfg, &r->e);
     if (rc)
         die("create", rc);
     r->out.cap = 1 << 20;
@@ -154,20 +176,28 @@ static void runner_open(runner *r, uint32_t max_orders)
     r->sink = (tf_engine_sink){.ev = r->ev, .cap = 64, .flush = encode_events, .ctx = &r->out};
 }
 
+static void runner_open(runner *r, uint32_t max_orders)
+{
+    runner_open2(r, max_orders, 0);
+}
+
 static void runner_close(runner *r)
 {
     tf_engine_destroy(r->e);
+    base_engine_destroy(r->b);
     free(r->out.p);
 }
 
-static inline size_t step(runner *r, const uint8_t *p, size_t avail)
+/* One record; `base` is a constant at every call, so each engine gets its own loop. */
+static inline __attribute__((always_inline)) size_t step2(runner *r, const uint8_t *p, size_t avail,
+                                                          int base)
 {
     tf_ofl_msg m;
     int len = tf_ofl_frame_decode(p, avail, &m);
     if (len < 0)
         die("decode", len);
     r->sink.n = 0;
-    int rc = tf_engine_apply(r->e, &m, &r->sink);
+    int rc = base ? base_engine_apply(r->b, &m, &r->sink) : tf_engine_apply(r->e, &m, &r->sink);
     if (rc < 0)
         die("apply", rc);
     if (r->sink.n && (rc = encode_events(&r->out, r->ev, r->sink.n)) < 0)
@@ -175,10 +205,21 @@ static inline size_t step(runner *r, const uint8_t *p, size_t avail)
     return (size_t)len;
 }
 
+static size_t step(runner *r, const uint8_t *p, size_t avail)
+{
+    return step2(r, p, avail, 0);
+}
+
 static void run_range(runner *r, const uint8_t *p, size_t len)
 {
     for (size_t off = 0; off < len;)
-        off += step(r, p + off, len - off);
+        off += step2(r, p + off, len - off, 0);
+}
+
+static void run_range_base(runner *r, const uint8_t *p, size_t len)
+{
+    for (size_t off = 0; off < len;)
+        off += step2(r, p + off, len - off, 1);
 }
 
 /* ---- the gate ------------------------------------------------------------------------------- */
@@ -265,37 +306,121 @@ static uint64_t gate_snapshot(const flow *f)
     return ha;
 }
 
+/* The frozen engine and today's on every record of the flow (warm-up included): the same return
+ * code, the same events byte for byte, the same state hash every 1,000 records and at the end.
+ * The flows hold OFL1 commands only (the frozen engine knows no others). */
+static void gate_base(const flow *f)
+{
+    static const uint64_t one = 1;
+    uint32_t max_orders = f->target * 4 + 1024;
+    tf_engine_config cfg = {
+        .size = sizeof cfg, .instruments = &one, .n_instruments = 1, .max_orders = max_orders};
+    tf_engine *e;
+    base_engine *b;
+    if (tf_engine_create(&cfg, &e) || base_engine_create(&cfg, &b))
+        die("gate create", 0);
+    static tf_ofl_msg ev[1 << 16], bev[1 << 16];
+    uint64_t i = 0;
+    for (size_t off = 0; off < f->len; i++) {
+        tf_ofl_msg cmd;
+        int len = tf_ofl_frame_decode(f->buf + off, f->len - off, &cmd);
+        if (len < 0)
+            die("decode", len);
+        off += (size_t)len;
+        tf_engine_sink s1 = {.ev = ev, .cap = 1 << 16}, s2 = {.ev = bev, .cap = 1 << 16};
+        int x = tf_engine_apply(e, &cmd, &s1), y = base_engine_apply(b, &cmd, &s2);
+        int same = x == y && s1.n == s2.n;
+        for (size_t k = 0; same && k < s1.n; k++) {
+            uint8_t p[TF_OFL_MAX_FRAME], q[TF_OFL_MAX_FRAME];
+            int lp = tf_ofl_frame_encode(p, sizeof p, &ev[k]);
+            int lq = tf_ofl_frame_encode(q, sizeof q, &bev[k]);
+            same = lp == lq && lp > 0 && !memcmp(p, q, (size_t)lp);
+        }
+        if (same && (i % 1000 == 999 || off == f->len))
+            same = tf_engine_state_hash(e) == base_engine_state_hash(b);
+        if (!same) {
+            fprintf(stderr,
+                    "bench_engine: GATE FAILED: %s record %" PRIu64
+                    ": the frozen engine and today's differ\n",
+                    f->name, i);
+            exit(1);
+        }
+    }
+    tf_engine_destroy(e);
+    base_engine_destroy(b);
+    printf("gate: %s: frozen engine == today's on all %" PRIu64 " records (codes, events byte "
+           "for byte, hash every 1,000)\n",
+           f->name, i);
+}
+
 /* ---- throughput ----------------------------------------------------------------------------- */
 
+/* One timed round of one engine: a fresh engine, the untimed warm-up, the timed part. */
+static uint64_t timed_round(const flow *f, int base, uint64_t *events, int report)
+{
+    runner r;
+    runner_open2(&r, f->target * 4 + 1024, base);
+    tf_engine_counters c0, c1;
+    uint64_t t0, t1;
+    if (base) {
+        run_range_base(&r, f->buf, f->warm_end);
+        base_engine_get_counters(r.b, &c0);
+        t0 = round_ns();
+        run_range_base(&r, f->buf + f->warm_end, f->len - f->warm_end);
+        t1 = round_ns();
+        base_engine_get_counters(r.b, &c1);
+    } else {
+        run_range(&r, f->buf, f->warm_end);
+        tf_engine_get_counters(r.e, &c0);
+        t0 = round_ns();
+        run_range(&r, f->buf + f->warm_end, f->len - f->warm_end);
+        t1 = round_ns();
+        tf_engine_get_counters(r.e, &c1);
+    }
+    *events = c1.events - c0.events;
+    if (report)
+        printf("  %s: %" PRIu64 " records timed, %" PRIu64 " events, %" PRIu64 " trades, %" PRIu64
+               " resting, %" PRIu64 " levels at the end\n",
+               f->name, f->n, *events, c1.trades - c0.trades, c1.resting_orders, c1.price_levels);
+    runner_close(&r);
+    return t1 - t0;
+}
+
+/* Today's engine and the frozen one, rounds interleaved (base first in even rounds, today's
+ * first in odd ones) so that a change of machine load hits both. */
 static void throughput(const flow *f)
 {
-    uint64_t ns[32];
-    uint64_t events = 0;
+    uint64_t ns[32], bns[32], ratio_x1000[32];
+    uint64_t events = 0, bevents = 0;
     for (int k = 0; k < rounds; k++) {
-        runner r;
-        runner_open(&r, f->target * 4 + 1024);
-        run_range(&r, f->buf, f->warm_end);
-        tf_engine_counters c0, c1;
-        tf_engine_get_counters(r.e, &c0);
-        uint64_t t0 = now_ns();
-        run_range(&r, f->buf + f->warm_end, f->len - f->warm_end);
-        ns[k] = now_ns() - t0;
-        tf_engine_get_counters(r.e, &c1);
-        events = c1.events - c0.events;
-        if (k == 0)
-            printf("  %s: %" PRIu64 " records timed, %" PRIu64 " events, %" PRIu64
-                   " trades, %" PRIu64 " resting, %" PRIu64 " levels at the end\n",
-                   f->name, f->n, events, c1.trades - c0.trades, c1.resting_orders,
-                   c1.price_levels);
-        runner_close(&r);
+        if (k & 1) {
+            ns[k] = timed_round(f, 0, &events, 0);
+            bns[k] = timed_round(f, 1, &bevents, 0);
+        } else {
+            bns[k] = timed_round(f, 1, &bevents, 0);
+            ns[k] = timed_round(f, 0, &events, k == 0);
+        }
+        ratio_x1000[k] = bns[k] * 1000 / (ns[k] ? ns[k] : 1);
+    }
+    if (events != bevents) {
+        fprintf(stderr, "bench_engine: GATE FAILED: %s: event counts differ\n", f->name);
+        exit(1);
     }
     qsort(ns, (size_t)rounds, sizeof ns[0], cmp_u64);
+    qsort(bns, (size_t)rounds, sizeof bns[0], cmp_u64);
+    qsort(ratio_x1000, (size_t)rounds, sizeof ratio_x1000[0], cmp_u64);
     double best = (double)ns[0] / (double)f->n, med = (double)ns[rounds / 2] / (double)f->n;
-    printf("| %s | %.1f | %.1f | %.2f | %.2f |\n", f->name, best, med, 1e3 / best, 1e3 / med);
+    double bbest = (double)bns[0] / (double)f->n, bmed = (double)bns[rounds / 2] / (double)f->n;
+    double pair = (double)ratio_x1000[rounds / 2] / 1000.0;
+    printf("| %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2fx | %.2fx |\n", f->name, best, med,
+           1e3 / best, 1e3 / med, 1e3 / bbest, 1e3 / bmed, bmed / med, pair);
     json_row("{\"section\":\"throughput\",\"flow\":\"%s\",\"records\":%" PRIu64
              ",\"events\":%" PRIu64 ",\"ns_per_record_min\":%.2f,\"ns_per_record_median\":%.2f,"
-             "\"mrecords_per_s_max\":%.3f,\"mrecords_per_s_median\":%.3f,\"rounds\":%d}",
-             f->name, f->n, events, best, med, 1e3 / best, 1e3 / med, rounds);
+             "\"mrecords_per_s_max\":%.3f,\"mrecords_per_s_median\":%.3f,\"rounds\":%d,"
+             "\"base_mrecords_per_s_max\":%.3f,\"base_mrecords_per_s_median\":%.3f,"
+             "\"speedup_median\":%.3f,\"speedup_paired_median\":%.3f}",
+             f->name, f->n, events, best, med, 1e3 / best, 1e3 / med, rounds, 1e3 / bbest,
+             1e3 / bmed, bmed / med, pair);
 }
 
 /* ---- latency -------------------------------------------------------------------------------- */
@@ -530,6 +655,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--compare"))
+            compare_only = 1;
+        else if (!strcmp(argv[i], "--cpu-clock"))
+            cpu_clock = 1;
         else if (!strcmp(argv[i], "--pin") && i + 1 < argc)
             pin = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
@@ -539,8 +668,8 @@ int main(int argc, char **argv)
         else if (argv[i][0] != '-')
             out = argv[i];
         else {
-            fprintf(stderr, "usage: bench_engine [--quick] [--pin CPU] [--rounds R] [--dir DIR] "
-                            "[OUT.json]\n");
+            fprintf(stderr, "usage: bench_engine [--quick] [--compare] [--cpu-clock] [--pin CPU] "
+                            "[--rounds R] [--dir DIR] [OUT.json]\n");
             return 2;
         }
     }
@@ -582,16 +711,27 @@ int main(int argc, char **argv)
     gate_model(&ec, quick ? 20000 : 200000);
     gate_model(&o1, quick ? 20000 : 100000);
     gate_model(&deep, quick ? 2000 : 20000);
-    uint64_t h_ec = gate_snapshot(&ec);
-    gate_snapshot(&o1);
-    gate_snapshot(&deep);
+    gate_base(&ec);
+    gate_base(&o1);
+    gate_base(&deep);
+    uint64_t h_ec = compare_only ? 0 : gate_snapshot(&ec);
+    if (!compare_only) {
+        gate_snapshot(&o1);
+        gate_snapshot(&deep);
+    }
 
-    printf("\nthroughput on one core: decode + match + encode events, from memory\n\n");
-    printf("| flow | ns/record min | ns/record median | M records/s max | M records/s median |\n");
-    printf("|---|---|---|---|---|\n");
+    printf("\nthroughput on one core: decode + match + encode events, from memory; today's "
+           "engine and the frozen one of before issue 24 (base), rounds interleaved; clock: %s\n\n",
+           cpu_clock ? "thread CPU time" : "wall");
+    printf("| flow | ns/record min | ns/record median | M records/s max | M records/s median | "
+           "base M/s max | base M/s median | speedup (medians) | speedup (median of paired "
+           "rounds) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
     throughput(&ec);
     throughput(&o1);
     throughput(&deep);
+    if (compare_only)
+        goto done;
 
     printf("\nlatency, open loop, %s (ns from due time to events written; first 10%% "
            "excluded)\n\n",
@@ -611,6 +751,7 @@ int main(int argc, char **argv)
     printf("\npublished, for comparison (their hardware, their flows): exchange-core 5 M ops/s, "
            "at 1 M/s p50 0.5 us, p99 4 us, p99.9 22 us; CppTrader 9.75 M msg/s; LMAX 6 M "
            "orders/s\n");
+done:
     if (json) {
         fputs("\n]}\n", json);
         fclose(json);

@@ -1,11 +1,13 @@
-/* tollfree order engine: price-time matching on decoded OFL1 commands (docs/engine.md).
+/* tollfree order engine: price-time matching on decoded OFL1 commands and the gateway commands
+ * of orderflow.h (TF_OFX_ORDER, TF_OFX_CANCEL, TF_OFX_REPLACE_BY_CLIENT; docs/engine.md).
  *
  * One engine holds the books of a fixed set of instruments. Every size is fixed when it is
  * created: the live-order pool, the price-level pool and the lookup tables are allocated once by
  * tf_engine_create and never grow, so applying a command never allocates. Applying a command
- * appends its events (OFL1 event messages, event_seq contiguous from 1) to a caller-owned event
- * sink. The state hash (FNV-1a 64 over the books and counters, docs/engine.md) is the same after
- * the same commands on every path: one run, a replay, a snapshot + the tail.
+ * appends its events (OFL1 event messages for an OFL1 command, execution reports tf_ofx_* for a
+ * gateway command; event_seq contiguous from 1) to a caller-owned event sink. The state hash
+ * (FNV-1a 64 over the books and counters, docs/engine.md) is the same after the same commands on
+ * every path: one run, a replay, a snapshot + the tail.
  *
  * An engine is used by one thread at a time. It keeps no pointer to the caller's memory past a
  * call, except the sink's buffer and flush callback while a tf_engine_apply runs.
@@ -66,11 +68,11 @@ TF_API void tf_engine_destroy(tf_engine *e);
 /* Bytes tf_engine_create would allocate for cfg (0 when cfg is invalid). */
 TF_API uint64_t tf_engine_bytes_needed(const tf_engine_config *cfg);
 
-/* Applies one decoded record (a command, or an event/Heartbeat that is skipped) and appends its
- * events to sink. Returns the tf_engine_outcome (>= 0), or an error: TF_E_NULL_ARG,
- * TF_E_OFL_UNKNOWN_KIND for a kind outside the closed set or TF_E_OFL_INVALID_SIDE for a side
- * byte other than 0/1 (a malformed command: nothing changes, not even last_command_seq), or the
- * sink's failure as described above. Never allocates. */
+/* Applies one decoded record (an OFL1 or gateway command, or an event/Heartbeat that is skipped)
+ * and appends its events to sink. Returns the tf_engine_outcome (>= 0), or an error:
+ * TF_E_NULL_ARG, TF_E_OFL_UNKNOWN_KIND for a kind outside the OFL1 set and the gateway kinds, or
+ * TF_E_OFL_INVALID_SIDE for a side byte other than 0/1 (a malformed command: nothing changes, not
+ * even last_command_seq), or the sink's failure as described above. Never allocates. */
 TF_API int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink);
 
 /* Counters. */
@@ -99,27 +101,41 @@ typedef struct tf_engine_order {
     uint64_t instrument_id;
     int64_t price;
     uint64_t remaining;
-    uint8_t side; /* tf_ofl_side */
+    uint8_t side;    /* tf_ofl_side */
+    uint64_t filled; /* cumulative filled quantity since accepted (a replace keeps it) */
 } tf_engine_order;
 
 /* The live order with this id: 1 (filled in), 0 (not live). */
 TF_API int tf_engine_find_order(const tf_engine *e, uint64_t order_id, tf_engine_order *out);
+/* The live order of (account, client order id): 1 (filled in), 0 (not live), TF_E_NULL_ARG. */
+TF_API int tf_engine_find_client(const tf_engine *e, uint64_t account_id, uint64_t client_order_id,
+                                 tf_engine_order *out);
 
 /* Best price of one side: 1 (*price and *quantity, the level's total, filled in), 0 (the side is
- * empty), TF_E_INVALID_ARG (unknown instrument or side). */
+ * empty), TF_E_INVALID_ARG (unknown instrument or side). O(1): every level keeps its total. */
 TF_API int tf_engine_best(const tf_engine *e, uint64_t instrument_id, int side, int64_t *price,
                           uint64_t *quantity);
 
 /* One price level of a depth view. total is the sum of its orders' remaining quantities
- * (saturating at UINT64_MAX). */
+ * (saturating at UINT64_MAX: the engine keeps the exact sum, which can pass 2^64 - 1 only with
+ * more than one order of nearly INT64_MAX lots). */
 typedef struct tf_engine_level {
     int64_t price;
     uint64_t total;
     uint32_t orders;
 } tf_engine_level;
-/* Up to max levels of one side, best first. Returns how many, or TF_E_INVALID_ARG. */
+/* Up to max levels of one side, best first. Returns how many, or TF_E_INVALID_ARG. O(levels
+ * returned). */
 TF_API int tf_engine_depth(const tf_engine *e, uint64_t instrument_id, int side,
                            tf_engine_level *levels, int max);
+/* The level of one side at one price, O(1) through the level table: 1 (*out filled in), 0 (no
+ * order at that price), TF_E_INVALID_ARG (unknown instrument or side), TF_E_NULL_ARG. */
+TF_API int tf_engine_level_at(const tf_engine *e, uint64_t instrument_id, int side, int64_t price,
+                              tf_engine_level *out);
+/* The price of the book's last trade (an OFL1 Trade or a Fill; kept in the snapshot, not in the
+ * state hash): 1 (*price filled in), 0 (no trade yet, *price = 0), TF_E_INVALID_ARG (unknown
+ * instrument), TF_E_NULL_ARG. */
+TF_API int tf_engine_last_trade(const tf_engine *e, uint64_t instrument_id, int64_t *price);
 
 /* Calls fn for every live order in hash order: instruments ascending, bids (best first, oldest
  * first within a price), then asks. Stops early when fn returns non-zero and returns that. */

@@ -76,6 +76,7 @@ typedef enum tf_error {
     TF_E_OFL_WRONG_MAGIC = -1413,                /* journal header magic is not "OFL1" */
     TF_E_OFL_UNSUPPORTED_SCHEMA_VERSION = -1414, /* journal header schema_version != 1 */
     TF_E_OFL_UNSUPPORTED_CLOCK_KIND = -1415,     /* journal header clock_kind not 0 or 1 */
+    TF_E_OFL_INVALID_ORDER_TYPE = -1416,         /* AcceptedEx type, tif or flags out of range */
     TF_E_OFL_TORN_RECORD = -1420,                /* journal ends inside a record (torn tail) */
     TF_E_OFL_CRC_MISMATCH = -1421,               /* journal record CRC32C does not match */
     TF_E_OFL_SEQ_GAP = -1422,                    /* journal_seq not the next contiguous value */

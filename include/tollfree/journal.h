@@ -122,6 +122,11 @@ TF_API uint64_t tf_journal_next_seq(const tf_journal *j);
 TF_API uint64_t tf_journal_durable_end(const tf_journal *j);
 /* 1 when the record journal_seq is durable, else 0. */
 TF_API int tf_journal_is_durable(const tf_journal *j, uint64_t journal_seq);
+/* The first extension record (TF_JOURNAL_EXT_KIND) among the records the open kept: its byte
+ * offset and journal_seq. Returns 1 (found), 0 (none: *offset = UINT64_MAX; a new journal has
+ * none), TF_E_NULL_ARG. Records appended since the open are not looked at. A replay that starts
+ * from a snapshot uses it to skip the covered prefix when no venue record is in it. */
+TF_API int tf_journal_first_ext(const tf_journal *j, uint64_t *offset, uint64_t *journal_seq);
 /* The journal's header (valid until close). */
 TF_API const tf_ofl_journal_header *tf_journal_header(const tf_journal *j);
 
@@ -177,6 +182,56 @@ TF_API int tf_journal_reader_next_batch(tf_journal_reader *r, tf_ofl_msg *msgs, 
  * goes past. Returns 1 (r->frame views the skipped record; the walk may go on), or the reason
  * the record cannot be skipped (it is not a whole record: the valid prefix ends there). */
 TF_API int tf_journal_reader_skip(tf_journal_reader *r);
+
+/* Moves the walk to byte `offset`, where a record with journal_seq `journal_seq` starts (a
+ * position an earlier walk found, e.g. just after the last record a snapshot covers): the walk
+ * goes on from there as if it had read every record before it. The caller vouches that a record
+ * starts there; if none does, the next call reports it as damage (CRC, length or SEQ_GAP).
+ * Returns 0, or TF_E_INVALID_ARG (offset before the first record or past the end), or the
+ * reader's error when its header was bad. Clears a stop: r->error is 0 after it. */
+TF_API int tf_journal_reader_seek(tf_journal_reader *r, uint64_t offset, uint64_t journal_seq);
+
+/* ---- the walk a batch ahead, on a second thread --------------------------------------------- */
+
+/* A pump splits the walk across two threads: a thread of its own checks each record's length
+ * and CRC32C (the costly part, and the first touch of every mapped page) and runs ahead over the
+ * image; tf_journal_pump_next, on the caller's thread, decodes the checked records (journal_seq,
+ * payload, extension records: tf_journal_reader_next_batch's code, the CRC comparison left to
+ * the other thread) and, with TF_JOURNAL_PUMP_SKIP, steps over a whole record that does not
+ * decode as tf_journal_reader_skip does. The records come in the order and with the contents a
+ * single-threaded walk from the same reader gives, with the same stop at the same record for the
+ * same reason and the same reader state there; only the batch boundaries may differ (a batch
+ * may end early where the checked prefix ends; an extension record still ends its batch, so
+ * r.frame views it). The image must stay mapped and unchanged until tf_journal_pump_close. */
+#define TF_JOURNAL_PUMP_SKIP 1u /* step over whole records that do not decode (see _skip) */
+
+typedef struct tf_journal_batch {
+    const tf_ofl_msg *msgs; /* msgs[0..n): the records (valid until the next pump call) */
+    int n;                  /* > 0 records; else 0 (the end) or the reason the walk stopped */
+    int skipped;            /* 1: no records: one whole record that does not decode was stepped
+                               over (r.frame views it; TF_JOURNAL_PUMP_SKIP only) */
+    tf_journal_reader r;    /* the reader after this batch (r.frame views its last record; at a
+                               stop r.pos/r.next_seq say where the valid prefix ends) */
+} tf_journal_batch;
+
+typedef struct tf_journal_pump tf_journal_pump;
+
+/* Starts a pump that walks on from `from` (a reader after tf_journal_reader_init, perhaps
+ * moved by _seek; copied: the caller's reader is not used again by the pump) in batches of up
+ * to `batch` records (1..65536). Allocates its batch and starts its thread here (never later;
+ * none for a reader that has already stopped).
+ * Returns 0, TF_E_NULL_ARG, TF_E_INVALID_ARG (batch or flags), TF_E_NOMEM, or -errno from
+ * pthread_create. */
+TF_API int tf_journal_pump_open(const tf_journal_reader *from, int batch, unsigned flags,
+                                tf_journal_pump **out);
+/* The next batch into *out (valid until the next call or close); waits for the checking thread
+ * when the caller has caught up with it. Returns 1 (a batch: out->n records, or out->skipped), else
+ * what the walk ended with: 0 (the image is whole up to its end) or the negative reason, with *out
+ * describing the stop (out->n the same code, out->r where it is); later calls return the same. No
+ * allocation. */
+TF_API int tf_journal_pump_next(tf_journal_pump *p, const tf_journal_batch **out);
+/* Stops the checking thread (it may be far ahead) and frees. Accepts NULL. */
+TF_API void tf_journal_pump_close(tf_journal_pump *p);
 
 /* Walks a whole image. */
 typedef struct tf_journal_scan_result {

@@ -161,9 +161,167 @@ typedef struct tf_ofl_trade {
     tf_ofl_qty quantity;
 } tf_ofl_trade;
 
+/* ---- gateway extension kinds (docs/engine.md "Gateway commands and execution reports") -----
+ *
+ * Not OFL1: the OFL1 codec (tf_ofl_*) refuses these bytes as it refuses every kind outside its
+ * closed set. They share OFL1's stream-frame envelope and sit in the extension ranges (0x10-0x1F
+ * commands and control records, 0x90-0x9F events) beside the venue's records (0x10-0x13, 0x90).
+ * The extension codec (tf_ofx_*) reads and writes them, and every OFL1 kind too. A gateway
+ * command is answered with report events only: AcceptedEx/ReplacedEx/CanceledEx/RejectedEx and
+ * one Fill per match; the OFL1 commands keep their OFL1 events. Quantities are u64 lots,
+ * valid in 1..INT64_MAX. Payloads are little-endian, in the order of the struct fields below. */
+typedef enum tf_ofx_kind {
+    TF_OFX_ORDER = 0x14,             /* command, 52: a limit or market order with time in force */
+    TF_OFX_CANCEL = 0x15,            /* command, 24: cancel by (account, client_order_id) */
+    TF_OFX_REPLACE_BY_CLIENT = 0x16, /* command, 48: Replace, the order named by client id */
+    TF_OFX_ACCEPTED = 0x91,          /* event, 76 */
+    TF_OFX_REPLACED = 0x92,          /* event, 89 */
+    TF_OFX_CANCELED = 0x93,          /* event, 82 */
+    TF_OFX_FILL = 0x94,              /* event, 113 */
+    TF_OFX_REJECTED = 0x95,          /* event, 41 */
+} tf_ofx_kind;
+
+#define TF_OFX_ORDER_LEN 52
+#define TF_OFX_CANCEL_LEN 24
+#define TF_OFX_REPLACE_BY_CLIENT_LEN 48
+#define TF_OFX_ACCEPTED_LEN 76
+#define TF_OFX_REPLACED_LEN 89
+#define TF_OFX_CANCELED_LEN 82
+#define TF_OFX_FILL_LEN 113
+#define TF_OFX_REJECTED_LEN 41
+#define TF_OFX_MAX_PAYLOAD 113 /* the largest extension payload (Fill); 11 + 113 <= 128 */
+
+/* Order.type */
+typedef enum tf_ofx_type { TF_OFX_LIMIT = 0, TF_OFX_MARKET = 1 } tf_ofx_type;
+/* Order.tif: good till canceled (rests), immediate or cancel (the remainder is canceled), fill
+ * or kill (all at once or nothing: canceled without a trade). A market order is IOC or FOK. */
+typedef enum tf_ofx_tif { TF_OFX_GTC = 0, TF_OFX_IOC = 1, TF_OFX_FOK = 2 } tf_ofx_tif;
+/* Order.flags */
+#define TF_OFX_POST_ONLY 1 /* a GTC limit order that would trade on arrival is rejected */
+#define TF_OFX_FLAGS 1     /* every flag this version knows */
+
+/* RejectedEx.reason: the tf_ofl_reason values, and these. */
+#define TF_OFX_REASON_WOULD_CROSS 5 /* a post-only order would have traded */
+#define TF_OFX_REASON_INVALID_TIF 6 /* type, tif or flags out of range or not allowed together */
+
+/* CanceledEx.reason */
+typedef enum tf_ofx_cancel_reason {
+    TF_OFX_CANCEL_REQUESTED = 0,    /* a Cancel (or an OFL1 cancel) */
+    TF_OFX_CANCEL_UNFILLED = 1,     /* the remainder of an IOC or market order */
+    TF_OFX_CANCEL_NOT_FILLABLE = 2, /* a FOK order the book could not fill whole: no trade */
+    TF_OFX_CANCEL_SELF_TRADE = 3,   /* self-trade prevention */
+    TF_OFX_CANCEL_ACCOUNT = 4       /* an account-wide or listed cancel (kill switch, disconnect) */
+} tf_ofx_cancel_reason;
+
+typedef struct tf_ofx_order {
+    uint64_t command_seq;
+    uint64_t account_id;
+    uint64_t client_order_id;
+    uint64_t instrument_id;
+    int64_t price; /* ticks; ignored (and 0 on the wire) for a market order */
+    uint64_t quantity;
+    uint8_t side;  /* tf_ofl_side */
+    uint8_t type;  /* tf_ofx_type */
+    uint8_t tif;   /* tf_ofx_tif */
+    uint8_t flags; /* TF_OFX_POST_ONLY */
+} tf_ofx_order;
+
+typedef struct tf_ofx_cancel {
+    uint64_t command_seq;
+    uint64_t account_id;
+    uint64_t client_order_id;
+} tf_ofx_cancel;
+
+typedef struct tf_ofx_replace_by_client {
+    uint64_t command_seq;
+    uint64_t account_id;
+    uint64_t client_order_id;     /* the live order's */
+    uint64_t new_client_order_id; /* may equal client_order_id */
+    int64_t price;
+    uint64_t quantity; /* the new remaining quantity, as Replace */
+} tf_ofx_replace_by_client;
+
+/* Execution reports. `filled` is the order's cumulative filled quantity since it was accepted
+ * (a replace keeps it); `remaining` what is left to trade (0 in a Fill: the order is done). */
+typedef struct tf_ofx_accepted {
+    uint64_t event_seq;
+    uint64_t command_seq;
+    uint64_t timestamp_ns;
+    uint64_t order_id;
+    uint64_t client_order_id;
+    uint64_t account_id;
+    uint64_t instrument_id;
+    int64_t price; /* 0 for a market order */
+    uint64_t quantity;
+    uint8_t side;
+    uint8_t type;
+    uint8_t tif;
+    uint8_t flags;
+} tf_ofx_accepted;
+
+typedef struct tf_ofx_replaced {
+    uint64_t event_seq;
+    uint64_t command_seq;
+    uint64_t timestamp_ns;
+    uint64_t order_id;
+    uint64_t client_order_id;      /* the new one */
+    uint64_t orig_client_order_id; /* the one it replaced */
+    uint64_t account_id;
+    uint64_t instrument_id;
+    int64_t price;
+    uint64_t remaining;
+    uint64_t filled;
+    uint8_t side;
+} tf_ofx_replaced;
+
+typedef struct tf_ofx_canceled {
+    uint64_t event_seq;
+    uint64_t command_seq;
+    uint64_t timestamp_ns;
+    uint64_t order_id;
+    uint64_t client_order_id;
+    uint64_t account_id;
+    uint64_t instrument_id;
+    int64_t price;      /* 0 for a market order */
+    uint64_t remaining; /* the quantity canceled */
+    uint64_t filled;
+    uint8_t side;
+    uint8_t reason; /* tf_ofx_cancel_reason */
+} tf_ofx_canceled;
+
+/* One match. The maker's state after it is in the event; the taker's follows from the
+ * command's AcceptedEx or ReplacedEx and the Fills before this one in the same command. */
+typedef struct tf_ofx_fill {
+    uint64_t event_seq;
+    uint64_t command_seq;
+    uint64_t timestamp_ns;
+    uint64_t maker_order_id;
+    uint64_t taker_order_id;
+    uint64_t maker_client_order_id;
+    uint64_t taker_client_order_id;
+    uint64_t maker_account_id;
+    uint64_t taker_account_id;
+    uint64_t instrument_id;
+    int64_t price; /* the maker's */
+    uint64_t quantity;
+    uint64_t maker_remaining;
+    uint64_t maker_filled;
+    uint8_t taker_side;
+} tf_ofx_fill;
+
+typedef struct tf_ofx_rejected {
+    uint64_t event_seq;
+    uint64_t command_seq;
+    uint64_t timestamp_ns;
+    uint64_t account_id;
+    uint64_t client_order_id;
+    uint8_t reason; /* tf_ofl_reason or TF_OFX_REASON_* */
+} tf_ofx_rejected;
+
 /* One decoded message: the envelope fields and a tagged union of the payloads (`kind` selects
- * the member; a Heartbeat has none). session_id is set by the datagram codec only (0 from a
- * stream frame). A plain value: it holds no pointer into the decoded buffer. */
+ * the member; a Heartbeat has none; the tf_ofx_* members carry the gateway extension kinds).
+ * session_id is set by the datagram codec only (0 from a stream frame). A plain value: it holds
+ * no pointer into the decoded buffer. */
 typedef struct tf_ofl_msg {
     uint8_t kind; /* tf_ofl_kind */
     uint64_t journal_seq;
@@ -179,6 +337,15 @@ typedef struct tf_ofl_msg {
         tf_ofl_replaced replaced;
         tf_ofl_canceled canceled;
         tf_ofl_trade trade;
+        /* gateway extension kinds (never produced by the OFL1 codec) */
+        tf_ofx_order order;
+        tf_ofx_cancel cancel;
+        tf_ofx_replace_by_client replace_by_client;
+        tf_ofx_accepted accepted_ex;
+        tf_ofx_replaced replaced_ex;
+        tf_ofx_canceled canceled_ex;
+        tf_ofx_fill fill;
+        tf_ofx_rejected rejected_ex;
     };
 } tf_ofl_msg;
 
@@ -193,6 +360,24 @@ typedef struct tf_ofl_journal_header {
     uint64_t session_id;
     uint8_t clock_kind; /* tf_ofl_clock_kind */
 } tf_ofl_journal_header;
+
+/* ---- the extension codec (OFL1 kinds and the gateway kinds, src/orderflow/ext.c) -------------
+ * Same envelope, conventions and errors as the OFL1 stream codec below; it accepts every OFL1
+ * kind (decoded by the OFL1 codec, same results) and the tf_ofx_kind kinds. */
+
+/* Payload size of an OFL1 or gateway kind, or TF_E_OFL_UNKNOWN_KIND / TF_E_OFL_RESERVED_KIND. */
+TF_API int tf_ofx_payload_size(int kind);
+/* The name of an OFL1 or gateway kind ("Order", "Fill", ...), or NULL. */
+TF_API const char *tf_ofx_kind_name(int kind);
+/* 1 for a gateway kind (tf_ofx_kind), else 0. */
+TF_API int tf_ofx_is_gateway_kind(int kind);
+/* Decodes one stream frame at buf[0..len) as tf_ofl_frame_decode does, gateway kinds included
+ * (their byte fields checked: side, type, tif, flags, reasons). Returns the frame's length. */
+TF_API int tf_ofx_frame_decode(const void *buf, size_t len, tf_ofl_msg *out);
+/* Encodes msg as a stream frame (gateway kinds included). Returns the bytes written. */
+TF_API int tf_ofx_frame_encode(void *buf, size_t cap, const tf_ofl_msg *msg);
+/* Bytes a stream frame of this kind takes (11 + payload), or the kind error. */
+TF_API int tf_ofx_frame_size(int kind);
 
 /* ---- kinds ---------------------------------------------------------------------------------- */
 

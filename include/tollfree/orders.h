@@ -10,6 +10,11 @@
  * answered Rejected(Other, event_seq 0) + Heartbeat(0). Replies are sent only once the command is
  * durable, so an event a client has seen is never lost by a crash of the engine.
  *
+ * Gateway commands (orderflow.h, "gateway extension kinds": Order, Cancel, ReplaceByClient) go
+ * through tf_orders_call / tf_orders_send_many like the OFL1 ones (a tf_ofl_msg of that kind);
+ * their replies are gateway reports (AcceptedEx ... RejectedEx, Fill). An unsolicited fill is a
+ * Trade or, when the taker's command was a gateway Order, a Fill (kind TF_OFX_FILL).
+ *
  * One tf_orders is one connection, used by one thread at a time. Every buffer is sized by
  * tf_orders_connect; no call allocates after it. Calls return a count (>= 0) or a negative code:
  * -errno from the OS (-ECONNREFUSED, -ECONNRESET when the server closed between frames, ...),
@@ -57,11 +62,17 @@ typedef struct tf_orders_opts {
     const char *session;
     const void *secret;
     size_t secret_len;
+    /* A tls: URL (docs/venue.md, "TLS"): the CA file (PEM) the server's certificate must chain
+     * to. NULL: the environment variable TOLLFREE_TLS_CA, else the system's CA store. The
+     * certificate must also name the URL's host (a DNS name, or the IP address given). */
+    const char *tls_ca;
 } tf_orders_opts;
 
 /* The layout of tf_orders_opts before the session fields: a caller built against it passes this
  * size and gets no logon. */
 #define TF_ORDERS_OPTS_SIZE_V1 offsetof(tf_orders_opts, session)
+/* The layout before tls_ca (which then stays NULL). */
+#define TF_ORDERS_OPTS_SIZE_V2 offsetof(tf_orders_opts, tls_ca)
 
 /* A venue rejection (docs/venue.md): an event of kind TF_ORDERS_VENUE_REJECTED carries the
  * Rejected payload (msg.rejected) with a reason from the venue's table, e.g. 16 NotAuthorized
@@ -80,9 +91,12 @@ typedef struct tf_orders_reply {
     uint64_t command_seq; /* out: assigned by the server; 0 when it could not decode the command */
 } tf_orders_reply;
 
-/* Connects to "unix:PATH" or "tcp:[HOST:]PORT" (HOST 127.0.0.1 when left out; "tcp:[::1]:PORT"
- * for IPv6), the grammar of docs/protocol.md, "URLs". opts may be NULL.
- * TF_E_INVALID_ARG for a bad url or opts, -errno when the connection fails, TF_E_NOMEM. */
+/* Connects to "unix:PATH", "tcp:[HOST:]PORT" (HOST 127.0.0.1 when left out; "tcp:[::1]:PORT"
+ * for IPv6) or "tls:[HOST:]PORT" (TCP with TLS 1.2 or later; "tls://HOST:PORT" too), the grammar
+ * of docs/protocol.md, "URLs". opts may be NULL.
+ * TF_E_INVALID_ARG for a bad url or opts (or a CA file that cannot be read), -errno when the
+ * connection fails, -EPROTO when the TLS handshake fails (a certificate that does not chain to
+ * the CA or does not name the host, a server that does not speak TLS), TF_E_NOMEM. */
 TF_API int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *opts);
 /* Closes the connection and frees the client. Queued fills are dropped. Accepts NULL. */
 TF_API void tf_orders_close(tf_orders *c);

@@ -33,6 +33,15 @@ as :class:`VenueRejected` (a :class:`Rejected` whose reason is from the venue's 
 NotAuthorized). To resend after a broken connection, log on again and pass the same
 ``client_seq`` (``call(cmd, client_seq=N)``, ``send_many(cmds, first_client_seq=N)``): a command
 the service had applied is answered with its original events and not applied again.
+
+Gateway commands and execution reports (extension kinds, docs/orderflow.md "The gateway extension
+kinds"): :class:`Order` (limit or market, time in force, post-only), :class:`Cancel` and
+:class:`ReplaceByClient` name orders by ``(account_id, client_order_id)`` and are answered with
+:class:`AcceptedEx`, :class:`ReplacedEx`, :class:`CanceledEx`, :class:`RejectedEx` and one
+:class:`Fill` per match (the maker's connection receives its Fills as it receives Trades, through
+:meth:`Client.fills`). ``c.order(...)``, ``c.order_cancel(...)`` and ``c.replace_by_client(...)``
+send them; ``decode_frame(buf, ext=True)`` decodes them (the OFL1 set alone refuses them, as the C
+OFL1 codec does).
 """
 from __future__ import annotations
 
@@ -42,6 +51,7 @@ import hmac
 import os
 import select
 import socket
+import ssl
 import struct
 import time
 from collections import deque
@@ -54,7 +64,10 @@ from tollfree.errors import EngineError, EngineTimeout, os_error
 __all__ = ["connect", "Client", "Reply", "NewLimit", "NewMarket", "CancelByOrder", "CancelByClient",
            "Replace", "Accepted", "Rejected", "Replaced", "Canceled", "Trade", "Heartbeat",
            "encode_frame", "decode_frame", "FrameError", "BUY", "SELL", "REASONS",
-           "E_TRUNCATED", "E_PROTOCOL", "VenueRejected", "VENUE_REASONS", "encode_keyed"]
+           "E_TRUNCATED", "E_PROTOCOL", "VenueRejected", "VENUE_REASONS", "encode_keyed",
+           "Order", "Cancel", "ReplaceByClient", "AcceptedEx", "ReplacedEx", "CanceledEx", "Fill",
+           "RejectedEx", "GATEWAY_KIND_NAMES", "LIMIT", "MARKET", "GTC", "IOC", "FOK",
+           "POST_ONLY"]
 
 E_TRUNCATED = -1210
 E_PROTOCOL = -1213
@@ -220,8 +233,151 @@ class Heartbeat:
     KIND = 0x00
 
 
-Command = Union[NewLimit, NewMarket, CancelByOrder, CancelByClient, Replace]
-Event = Union[Accepted, Rejected, Replaced, Canceled, Trade]
+# ---------------------------------------------------------------- gateway extension kinds
+
+LIMIT, MARKET = 0, 1
+GTC, IOC, FOK = 0, 1, 2
+POST_ONLY = 1
+TYPES = {0: "Limit", 1: "Market"}
+TIFS = {0: "GTC", 1: "IOC", 2: "FOK"}
+CANCEL_REASONS = {0: "Requested", 1: "Unfilled", 2: "NotFillable", 3: "SelfTrade", 4: "Account"}
+EX_REASONS = {**REASONS, 5: "WouldCross", 6: "InvalidTif"}
+
+
+@dataclass(frozen=True)
+class Order:
+    """A limit or market order with a time in force (command 0x14), fields in wire order
+    (command_seq last, as in every command class). type/tif/flags are carried as given (any
+    byte): the engine rejects a bad combination with RejectedEx(InvalidTif)."""
+    account_id: int
+    client_order_id: int
+    instrument_id: int
+    price: int
+    quantity: int
+    side: int
+    type: int = LIMIT
+    tif: int = GTC
+    flags: int = 0
+    command_seq: int = 0
+    KIND = 0x14
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Cancels the order named by (account_id, client_order_id) (command 0x15)."""
+    account_id: int
+    client_order_id: int
+    command_seq: int = 0
+    KIND = 0x15
+
+
+@dataclass(frozen=True)
+class ReplaceByClient:
+    """Replace, the live order named by (account_id, client_order_id) (command 0x16)."""
+    account_id: int
+    client_order_id: int
+    new_client_order_id: int
+    price: int
+    quantity: int
+    command_seq: int = 0
+    KIND = 0x16
+
+
+@dataclass(frozen=True)
+class AcceptedEx:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    order_id: int
+    client_order_id: int
+    account_id: int
+    instrument_id: int
+    price: int
+    quantity: int
+    side: int
+    type: int
+    tif: int
+    flags: int
+    KIND = 0x91
+
+
+@dataclass(frozen=True)
+class ReplacedEx:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    order_id: int
+    client_order_id: int
+    orig_client_order_id: int
+    account_id: int
+    instrument_id: int
+    price: int
+    remaining: int
+    filled: int
+    side: int
+    KIND = 0x92
+
+
+@dataclass(frozen=True)
+class CanceledEx:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    order_id: int
+    client_order_id: int
+    account_id: int
+    instrument_id: int
+    price: int
+    remaining: int
+    filled: int
+    side: int
+    reason: int
+    KIND = 0x93
+
+    @property
+    def reason_name(self) -> str:
+        return CANCEL_REASONS[self.reason]
+
+
+@dataclass(frozen=True)
+class Fill:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    maker_order_id: int
+    taker_order_id: int
+    maker_client_order_id: int
+    taker_client_order_id: int
+    maker_account_id: int
+    taker_account_id: int
+    instrument_id: int
+    price: int
+    quantity: int
+    maker_remaining: int
+    maker_filled: int
+    taker_side: int
+    KIND = 0x94
+
+
+@dataclass(frozen=True)
+class RejectedEx:
+    event_seq: int
+    command_seq: int
+    timestamp_ns: int
+    account_id: int
+    client_order_id: int
+    reason: int
+    KIND = 0x95
+
+    @property
+    def reason_name(self) -> str:
+        return EX_REASONS[self.reason]
+
+
+Command = Union[NewLimit, NewMarket, CancelByOrder, CancelByClient, Replace, Order, Cancel,
+                ReplaceByClient]
+Event = Union[Accepted, Rejected, Replaced, Canceled, Trade, AcceptedEx, ReplacedEx, CanceledEx,
+              Fill, RejectedEx]
 
 # Wire layouts (docs/orderflow.md). Quantities are u128: two u64 halves, low first.
 _S_NEW_LIMIT = struct.Struct("<QQQQBqQQ")    # 57
@@ -243,6 +399,18 @@ KIND_NAMES = {0x00: "Heartbeat", 0x01: "NewLimit", 0x02: "NewMarket", 0x03: "Can
 CLASSES = {c.KIND: c for c in (Heartbeat, NewLimit, NewMarket, CancelByOrder, CancelByClient,
                                Replace, Accepted, Rejected, Replaced, Canceled, Trade)}
 
+# The gateway kinds: wire layouts (u64/i64 fields, then u8 fields, in wire order) and names.
+# Kept apart from KIND_NAMES/PAYLOAD_SIZE, which are the closed OFL1 set.
+_GW = {0x14: struct.Struct("<QQQQqQBBBB"), 0x15: struct.Struct("<QQQ"),
+       0x16: struct.Struct("<QQQQqQ"), 0x91: struct.Struct("<QQQQQQQqQBBBB"),
+       0x92: struct.Struct("<QQQQQQQQqQQB"), 0x93: struct.Struct("<QQQQQQQqQQBB"),
+       0x94: struct.Struct("<QQQQQQQQQQqQQQB"), 0x95: struct.Struct("<QQQQQB")}
+GATEWAY_CLASSES = {c.KIND: c for c in (Order, Cancel, ReplaceByClient, AcceptedEx, ReplacedEx,
+                                       CanceledEx, Fill, RejectedEx)}
+GATEWAY_KIND_NAMES = {k: c.__name__ for k, c in GATEWAY_CLASSES.items()}
+GATEWAY_PAYLOAD_SIZE = {k: s.size for k, s in _GW.items()}
+ALL_KIND_NAMES = {**KIND_NAMES, **GATEWAY_KIND_NAMES}
+
 # TF_E_OFL_* codes (include/tollfree/error.h), checked against the C codec by the vector tests.
 E_OFL_HEADER_TOO_SHORT = -1401
 E_OFL_FRAME_LENGTH_TOO_SMALL = -1402
@@ -253,6 +421,7 @@ E_OFL_PAYLOAD_LENGTH = -1406
 E_OFL_INVALID_SIDE = -1407
 E_OFL_INVALID_REASON = -1408
 E_OFL_FRAME_TOO_LARGE = -1411
+E_OFL_INVALID_ORDER_TYPE = -1416
 
 
 def _side(side) -> int:
@@ -270,9 +439,73 @@ def _qty(q: int) -> tuple[int, int]:
     return q & U64, q >> 64
 
 
+def _u8(v, what: str) -> int:
+    v = int(v)
+    if not 0 <= v <= 255:
+        raise ValueError(f"{what} is a byte, got {v}")
+    return v
+
+
+def _gw_bytes_error(kind: int, a):
+    """The C extension codec's check of a gateway payload's byte fields, in its order, on the
+    values in wire order: None or (code, text)."""
+    if kind == 0x14 and a[6] > 1:
+        return E_OFL_INVALID_SIDE, f"invalid side {a[6]}"
+    if kind == 0x91:
+        if a[9] > 1:
+            return E_OFL_INVALID_SIDE, f"invalid side {a[9]}"
+        if a[10] > 1 or a[11] > 2 or a[12] & ~1:
+            return E_OFL_INVALID_ORDER_TYPE, f"invalid type/tif/flags {a[10]}/{a[11]}/{a[12]}"
+    if kind == 0x92 and a[11] > 1:
+        return E_OFL_INVALID_SIDE, f"invalid side {a[11]}"
+    if kind == 0x93:
+        if a[10] > 1:
+            return E_OFL_INVALID_SIDE, f"invalid side {a[10]}"
+        if a[11] not in CANCEL_REASONS:
+            return E_OFL_INVALID_REASON, f"invalid cancel reason {a[11]}"
+    if kind == 0x94 and a[14] > 1:
+        return E_OFL_INVALID_SIDE, f"invalid side {a[14]}"
+    if kind == 0x95 and a[5] not in EX_REASONS:
+        return E_OFL_INVALID_REASON, f"invalid reason {a[5]}"
+    return None
+
+
+def _gw_encode(m) -> bytes:
+    k = m.KIND
+    vals = [getattr(m, f.name) for f in fields(m)]
+    if k in (0x14, 0x15, 0x16):  # commands: command_seq is the dataclass's last field
+        vals = [vals[-1]] + vals[:-1]
+    if k == 0x14:
+        vals[6] = _side(vals[6])
+    for i, c in enumerate(_GW[k].format[1:]):
+        vals[i] = int(vals[i])
+        if c == "Q" and not 0 <= vals[i] <= U64:
+            raise ValueError(f"{type(m).__name__}: field {i} must fit in u64, got {vals[i]}")
+        if c == "q" and not -(1 << 63) <= vals[i] < (1 << 63):
+            raise ValueError(f"{type(m).__name__}: field {i} must fit in i64, got {vals[i]}")
+        if c == "B":
+            vals[i] = _u8(vals[i], f"{type(m).__name__}: field {i}")
+    err = _gw_bytes_error(k, vals)
+    if err:
+        raise FrameError(*err)
+    return _GW[k].pack(*vals)
+
+
+def _gw_decode(kind: int, buf, off: int):
+    a = _GW[kind].unpack_from(buf, off)
+    err = _gw_bytes_error(kind, a)
+    if err:
+        raise FrameError(*err)
+    if kind in (0x14, 0x15, 0x16):
+        a = a[1:] + a[:1]
+    return GATEWAY_CLASSES[kind](*a)
+
+
 def encode_payload(m) -> bytes:
     """The payload bytes of a command or an event (the Heartbeat has none)."""
     k = m.KIND
+    if k in _GW:
+        return _gw_encode(m)
     if k == 0x01:
         lo, hi = _qty(m.quantity)
         return _S_NEW_LIMIT.pack(m.command_seq, m.account_id, m.client_order_id, m.instrument_id,
@@ -373,11 +606,15 @@ def _decode_venue(buf, off: int):
     return VenueRejected(*a), 2 + frame_len
 
 
-def decode_frame(buf, off: int = 0, venue: bool = False):
+def decode_frame(buf, off: int = 0, venue: bool = False, ext: bool | None = None):
     """Decodes the stream frame at ``buf[off:]``: ``(message, journal_seq, size)``, or ``None``
     when more bytes are needed. A malformed frame raises :class:`FrameError` with the C codec's
     code, checked in the C codec's order (header, frame_len, the 128-byte cap, length, kind,
-    payload length, side/reason)."""
+    payload length, side/reason/type). ``ext`` (default: ``venue``) also decodes the gateway
+    kinds, as the C extension codec (tf_ofx_frame_decode) does; without it they are unknown
+    kinds, as in the C OFL1 codec. ``venue`` decodes VenueRejected."""
+    if ext is None:
+        ext = venue
     avail = len(buf) - off
     if avail < HEADER_LEN:
         return None
@@ -391,6 +628,11 @@ def decode_frame(buf, off: int = 0, venue: bool = False):
     if venue and kind == VENUE_REJECTED:
         msg, size = _decode_venue(buf, off)
         return msg, jseq, size
+    if ext and kind in _GW:
+        if frame_len - FRAME_LEN_BASE != _GW[kind].size:
+            raise FrameError(E_OFL_PAYLOAD_LENGTH, f"{GATEWAY_KIND_NAMES[kind]} payload of "
+                                                   f"{frame_len - 9} bytes, want {_GW[kind].size}")
+        return _gw_decode(kind, buf, off + HEADER_LEN), jseq, 2 + frame_len
     size = PAYLOAD_SIZE.get(kind)
     if size is None:
         if kind in RESERVED:
@@ -405,7 +647,7 @@ def decode_frame(buf, off: int = 0, venue: bool = False):
 
 def as_dict(m) -> dict:
     """A message's fields (and its ``kind`` name) as a plain dict, for JSON."""
-    d = {"kind": "VenueRejected" if m.KIND == VENUE_REJECTED else KIND_NAMES[m.KIND]}
+    d = {"kind": "VenueRejected" if m.KIND == VENUE_REJECTED else ALL_KIND_NAMES[m.KIND]}
     d.update({f.name: getattr(m, f.name) for f in fields(m)})
     return d
 
@@ -423,9 +665,10 @@ class Reply(list):
 
 
 def parse_url(url: str) -> tuple:
-    """``(AF_UNIX, path)`` or ``(AF_INET or AF_INET6, (host, port))`` for ``unix:PATH`` or
-    ``tcp:[HOST:]PORT`` (the grammar of :mod:`tollfree.urls`, the C client's too)."""
-    scheme, args = urls.parse(url, schemes=("unix", "tcp"))
+    """``(AF_UNIX, path)`` or ``(AF_INET or AF_INET6, (host, port))`` for ``unix:PATH``,
+    ``tcp:[HOST:]PORT`` or ``tls:[HOST:]PORT`` (the grammar of :mod:`tollfree.urls`, the C
+    client's too)."""
+    scheme, args = urls.parse(url, schemes=("unix", "tcp", "tls"))
     if scheme == "unix":
         return socket.AF_UNIX, args[0]
     return socket.AF_INET6 if ":" in args[0] else socket.AF_INET, args
@@ -437,12 +680,15 @@ class Client:
     ``timeout`` (seconds, ``None`` = forever) bounds each call as a whole. ``max_fills`` bounds
     the queue of unsolicited Trades (when full the oldest is dropped and counted in
     :attr:`fills_dropped`); ``max_inflight`` bounds the commands :meth:`send_many` leaves
-    unanswered."""
+    unanswered. A ``tls:`` URL connects with TLS 1.2 or later and checks the server's
+    certificate against ``ca`` (a PEM file; else the environment variable ``TOLLFREE_TLS_CA``,
+    else the system's CA store) and the URL's host."""
 
     def __init__(self, url: str, timeout: float | None = 30.0, max_fills: int = 4096,
                  max_inflight: int = 256, session: str | None = None,
-                 secret: str | bytes | None = None):
+                 secret: str | bytes | None = None, ca: str | None = None):
         family, addr = parse_url(url)
+        tls = url.startswith("tls:")
         if max_fills < 1 or max_inflight < 1:
             raise ValueError("max_fills and max_inflight must be >= 1")
         self.url = url
@@ -461,6 +707,8 @@ class Client:
             raise os_error(e, f"connect {url}") from None
         if family != socket.AF_UNIX:
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls:
+            self._sock = _tls_wrap(self._sock, addr[0], ca, url)
         self.session = session
         self.logon_client_seq = 0
         self.next_client_seq = 0
@@ -602,11 +850,11 @@ class Client:
                         self._fail(EngineError(E_PROTOCOL, "a Heartbeat that closes no reply"))
                     replies.append(cur)
                     cur = None
-                elif kind < 0x81 or kind == KEYED:
+                elif kind < 0x81:
                     self._fail(EngineError(E_PROTOCOL, f"the engine sent a command "
-                                                       f"({KIND_NAMES[kind]})"))
+                                                       f"({ALL_KIND_NAMES[kind]})"))
                 elif cur is None:
-                    if kind == 0x85:
+                    if kind in (0x85, 0x94):  # a Trade or a Fill of a resting order
                         self._queue_fill(msg)
                         continue
                     if len(replies) >= sent:
@@ -625,7 +873,8 @@ class Client:
     def call(self, cmd: Command, client_seq: int | None = None) -> Reply:
         """Sends one command and returns its reply (the events, in order). A logged-on session
         may give the ``client_seq`` (a resend); by default the next one is used."""
-        if not isinstance(cmd, (NewLimit, NewMarket, CancelByOrder, CancelByClient, Replace)):
+        if not isinstance(cmd, (NewLimit, NewMarket, CancelByOrder, CancelByClient, Replace,
+                                Order, Cancel, ReplaceByClient)):
             raise TypeError(f"not a command: {cmd!r}")
         return self._exchange([self._encode(cmd, client_seq)], 1)[0]
 
@@ -647,6 +896,26 @@ class Client:
 
     def replace(self, order_id: int, client_order_id: int, price: int, quantity: int) -> Reply:
         return self.call(Replace(order_id, client_order_id, price, quantity))
+
+    # gateway commands (extension kinds): answered with AcceptedEx/.../RejectedEx and Fills
+
+    def order(self, account_id: int, client_order_id: int, instrument_id: int, side,
+              price: int, quantity: int, type: int = LIMIT, tif: int = GTC,
+              flags: int = 0) -> Reply:
+        """A gateway Order: ``type`` LIMIT/MARKET (give price 0 for a market order), ``tif``
+        GTC/IOC/FOK, ``flags`` POST_ONLY."""
+        return self.call(Order(account_id, client_order_id, instrument_id, price, quantity,
+                               _side(side), type, tif, flags))
+
+    def order_cancel(self, account_id: int, client_order_id: int) -> Reply:
+        """A gateway Cancel (by account and client order id)."""
+        return self.call(Cancel(account_id, client_order_id))
+
+    def replace_by_client(self, account_id: int, client_order_id: int,
+                          new_client_order_id: int, price: int, quantity: int) -> Reply:
+        """A gateway ReplaceByClient (the live order named by its client order id)."""
+        return self.call(ReplaceByClient(account_id, client_order_id, new_client_order_id, price,
+                                         quantity))
 
     def send_many(self, cmds: Iterable[Command],
                   first_client_seq: int | None = None) -> list[Reply]:
@@ -670,7 +939,8 @@ class Client:
                     if not data:
                         return False
                     self._rx += data
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                    ssl.SSLWantWriteError):
                 return True
             finally:
                 self._sock.settimeout(self.timeout)
@@ -678,15 +948,16 @@ class Client:
             self._fail(os_error(e, f"recv from {self.url}"))
 
     def fills(self, timeout: float | None = 0.0, max: int | None = None) -> list[Trade]:
-        """The unsolicited Trades received so far (oldest first), taken from the queue. When none
-        is queued, waits up to ``timeout`` seconds (``None`` = until one comes) for one. If the
-        server has closed, the queued Trades are returned first and the next call raises."""
+        """The unsolicited Trades (and gateway Fills) received so far (oldest first), taken
+        from the queue. When none is queued, waits up to ``timeout`` seconds (``None`` = until
+        one comes) for one. If the server has closed, the queued Trades are returned first and
+        the next call raises."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self._sock is not None:
             alive = self._read_nowait()
             for msg, _ in self._frames():
-                if msg.KIND != 0x85:
-                    self._fail(EngineError(E_PROTOCOL, f"unexpected {KIND_NAMES[msg.KIND]} "
+                if msg.KIND not in (0x85, 0x94):
+                    self._fail(EngineError(E_PROTOCOL, f"unexpected {ALL_KIND_NAMES[msg.KIND]} "
                                                        "with no command outstanding"))
                 self._queue_fill(msg)
             if not alive:
@@ -737,10 +1008,28 @@ class Client:
             pass
 
 
+def _tls_wrap(sock: socket.socket, host: str, ca: str | None, url: str) -> ssl.SSLSocket:
+    """The TLS handshake over a connected socket (closed when it fails): TLS 1.2 or later, the
+    server's certificate checked against ``ca`` (else ``TOLLFREE_TLS_CA``, else the system's CA
+    store) and against the host (a name or an IP address)."""
+    try:
+        ca = ca or os.environ.get("TOLLFREE_TLS_CA") or None
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        return ctx.wrap_socket(sock, server_hostname=host)
+    except ssl.SSLError as e:
+        sock.close()
+        raise EngineError(-errno.EPROTO, f"TLS handshake with {url} failed: {e}") from None
+    except OSError as e:
+        sock.close()
+        raise os_error(e, f"TLS with {url}") from None
+
+
 def connect(url: str, timeout: float | None = 30.0, max_fills: int = 4096,
             max_inflight: int = 256, session: str | None = None,
-            secret: str | bytes | None = None) -> Client:
-    """Connects to ``tollfree engine serve`` at ``unix:PATH`` or ``tcp:[HOST:]PORT``; with
+            secret: str | bytes | None = None, ca: str | None = None) -> Client:
+    """Connects to ``tollfree engine serve`` at ``unix:PATH``, ``tcp:[HOST:]PORT`` or
+    ``tls:[HOST:]PORT`` (``ca``: the CA file for a ``tls:`` URL, else ``TOLLFREE_TLS_CA``); with
     ``session`` logs on (``secret``, else the environment variable ``TOLLFREE_SECRET``)."""
     return Client(url, timeout=timeout, max_fills=max_fills, max_inflight=max_inflight,
-                  session=session, secret=secret)
+                  session=session, secret=secret, ca=ca)

@@ -264,13 +264,15 @@ static int write_events(void *ctx, const tf_ofl_msg *ev, size_t n)
     return 0;
 }
 
+/* An OFL1 or a gateway command (every command's payload starts with its command_seq). */
 static int is_command(uint8_t kind)
 {
-    return kind >= TF_OFL_NEW_LIMIT && kind <= TF_OFL_REPLACE;
+    return tfv_is_command(kind);
 }
 
-/* One record through the venue layer (docs/venue.md): an extension record (a Keyed command of a
- * session) is decoded from the reader's frame; its inner command counts as a command. */
+/* One record through the venue layer (docs/venue.md), as the service applied it live: an
+ * extension record (a Keyed command of a session, a gateway command, docs/engine.md) is decoded
+ * from the reader's frame; a Keyed record's inner command counts as a command. */
 static int apply_one(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_msg *m, uint64_t upto,
                      uint64_t covered, tf_engine_sink *sink, struct run_stats *st)
 {
@@ -295,7 +297,9 @@ static int apply_one(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_msg 
 }
 
 /* Applies every valid record of the image; whole records that do not decode are malformed and
- * stepped over. `upto` (0: all) stops after the command with that command_seq. */
+ * stepped over. `upto` (0: all) stops after the command with that command_seq. The CRC32C check
+ * runs ahead on a second thread (tf_journal_pump), the decode here: the same records in the same
+ * order, the same stop as the one-thread walk. */
 static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto, uint64_t covered,
                          tf_engine_sink *sink, struct run_stats *st, int progress)
 {
@@ -306,32 +310,38 @@ static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto,
     tfv_venue *v;
     if ((rc = tfv_open(e, &v)))
         return rc;
-    enum { BATCH = 256 };
-    static tf_ofl_msg msgs[BATCH];
+    tf_journal_pump *p;
+    if ((rc = tf_journal_pump_open(&r, 256, TF_JOURNAL_PUMP_SKIP, &p))) {
+        tfv_close(v);
+        return rc;
+    }
     uint64_t next_report = 1u << 22;
     double t0 = now_s();
     for (rc = 0; !rc;) {
-        int n = tf_journal_reader_next_batch(&r, msgs, BATCH);
-        if (n < 0 && tf_journal_reader_skip(&r) == 1) {
+        const tf_journal_batch *b;
+        int n = tf_journal_pump_next(p, &b);
+        if (n == 1 && b->skipped) {
             st->records++;
             st->malformed++;
-            st->commands += is_command(r.frame[2]) || r.frame[2] == 0x06 || r.frame[2] == 0x40;
+            uint8_t k = b->r.frame[2];
+            st->commands += is_command(k) || k == 0x06 || k == 0x40;
             continue;
         }
         if (n <= 0) {
             st->stop_reason = n;
-            st->stop_offset = r.pos;
-            st->stop_seq = r.next_seq;
+            st->stop_offset = b->r.pos;
+            st->stop_seq = b->r.next_seq;
             break;
         }
-        for (int i = 0; i < n && !rc; i++)
-            rc = apply_one(v, &r, &msgs[i], upto, covered, sink, st);
+        for (int i = 0; i < b->n && !rc; i++)
+            rc = apply_one(v, &b->r, &b->msgs[i], upto, covered, sink, st);
         if (progress && st->records >= next_report) {
             next_report += 1u << 22;
             fprintf(stderr, "\rengine run: %" PRIu64 " records, %.1f M/s   ", st->records,
                     (double)st->records / (now_s() - t0) / 1e6);
         }
     }
+    tf_journal_pump_close(p);
     tfv_close(v);
     return rc;
 }

@@ -63,8 +63,10 @@ static const char dump_usage[] =
     "\n"
     "Prints every valid record: --json (default) one JSON object per line with journal_seq, kind\n"
     "and the payload fields (snake_case; side \"Buy\"/\"Sell\", quantity an integer, reason by\n"
-    "name); --table an aligned human table. If the file has an invalid tail, the valid prefix is\n"
-    "printed, then one error line goes to stderr and the exit status is 1.\n"
+    "name; a gateway kind's type \"Limit\"/\"Market\" and tif \"GTC\"/\"IOC\"/\"FOK\" by name,\n"
+    "a byte outside the set as its number); --table an aligned human table. If the file has an\n"
+    "invalid tail, the valid prefix is printed, then one error line goes to stderr and the exit\n"
+    "status is 1.\n"
     "Example: tollfree journal dump flow.ofl | head\n";
 
 static int is_help(const char *a)
@@ -322,10 +324,21 @@ static void field_q(struct out *o, const char *k, tf_ofl_qty q)
     o->first = 0;
 }
 
-/* The payload's fields in wire order, from the kind table (src/orderflow/orderflow_internal.h). */
+/* A byte field by its name, or its number when the name table has none. */
+static void field_b(struct out *o, const char *k, const char *name, unsigned v)
+{
+    if (name)
+        field_s(o, k, name);
+    else
+        field_u(o, k, v);
+}
+
+/* The payload's fields in wire order, from the kind tables (src/orderflow/orderflow_internal.h:
+ * the OFL1 kinds' and the gateway kinds'). */
 static void payload_fields(struct out *o, const tf_ofl_msg *m)
 {
-    const tfo_field *f = tfo_kind_fields(m->kind);
+    const tfo_field *f =
+        tf_ofx_is_gateway_kind(m->kind) ? tfo_ofx_kind_fields(m->kind) : tfo_kind_fields(m->kind);
     const unsigned char *u = (const unsigned char *)&m->new_limit; /* the union */
     for (; f && f->name; f++) {
         const unsigned char *v = u + f->offset;
@@ -348,15 +361,33 @@ static void payload_fields(struct out *o, const tf_ofl_msg *m)
         case OFL_T_SIDE:
             field_s(o, f->name, tf_ofl_side_name(*v));
             break;
-        default: /* OFL_T_REASON */
+        case OFL_T_REASON:
             field_s(o, f->name, tf_ofl_reason_name(*v));
+            break;
+        /* gateway byte fields: an Order's type/tif may be any byte (the engine rejects it) */
+        case OFL_T_TYPE:
+            field_b(o, f->name, tfo_ofx_type_name(*v), *v);
+            break;
+        case OFL_T_TIF:
+            field_b(o, f->name, tfo_ofx_tif_name(*v), *v);
+            break;
+        case OFL_T_CANCEL_REASON:
+            field_b(o, f->name, tfo_ofx_cancel_reason_name(*v), *v);
+            break;
+        case OFL_T_EX_REASON:
+            field_b(o, f->name, tfo_ofx_reject_reason_name(*v), *v);
+            break;
+        default: /* OFL_T_U8 */
+            field_u(o, f->name, *v);
             break;
         }
     }
 }
 
-/* An extension record (docs/venue.md): a Keyed command's session, client_seq, flags and the
- * inner command's fields; a VenueRejected's fields with its venue reason. */
+/* An extension record (docs/venue.md, docs/orderflow.md): a gateway command's or report's
+ * fields; a Keyed command's session, client_seq, flags and the inner command's fields (OFL1 or
+ * gateway); a risk record's payload bytes (hex); a VenueRejected's fields with its venue
+ * reason. */
 static void ext_fields(struct out *o, const tf_journal_reader *r)
 {
     tfv_msg vm;
@@ -364,12 +395,24 @@ static void ext_fields(struct out *o, const tf_journal_reader *r)
         field_s(o, "error", "an extension record this version cannot read");
         return;
     }
+    if (tf_ofx_is_gateway_kind(vm.kind)) {
+        payload_fields(o, &vm.ofl);
+        return;
+    }
     if (vm.kind == TFV_KEYED) {
         field_u(o, "session_id", vm.session);
         field_u(o, "client_seq", vm.client_seq);
         field_u(o, "flags", vm.flags);
-        field_s(o, "inner", tf_ofl_kind_name(vm.ofl.kind));
+        field_s(o, "inner", tf_ofx_kind_name(vm.ofl.kind));
         payload_fields(o, &vm.ofl);
+        return;
+    }
+    if (tfv_risk_kind(vm.kind)) { /* was printed as a VenueRejected of zeros */
+        char hex[2 * TFV_RISK_PAYLOAD_MAX + 1];
+        for (unsigned i = 0; i < vm.risk_len; i++)
+            snprintf(hex + 2 * i, 3, "%02x", vm.risk[i]);
+        hex[2 * vm.risk_len] = '\0';
+        field_s(o, "payload", hex);
         return;
     }
     const tf_ofl_rejected *j = &vm.ofl.rejected; /* VenueRejected */

@@ -29,6 +29,7 @@
 
 struct tf_orders {
     int fd;
+    tfc_tls *tls; /* a tls: URL (NULL: plain) */
     int timeout_ms;
     uint32_t max_inflight;
     tf_orders_fill_fn on_fill;
@@ -89,15 +90,19 @@ static int ms_left(int64_t deadline)
 static int fail(tf_orders *c, int rc)
 {
     if (c->fd >= 0) {
+        tfc_tls_free(c->tls, 0);
+        c->tls = NULL;
         close(c->fd);
         c->fd = -1;
     }
     return rc;
 }
 
+/* An OFL1 event, a VenueRejected or a gateway report (AcceptedEx ... RejectedEx, Fill). */
 static int is_event(uint8_t kind)
 {
-    return (kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE) || kind == TFV_VENUE_REJECTED;
+    return (kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE) || kind == TFV_VENUE_REJECTED ||
+           (kind >= TF_OFX_ACCEPTED && kind <= TF_OFX_REJECTED);
 }
 
 static void queue_fill(tf_orders *c, const tf_ofl_msg *m)
@@ -135,8 +140,9 @@ static int on_frame(tf_orders *c, rx_target *t, const tf_ofl_msg *m)
     if (!is_event(m->kind))
         return TF_E_PROTOCOL;
     if (t->cur == 0) {
-        /* Between replies a Trade is a fill of a resting order hit by someone else. */
-        if (m->kind == TF_OFL_TRADE) {
+        /* Between replies a Trade (or a gateway Fill) is a fill of a resting order hit by
+         * someone else. */
+        if (m->kind == TF_OFL_TRADE || m->kind == TF_OFX_FILL) {
             queue_fill(c, m);
             return 0;
         }
@@ -189,7 +195,7 @@ static int read_some(tf_orders *c, const rx_target *t)
         c->rpos = 0;
     }
     for (;;) {
-        ssize_t r = recv(c->fd, c->rx + c->rlen, RX_BYTES - c->rlen, 0);
+        ssize_t r = tfc_recv(c->tls, c->fd, c->rx + c->rlen, RX_BYTES - c->rlen);
         if (r > 0) {
             c->rlen += (size_t)r;
             return 1;
@@ -207,7 +213,7 @@ static int read_some(tf_orders *c, const rx_target *t)
 static int write_some(tf_orders *c)
 {
     while (c->tpos < c->tlen) {
-        ssize_t w = send(c->fd, c->tx + c->tpos, c->tlen - c->tpos, MSG_NOSIGNAL);
+        ssize_t w = tfc_send(c->tls, c->fd, c->tx + c->tpos, c->tlen - c->tpos);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -225,7 +231,7 @@ static int write_some(tf_orders *c)
 static int encode_cmd(tf_orders *c, uint8_t *buf, size_t cap, const tf_ofl_msg *cmd)
 {
     if (!c->keyed)
-        return tf_ofl_frame_encode(buf, cap, cmd);
+        return tf_ofx_frame_encode(buf, cap, cmd); /* OFL1 and gateway commands */
     tfv_msg k = {
         .kind = TFV_KEYED, .ofl = *cmd, .session = c->session_id, .client_seq = c->next_seq};
     int w = tfv_encode(buf, cap, &k);
@@ -279,10 +285,10 @@ static int run(tf_orders *c, const tf_ofl_msg *cmds, size_t n, rx_target *t, int
 /* A command the encoder refuses is the caller's error, found before anything is sent. */
 static int check_cmd(const tf_ofl_msg *m)
 {
-    if (m->kind < TF_OFL_NEW_LIMIT || m->kind > TF_OFL_REPLACE)
+    if (!tfv_is_command(m->kind)) /* OFL1 (0x01-0x05) and gateway (0x14-0x16) commands */
         return TF_E_INVALID_ARG;
     uint8_t scratch[TF_OFL_MAX_FRAME];
-    int rc = tf_ofl_frame_encode(scratch, sizeof scratch, m);
+    int rc = tf_ofx_frame_encode(scratch, sizeof scratch, m);
     return rc < 0 ? rc : 0;
 }
 
@@ -522,10 +528,11 @@ int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *op
     *out = NULL;
     tf_orders_opts o = {0};
     if (opts) {
-        /* 0, this layout, or the one before the session fields (which then stay NULL). */
-        if (opts->size != 0 && opts->size != TF_ORDERS_OPTS_SIZE_V1 && opts->size < sizeof o)
+        /* 0, this layout, or one before the session or TLS fields (which then stay NULL). */
+        if (opts->size != 0 && opts->size != TF_ORDERS_OPTS_SIZE_V1 &&
+            opts->size != TF_ORDERS_OPTS_SIZE_V2 && opts->size < sizeof o)
             return TF_E_INVALID_ARG;
-        memcpy(&o, opts, opts->size == TF_ORDERS_OPTS_SIZE_V1 ? TF_ORDERS_OPTS_SIZE_V1 : sizeof o);
+        memcpy(&o, opts, opts->size && opts->size < sizeof o ? opts->size : sizeof o);
     }
     if (o.session && (!o.secret || !o.secret_len || o.secret_len > TFV_SECRET_MAX))
         return TF_E_INVALID_ARG;
@@ -551,7 +558,7 @@ int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *op
     int rc = tfc_parse_url(url, &u);
     if (!rc && u.scheme == TFC_UNIX)
         rc = tfc_dial_unix(u.path, &c->fd);
-    else if (!rc && u.scheme == TFC_TCP)
+    else if (!rc && (u.scheme == TFC_TCP || u.scheme == TFC_TLS))
         rc = tfc_dial_tcp(u.host, u.port, &c->fd);
     else if (!rc)
         rc = TF_E_INVALID_ARG; /* shm: is the sweep service's */
@@ -563,6 +570,8 @@ int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *op
         if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) != 0)
             rc = -errno;
     }
+    if (!rc && u.scheme == TFC_TLS)
+        rc = tfc_tls_start(c->fd, u.host, o.tls_ca, c->timeout_ms, &c->tls);
     if (!rc && o.session)
         rc = logon(c, o.session, o.secret, o.secret_len);
     if (rc) {
@@ -580,9 +589,10 @@ int tf_orders_connect_session(tf_orders **out, const char *url, const char *sess
         return TF_E_NULL_ARG;
     tf_orders_opts o = {0};
     if (opts) {
-        if (opts->size != 0 && opts->size != TF_ORDERS_OPTS_SIZE_V1 && opts->size < sizeof o)
+        if (opts->size != 0 && opts->size != TF_ORDERS_OPTS_SIZE_V1 &&
+            opts->size != TF_ORDERS_OPTS_SIZE_V2 && opts->size < sizeof o)
             return TF_E_INVALID_ARG;
-        memcpy(&o, opts, opts->size == TF_ORDERS_OPTS_SIZE_V1 ? TF_ORDERS_OPTS_SIZE_V1 : sizeof o);
+        memcpy(&o, opts, opts->size && opts->size < sizeof o ? opts->size : sizeof o);
     }
     o.size = sizeof o;
     o.session = session;
@@ -623,6 +633,7 @@ void tf_orders_close(tf_orders *c)
 {
     if (!c)
         return;
+    tfc_tls_free(c->tls, 1);
     if (c->fd >= 0)
         close(c->fd);
     free(c->rx);

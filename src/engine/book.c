@@ -19,6 +19,7 @@ int eng_book_of(const tf_engine *e, uint64_t instrument_id)
     return lo < e->n_books && e->instrument[lo] == instrument_id ? (int)lo : -1;
 }
 
+/* The order's remaining must be set: it joins the level's total. */
 void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
 {
     eng_side *s = &e->sides[tree];
@@ -35,6 +36,8 @@ void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
         l->tree = tree;
         l->head = l->tail = 0;
         l->n_orders = 0;
+        l->total_lo = 0;
+        l->total_hi = 0;
         eng_insert_level(e, li);
         eng_tree_insert(e, s, li);
     }
@@ -51,10 +54,12 @@ void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
         l->head = oi;
     l->tail = oi;
     l->n_orders++;
+    eng_total_add(l, o->remaining);
     s->n_orders++;
 }
 
-/* The caller has checked that a live-order slot is free (the live-order limit). */
+/* The caller has checked that a live-order slot is free (the live-order limit). The order's
+ * filled starts at 0: a caller whose order has traded sets it after. */
 uint32_t eng_rest(tf_engine *e, uint32_t tree, int64_t price, uint64_t id, uint64_t account,
                   uint64_t coid, uint64_t qty)
 {
@@ -68,6 +73,7 @@ uint32_t eng_rest(tf_engine *e, uint32_t tree, int64_t price, uint64_t id, uint6
     o->account = account;
     o->coid = coid;
     o->remaining = qty;
+    e->filled[oi] = 0;
     eng_link(e, oi, tree, price);
     e->live++;
     if (e->n_tracked)
@@ -99,6 +105,7 @@ void eng_unlink(tf_engine *e, uint32_t oi)
     else
         l->tail = o->prev;
     e->sides[o->tree].n_orders--;
+    eng_total_sub(l, o->remaining);
     if (--l->n_orders == 0)
         drop_level(e, o->level);
     o->level = 0;

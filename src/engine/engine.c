@@ -26,11 +26,13 @@ uint64_t tf_engine_bytes_needed(const tf_engine_config *cfg)
         return 0;
     uint64_t n = cfg->n_instruments, m = cfg->max_orders;
     uint64_t bytes = sizeof(tf_engine) + n * 8 + 2 * n * sizeof(eng_side);
-    bytes += (m + 1) * (sizeof(eng_order) + sizeof(eng_level));
+    bytes += (m + 1) * (sizeof(eng_order) + sizeof(eng_level)) + 64;
     bytes += 6 * eng_table_capacity(m) * sizeof(uint32_t); /* tables and their spares */
     /* the direct table, at its largest (its size depends on the ids' spread) */
     bytes += (4 * n + 4096) * sizeof(uint32_t);
     bytes += TF_ENGINE_STP_ACCOUNTS * sizeof(eng_stp);
+    bytes += n * sizeof(int64_t);        /* last trade prices */
+    bytes += (m + 1) * sizeof(uint64_t); /* filled */
     return bytes;
 }
 
@@ -78,9 +80,14 @@ int tf_engine_create(const tf_engine_config *cfg, tf_engine **out)
     uint64_t m = cfg->max_orders;
     e->sides = calloc(2 * (size_t)n, sizeof *e->sides);
     e->orders = calloc(m + 1, sizeof *e->orders);
-    e->levels = calloc(m + 1, sizeof *e->levels);
+    /* one spare entry to align the pool to a cache line (calloc's pages stay untouched) */
+    e->levels_mem = calloc(m + 2, sizeof *e->levels);
+    if (e->levels_mem)
+        e->levels = (eng_level *)(((uintptr_t)e->levels_mem + 63) & ~(uintptr_t)63);
     e->stp = calloc(TF_ENGINE_STP_ACCOUNTS, sizeof *e->stp);
-    if (!e->sides || !e->orders || !e->levels || !e->stp)
+    e->last_trade = calloc(n, sizeof *e->last_trade);
+    e->filled = calloc(m + 1, sizeof *e->filled);
+    if (!e->sides || !e->orders || !e->levels || !e->stp || !e->last_trade || !e->filled)
         goto fail;
     if ((rc = eng_table_init(&e->by_id, m)) || (rc = eng_table_init(&e->by_client, m)) ||
         (rc = eng_table_init(&e->by_price, m)))
@@ -103,7 +110,9 @@ void tf_engine_destroy(tf_engine *e)
     eng_table_fini(&e->by_client);
     eng_table_fini(&e->by_price);
     free(e->stp);
-    free(e->levels);
+    free(e->last_trade);
+    free(e->filled);
+    free(e->levels_mem);
     free(e->orders);
     free(e->sides);
     free(e->direct);
@@ -176,6 +185,78 @@ static void emit_canceled(tf_engine *e, uint64_t id)
         m->canceled.order_id = id;
 }
 
+static void emit_rejected_ex(tf_engine *e, uint64_t account, uint64_t coid, uint8_t reason)
+{
+    e->rejected++;
+    tf_ofl_msg *m = emit(e, TF_OFX_REJECTED);
+    if (m) {
+        m->rejected_ex.account_id = account;
+        m->rejected_ex.client_order_id = coid;
+        m->rejected_ex.reason = reason;
+    }
+}
+
+/* A CanceledEx: the order's state when it left (remaining is the quantity canceled). */
+typedef struct ex_order {
+    uint64_t id, coid, account, instrument;
+    int64_t price;
+    uint64_t remaining, filled;
+    uint8_t side;
+} ex_order;
+
+static void emit_canceled_ex(tf_engine *e, const ex_order *o, uint8_t reason)
+{
+    tf_ofl_msg *m = emit(e, TF_OFX_CANCELED);
+    if (m) {
+        m->canceled_ex.order_id = o->id;
+        m->canceled_ex.client_order_id = o->coid;
+        m->canceled_ex.account_id = o->account;
+        m->canceled_ex.instrument_id = o->instrument;
+        m->canceled_ex.price = o->price;
+        m->canceled_ex.remaining = o->remaining;
+        m->canceled_ex.filled = o->filled;
+        m->canceled_ex.side = o->side;
+        m->canceled_ex.reason = reason;
+    }
+}
+
+/* One match of `taker` (side `side`) with the maker `o` (pool index oi) at `price` for q lots;
+ * its remaining and filled are already the maker's after it. An OFL1 command emits a Trade, a
+ * gateway command a Fill. */
+static inline void emit_trade(tf_engine *e, uint32_t book, const eng_order *o, uint32_t oi,
+                              uint64_t taker, int side, int64_t price, uint64_t q)
+{
+    e->trades++;
+    tf_ofl_msg *m;
+    if (!e->ext) {
+        m = emit(e, TF_OFL_TRADE);
+        if (m) {
+            m->trade.maker_order_id = o->id;
+            m->trade.taker_order_id = taker;
+            m->trade.instrument_id = e->instrument[book];
+            m->trade.price = price;
+            m->trade.quantity.lo = q;
+            m->trade.quantity.hi = 0;
+        }
+        return;
+    }
+    m = emit(e, TF_OFX_FILL);
+    if (m) {
+        m->fill.maker_order_id = o->id;
+        m->fill.taker_order_id = taker;
+        m->fill.maker_client_order_id = o->coid;
+        m->fill.taker_client_order_id = e->taker_coid;
+        m->fill.maker_account_id = o->account;
+        m->fill.taker_account_id = e->taker_account;
+        m->fill.instrument_id = e->instrument[book];
+        m->fill.price = price;
+        m->fill.quantity = q;
+        m->fill.maker_remaining = o->remaining;
+        m->fill.maker_filled = e->filled[oi];
+        m->fill.taker_side = (uint8_t)side;
+    }
+}
+
 /* ---- matching ------------------------------------------------------------------------------- */
 
 /* The aggressor (order id `taker`, side `side` of book `book`) takes from the opposite side
@@ -186,28 +267,21 @@ static uint64_t match(tf_engine *e, uint32_t book, int side, uint64_t taker, int
                       uint64_t qty)
 {
     eng_side *opp = &e->sides[book * 2 + (side ^ 1)];
-    uint64_t instrument = e->instrument[book];
     while (qty && opp->best) {
         eng_level *l = &e->levels[opp->best];
         if (l->key > limit_key)
             break;
         int64_t price = eng_level_price(l);
+        e->last_trade[book] = price;
         uint32_t oi = l->head;
         for (;;) {
             eng_order *o = &e->orders[oi];
             uint64_t q = qty < o->remaining ? qty : o->remaining;
-            e->trades++;
-            tf_ofl_msg *m = emit(e, TF_OFL_TRADE);
-            if (m) {
-                m->trade.maker_order_id = o->id;
-                m->trade.taker_order_id = taker;
-                m->trade.instrument_id = instrument;
-                m->trade.price = price;
-                m->trade.quantity.lo = q;
-                m->trade.quantity.hi = 0;
-            }
             qty -= q;
             o->remaining -= q;
+            e->filled[oi] += q;
+            eng_total_sub(l, q);
+            emit_trade(e, book, o, oi, taker, side, price, q);
             if (o->remaining)
                 return 0; /* the aggressor is done; the maker keeps its place */
             uint32_t next = o->next;
@@ -237,27 +311,24 @@ static uint64_t match_stp(tf_engine *e, uint32_t book, int side, uint64_t taker,
         uint32_t oi = l->head;
         eng_order *o = &e->orders[oi];
         if (o->account == account) {
-            if (mode != TF_ENGINE_STP_CANCEL_NEWEST)
+            if (mode != TF_ENGINE_STP_CANCEL_NEWEST) {
+                e->cancel_reason = TF_OFX_CANCEL_SELF_TRADE;
                 eng_cancel_order(e, oi);
+            }
             if (mode != TF_ENGINE_STP_CANCEL_OLDEST) {
                 *stopped = 1;
                 return qty;
             }
             continue;
         }
+        int64_t price = eng_level_price(l);
+        e->last_trade[book] = price;
         uint64_t q = qty < o->remaining ? qty : o->remaining;
-        e->trades++;
-        tf_ofl_msg *m = emit(e, TF_OFL_TRADE);
-        if (m) {
-            m->trade.maker_order_id = o->id;
-            m->trade.taker_order_id = taker;
-            m->trade.instrument_id = e->instrument[book];
-            m->trade.price = eng_level_price(l);
-            m->trade.quantity.lo = q;
-            m->trade.quantity.hi = 0;
-        }
         qty -= q;
         o->remaining -= q;
+        e->filled[oi] += q;
+        eng_total_sub(l, q);
+        emit_trade(e, book, o, oi, taker, side, price, q);
         if (!o->remaining) {
             eng_unlink(e, oi);
             eng_forget(e, oi);
@@ -276,6 +347,22 @@ static uint64_t match_any(tf_engine *e, uint32_t book, int side, uint64_t taker,
     if (mode == TF_ENGINE_STP_NONE)
         return match(e, book, side, taker, limit_key, qty);
     return match_stp(e, book, side, taker, account, mode, limit_key, qty, stopped);
+}
+
+/* 1 when the acceptable levels opposite (keys <= limit_key) hold at least qty lots in all:
+ * a walk of level totals, best first, that stops as soon as it has enough. */
+static int fillable(const tf_engine *e, uint32_t book, int side, int64_t limit_key, uint64_t qty)
+{
+    const eng_side *opp = &e->sides[book * 2 + (uint32_t)(side ^ 1)];
+    for (uint32_t li = opp->best; li; li = eng_tree_next(e, li)) {
+        const eng_level *l = &e->levels[li];
+        if (l->key > limit_key)
+            return 0;
+        if (l->total_hi || l->total_lo >= qty)
+            return 1;
+        qty -= l->total_lo;
+    }
+    return 0;
 }
 
 /* ---- commands ------------------------------------------------------------------------------- */
@@ -320,9 +407,12 @@ static void new_limit(tf_engine *e, const tf_ofl_new_limit *c)
                               eng_key(side ^ 1, c->price), c->quantity.lo, &stopped);
     if (stopped)
         emit_canceled(e, id); /* self-trade prevention: the remainder does not rest */
-    else if (left)
-        eng_rest(e, (uint32_t)book * 2 + (uint32_t)side, c->price, id, c->account_id,
-                 c->client_order_id, left);
+    else if (left) {
+        uint32_t oi = eng_rest(e, (uint32_t)book * 2 + (uint32_t)side, c->price, id, c->account_id,
+                               c->client_order_id, left);
+        if (left != c->quantity.lo) /* eng_rest set 0: the array is touched only after a trade */
+            e->filled[oi] = c->quantity.lo - left;
+    }
 }
 
 static void new_market(tf_engine *e, const tf_ofl_new_market *c)
@@ -341,49 +431,64 @@ static void new_market(tf_engine *e, const tf_ofl_new_market *c)
         emit_canceled(e, id);
 }
 
+static void ex_of(const tf_engine *e, uint32_t oi, ex_order *x)
+{
+    const eng_order *o = &e->orders[oi];
+    *x = (ex_order){.id = o->id,
+                    .coid = o->coid,
+                    .account = o->account,
+                    .instrument = e->instrument[o->tree >> 1],
+                    .price = o->price,
+                    .remaining = o->remaining,
+                    .filled = e->filled[oi],
+                    .side = (uint8_t)(o->tree & 1)};
+}
+
 void eng_cancel_order(tf_engine *e, uint32_t oi)
 {
+    ex_order x;
+    if (e->ext)
+        ex_of(e, oi, &x);
     uint64_t id = e->orders[oi].id;
     eng_unlink(e, oi);
     eng_forget(e, oi);
-    emit_canceled(e, id);
+    if (e->ext)
+        emit_canceled_ex(e, &x, e->cancel_reason);
+    else
+        emit_canceled(e, id);
 }
 
-static int check_replace(const tf_engine *e, uint32_t oi, const tf_ofl_replace *c)
+/* Replace's checks 1-4 for the live order oi (0: not live), in the spec's order. */
+static int check_replace(const tf_engine *e, uint32_t oi, uint64_t coid, int64_t price,
+                         tf_ofl_qty q)
 {
     if (!oi)
         return TF_OFL_ORDER_NOT_FOUND;
-    if (!qty_ok(c->quantity))
+    if (!qty_ok(q))
         return TF_OFL_INVALID_QUANTITY;
-    if (c->price <= 0)
+    if (price <= 0)
         return TF_OFL_INVALID_PRICE;
     const eng_order *o = &e->orders[oi];
-    if (c->client_order_id != o->coid && eng_find_client(e, o->account, c->client_order_id))
+    if (coid != o->coid && eng_find_client(e, o->account, coid))
         return TF_OFL_DUPLICATE_CLIENT_ORDER_ID;
     return OK;
 }
 
-static void replace(tf_engine *e, const tf_ofl_replace *c)
+/* A checked replace of the live order oi, after its Replaced/ReplacedEx: the new client id, then
+ * either the same place (same price, quantity <= remaining) or out of the book, a match as
+ * aggressor and the remainder back at the new price. */
+__attribute__((always_inline)) static inline void
+replace_order(tf_engine *e, uint32_t oi, uint64_t coid, int64_t price, uint64_t qty)
 {
-    uint32_t oi = eng_find_id(e, c->order_id);
-    int reason = check_replace(e, oi, c);
-    if (reason != OK) {
-        emit_rejected(e, c->client_order_id, (uint8_t)reason);
-        return;
-    }
     eng_order *o = &e->orders[oi];
-    tf_ofl_msg *m = emit(e, TF_OFL_REPLACED);
-    if (m) {
-        m->replaced.order_id = c->order_id;
-        m->replaced.client_order_id = c->client_order_id;
-    }
-    if (c->client_order_id != o->coid) {
+    if (coid != o->coid) {
         eng_remove_client(e, oi);
-        o->coid = c->client_order_id;
+        o->coid = coid;
         eng_insert_client(e, oi);
     }
-    if (c->price == o->price && c->quantity.lo <= o->remaining) {
-        o->remaining = c->quantity.lo; /* keeps its time priority */
+    if (price == o->price && qty <= o->remaining) {
+        eng_total_sub(&e->levels[o->level], o->remaining - qty);
+        o->remaining = qty; /* keeps its time priority */
         return;
     }
     /* Leaves its level and comes back as an aggressor at the new price and quantity; it keeps
@@ -391,18 +496,165 @@ static void replace(tf_engine *e, const tf_ofl_replace *c)
     uint32_t tree = o->tree;
     int side = (int)(tree & 1), stopped;
     eng_unlink(e, oi);
-    uint64_t left = match_any(e, tree >> 1, side, o->id, o->account, eng_key(side ^ 1, c->price),
-                              c->quantity.lo, &stopped);
+    if (e->ext) { /* a gateway taker's Fills name it */
+        e->taker_coid = o->coid;
+        e->taker_account = o->account;
+    }
+    uint64_t left =
+        match_any(e, tree >> 1, side, o->id, o->account, eng_key(side ^ 1, price), qty, &stopped);
+    o = &e->orders[oi];
+    if (left != qty) /* the array is touched only when the replace traded */
+        e->filled[oi] += qty - left;
     if (stopped) { /* self-trade prevention: the order is canceled, as if it had left */
-        uint64_t id = o->id;
+        ex_order x;
+        ex_of(e, oi, &x);
+        x.price = price;
+        x.remaining = left;
         eng_forget(e, oi);
-        emit_canceled(e, id);
+        if (e->ext)
+            emit_canceled_ex(e, &x, TF_OFX_CANCEL_SELF_TRADE);
+        else
+            emit_canceled(e, x.id);
     } else if (left) {
         o->remaining = left;
-        eng_link(e, oi, tree, c->price);
+        eng_link(e, oi, tree, price);
     } else {
         eng_forget(e, oi);
     }
+}
+
+static void replace(tf_engine *e, const tf_ofl_replace *c)
+{
+    uint32_t oi = eng_find_id(e, c->order_id);
+    int reason = check_replace(e, oi, c->client_order_id, c->price, c->quantity);
+    if (reason != OK) {
+        emit_rejected(e, c->client_order_id, (uint8_t)reason);
+        return;
+    }
+    tf_ofl_msg *m = emit(e, TF_OFL_REPLACED);
+    if (m) {
+        m->replaced.order_id = c->order_id;
+        m->replaced.client_order_id = c->client_order_id;
+    }
+    replace_order(e, oi, c->client_order_id, c->price, c->quantity.lo);
+}
+
+/* ---- gateway commands (docs/engine.md "Gateway commands and execution reports") ------------- */
+
+/* Order's checks, in the documented order: the first failing one's reason. */
+static int check_order(const tf_engine *e, int book, const tf_ofx_order *c)
+{
+    int market = c->type == TF_OFX_MARKET, post = (c->flags & TF_OFX_POST_ONLY) != 0;
+    if (book < 0)
+        return TF_OFL_UNKNOWN_INSTRUMENT;
+    if (c->quantity == 0 || c->quantity > (uint64_t)INT64_MAX)
+        return TF_OFL_INVALID_QUANTITY;
+    if (c->type > TF_OFX_MARKET || c->tif > TF_OFX_FOK || (c->flags & ~TF_OFX_FLAGS) ||
+        (market && c->tif == TF_OFX_GTC) || (post && (market || c->tif != TF_OFX_GTC)))
+        return TF_OFX_REASON_INVALID_TIF;
+    if (!market && c->price <= 0)
+        return TF_OFL_INVALID_PRICE;
+    if (eng_find_client(e, c->account_id, c->client_order_id))
+        return TF_OFL_DUPLICATE_CLIENT_ORDER_ID;
+    /* as NewLimit and NewMarket: every limit order needs a free slot, a market order none */
+    if (!market && e->live >= e->max_orders)
+        return TF_OFL_REASON_OTHER;
+    if (post) {
+        const eng_side *opp = &e->sides[(uint32_t)book * 2 + (uint32_t)(c->side ^ 1)];
+        if (opp->best && e->levels[opp->best].key <= eng_key(c->side ^ 1, c->price))
+            return TF_OFX_REASON_WOULD_CROSS;
+    }
+    return OK;
+}
+
+static void gw_order(tf_engine *e, const tf_ofx_order *c)
+{
+    int book = eng_book_of(e, c->instrument_id);
+    int reason = check_order(e, book, c);
+    if (reason != OK) {
+        emit_rejected_ex(e, c->account_id, c->client_order_id, (uint8_t)reason);
+        return;
+    }
+    int market = c->type == TF_OFX_MARKET, side = c->side, stopped;
+    int64_t price = market ? 0 : c->price;
+    uint64_t id = e->next_order_id++;
+    tf_ofl_msg *m = emit(e, TF_OFX_ACCEPTED);
+    if (m) {
+        m->accepted_ex.order_id = id;
+        m->accepted_ex.client_order_id = c->client_order_id;
+        m->accepted_ex.account_id = c->account_id;
+        m->accepted_ex.instrument_id = c->instrument_id;
+        m->accepted_ex.price = price;
+        m->accepted_ex.quantity = c->quantity;
+        m->accepted_ex.side = c->side;
+        m->accepted_ex.type = c->type;
+        m->accepted_ex.tif = c->tif;
+        m->accepted_ex.flags = c->flags;
+    }
+    ex_order x = {.id = id,
+                  .coid = c->client_order_id,
+                  .account = c->account_id,
+                  .instrument = c->instrument_id,
+                  .price = price,
+                  .remaining = c->quantity,
+                  .side = c->side};
+    int64_t limit_key = market ? INT64_MAX : eng_key(side ^ 1, c->price);
+    if (c->tif == TF_OFX_FOK && !fillable(e, (uint32_t)book, side, limit_key, c->quantity)) {
+        emit_canceled_ex(e, &x, TF_OFX_CANCEL_NOT_FILLABLE);
+        return;
+    }
+    e->taker_coid = c->client_order_id;
+    e->taker_account = c->account_id;
+    uint64_t left =
+        match_any(e, (uint32_t)book, side, id, c->account_id, limit_key, c->quantity, &stopped);
+    x.remaining = left;
+    x.filled = c->quantity - left;
+    if (stopped) {
+        emit_canceled_ex(e, &x, TF_OFX_CANCEL_SELF_TRADE);
+    } else if (left && c->tif == TF_OFX_GTC) {
+        uint32_t oi = eng_rest(e, (uint32_t)book * 2 + (uint32_t)side, c->price, id, c->account_id,
+                               c->client_order_id, left);
+        if (x.filled)
+            e->filled[oi] = x.filled;
+    } else if (left) {
+        emit_canceled_ex(e, &x, TF_OFX_CANCEL_UNFILLED);
+    }
+}
+
+static void gw_cancel(tf_engine *e, const tf_ofx_cancel *c)
+{
+    uint32_t oi = eng_find_client(e, c->account_id, c->client_order_id);
+    if (!oi) {
+        emit_rejected_ex(e, c->account_id, c->client_order_id, TF_OFL_ORDER_NOT_FOUND);
+        return;
+    }
+    e->cancel_reason = TF_OFX_CANCEL_REQUESTED;
+    eng_cancel_order(e, oi);
+}
+
+static void gw_replace(tf_engine *e, const tf_ofx_replace_by_client *c)
+{
+    uint32_t oi = eng_find_client(e, c->account_id, c->client_order_id);
+    tf_ofl_qty q = {c->quantity, 0};
+    int reason = check_replace(e, oi, c->new_client_order_id, c->price, q);
+    if (reason != OK) { /* the rejected request's client id: the new one, as Replace */
+        emit_rejected_ex(e, c->account_id, c->new_client_order_id, (uint8_t)reason);
+        return;
+    }
+    const eng_order *o = &e->orders[oi];
+    tf_ofl_msg *m = emit(e, TF_OFX_REPLACED);
+    if (m) {
+        m->replaced_ex.order_id = o->id;
+        m->replaced_ex.client_order_id = c->new_client_order_id;
+        m->replaced_ex.orig_client_order_id = o->coid;
+        m->replaced_ex.account_id = o->account;
+        m->replaced_ex.instrument_id = e->instrument[o->tree >> 1];
+        m->replaced_ex.price = c->price;
+        m->replaced_ex.remaining = c->quantity;
+        m->replaced_ex.filled = e->filled[oi];
+        m->replaced_ex.side = (uint8_t)(o->tree & 1);
+    }
+    replace_order(e, oi, c->new_client_order_id, c->price, c->quantity);
 }
 
 int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
@@ -418,12 +670,26 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
     case TF_OFL_REPLACE:
         seq = cmd->new_limit.command_seq; /* the first field of every command */
         break;
+    case TF_OFX_ORDER:
+        seq = cmd->order.command_seq;
+        break;
+    case TF_OFX_CANCEL:
+        seq = cmd->cancel.command_seq;
+        break;
+    case TF_OFX_REPLACE_BY_CLIENT:
+        seq = cmd->replace_by_client.command_seq;
+        break;
     case TF_OFL_HEARTBEAT:
     case TF_OFL_ACCEPTED:
     case TF_OFL_REJECTED:
     case TF_OFL_REPLACED:
     case TF_OFL_CANCELED:
     case TF_OFL_TRADE:
+    case TF_OFX_ACCEPTED:
+    case TF_OFX_REPLACED:
+    case TF_OFX_CANCELED:
+    case TF_OFX_FILL:
+    case TF_OFX_REJECTED:
         e->skipped++;
         return TF_ENGINE_SKIPPED;
     default:
@@ -431,7 +697,8 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
     }
     /* A side the codec would refuse: malformed, nothing changes (a hand-built message). */
     if ((cmd->kind == TF_OFL_NEW_LIMIT && cmd->new_limit.side > TF_OFL_SELL) ||
-        (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL))
+        (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL) ||
+        (cmd->kind == TF_OFX_ORDER && cmd->order.side > TF_OFL_SELL))
         return TF_E_OFL_INVALID_SIDE;
     if (!eng_begin(e, seq, sink))
         return TF_ENGINE_DUPLICATE;
@@ -458,8 +725,19 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
         else
             emit_rejected(e, cmd->cancel_by_client.client_order_id, TF_OFL_ORDER_NOT_FOUND);
         break;
-    default:
+    case TF_OFL_REPLACE:
         replace(e, &cmd->replace);
+        break;
+    default: /* the gateway commands */
+        e->ext = 1;
+        e->gateway = 1;
+        if (cmd->kind == TF_OFX_ORDER)
+            gw_order(e, &cmd->order);
+        else if (cmd->kind == TF_OFX_CANCEL)
+            gw_cancel(e, &cmd->cancel);
+        else
+            gw_replace(e, &cmd->replace_by_client);
+        e->ext = 0;
         break;
     }
     e->sink = NULL;

@@ -35,7 +35,35 @@ typedef struct eng_level {
     uint32_t tree;
     uint32_t red;
     uint32_t n_orders;
+    /* The exact sum of its orders' remaining quantities: total_lo + 2^64 * total_hi (at most
+     * 2^30 orders of at most 2^63 - 1 each: below 2^93). Every change of an order's remaining
+     * while it is in the level, and every link and unlink, moves it by the same amount. (Plain
+     * words: packing the carry beside `red` in bit-fields cost the tree code more instructions
+     * than the 8 bytes it saved.) */
+    uint32_t total_hi;
+    uint64_t total_lo;
+    /* to 64 bytes: one cache line per level (the pool is 64-byte aligned), and an index is a
+     * shift (a 56-byte stride cost an extra instruction at every e->levels[li]) */
+    uint64_t pad_;
 } eng_level;
+
+static inline void eng_total_add(eng_level *l, uint64_t q)
+{
+    l->total_lo += q;
+    l->total_hi += l->total_lo < q;
+}
+
+static inline void eng_total_sub(eng_level *l, uint64_t q)
+{
+    l->total_hi -= l->total_lo < q;
+    l->total_lo -= q;
+}
+
+/* The level's total as the API reports it: saturated at UINT64_MAX. */
+static inline uint64_t eng_total(const eng_level *l)
+{
+    return l->total_hi ? UINT64_MAX : l->total_lo;
+}
 
 /* An account with a self-trade prevention mode other than none, or whose live orders are
  * counted (stp.c). */
@@ -54,10 +82,10 @@ typedef struct eng_side {
     uint64_t n_levels;
 } eng_side;
 
-/* A table starts small and doubles (rehashing into its spare array) when it would pass load
- * 1/4, up to the capacity its pool needs; both arrays are allocated at create, so growing never
- * allocates. A small table stays in cache: the common book of a few thousand orders never pays a
- * miss for a table sized for a million. */
+/* A table (table.h) starts small and doubles (rehashing into its spare array) when it would pass
+ * load 1/4, up to the capacity its pool needs; both arrays are allocated at create, so growing
+ * never allocates. A small table stays in cache: the common book of a few thousand orders never
+ * pays a miss for a table sized for a million. */
 typedef struct eng_table {
     uint32_t *slot;  /* [mask + 1]: 0 empty, else a pool index */
     uint32_t *spare; /* the other array, for the next doubling */
@@ -79,7 +107,8 @@ struct tf_engine {
 
     eng_side *sides; /* [n_books * 2]: tree = book * 2 + side */
     eng_order *orders;
-    eng_level *levels;
+    eng_level *levels; /* 64-byte aligned, inside levels_mem */
+    void *levels_mem;
     uint32_t free_order, free_level;   /* free lists through .next / .head (0: empty) */
     uint32_t fresh_order, fresh_level; /* the first never-used entry of each pool */
     eng_table by_id, by_client, by_price;
@@ -93,6 +122,14 @@ struct tf_engine {
     /* state of the spec */
     uint64_t next_order_id, last_command_seq, next_event_seq;
     uint64_t live;
+    /* set for good once a gateway command (TF_OFX_ORDER..) has been applied: the hash then
+     * carries every order's filled (docs/engine.md "The state hash") */
+    int gateway;
+    int64_t *last_trade; /* [n_books]: the price of the book's last trade, 0 = none yet */
+    /* [max_orders + 1], beside `orders`: each live order's cumulative filled quantity since it
+     * was accepted (a replace keeps it). Apart from the order entry so that the paths that do not
+     * trade (rest, cancel, replace) touch no more memory than before; a fill touches it. */
+    uint64_t *filled;
 
     /* counters */
     uint64_t applied, duplicates, skipped, events, trades, rejected;
@@ -101,10 +138,16 @@ struct tf_engine {
     tf_engine_sink *sink;
     int sink_err;
     uint64_t now; /* command_seq of the command being applied */
+    /* 1 while a gateway command is applied: its events are execution reports (tf_ofx_*) */
+    int ext;
+    uint64_t taker_coid, taker_account; /* the gateway aggressor's, for its Fills */
+    uint8_t cancel_reason;              /* CanceledEx.reason of eng_cancel_order */
 };
 
-/* tables.c */
+/* tables.c (one table.h table each). eng_table_capacity: slots (u32) of one of a table's two
+ * arrays for `entries` entries; eng_table_bytes: both arrays of one table, in bytes. */
 uint64_t eng_table_capacity(uint64_t entries);
+uint64_t eng_table_bytes(uint64_t entries);
 int eng_table_init(eng_table *t, uint64_t entries);
 void eng_table_fini(eng_table *t);
 uint32_t eng_find_id(const tf_engine *e, uint64_t id);
@@ -128,7 +171,8 @@ int eng_tree_check(const tf_engine *e, const eng_side *s);
 int eng_stp_mode(const tf_engine *e, uint64_t account);         /* binary search; 0 when none */
 void eng_count_open(tf_engine *e, uint64_t account, int delta); /* a tracked account's count */
 
-/* engine.c: takes a resting order out of the book and emits its Canceled */
+/* engine.c: takes a resting order out of the book and emits its Canceled (a CanceledEx with
+ * reason e->cancel_reason under a gateway command) */
 void eng_cancel_order(tf_engine *e, uint32_t oi);
 
 /* The preamble of every command (tf_engine_apply, tf_engine_cancel_account): the duplicate
@@ -144,6 +188,7 @@ static inline int eng_begin(tf_engine *e, uint64_t seq, tf_engine_sink *sink)
     e->applied++;
     e->sink = sink;
     e->sink_err = 0;
+    e->ext = 0;
     return 1;
 }
 

@@ -38,6 +38,8 @@ static int hash_order(void *ctx, const tf_engine *e, uint32_t oi)
     *h = fnv_u64(*h, o->coid);
     *h = fnv_u64(*h, (uint64_t)o->price);
     *h = fnv_u64(*h, o->remaining);
+    if (e->gateway)
+        *h = fnv_u64(*h, e->filled[oi]);
     return 0;
 }
 
@@ -68,6 +70,9 @@ uint64_t tf_engine_state_hash(const tf_engine *e)
                 h = fnv_u64(h, e->stp[i].mode);
             }
     }
+    /* once a gateway command has been applied (every order above carries its filled too) */
+    if (e->gateway)
+        h = fnv_u64(h, 1);
     return h;
 }
 
@@ -82,6 +87,7 @@ static void fill_order(const tf_engine *e, uint32_t oi, tf_engine_order *out)
         .price = o->price,
         .remaining = o->remaining,
         .side = (uint8_t)(o->tree & 1),
+        .filled = e->filled[oi],
     };
 }
 
@@ -96,15 +102,24 @@ int tf_engine_find_order(const tf_engine *e, uint64_t order_id, tf_engine_order 
     return 1;
 }
 
+int tf_engine_find_client(const tf_engine *e, uint64_t account_id, uint64_t client_order_id,
+                          tf_engine_order *out)
+{
+    if (!e || !out)
+        return TF_E_NULL_ARG;
+    uint32_t oi = eng_find_client(e, account_id, client_order_id);
+    if (!oi)
+        return 0;
+    fill_order(e, oi, out);
+    return 1;
+}
+
+/* The level's kept total (exact, saturated at UINT64_MAX as the API says). */
 static void level_view(const tf_engine *e, uint32_t li, tf_engine_level *out)
 {
     const eng_level *l = &e->levels[li];
-    uint64_t total = 0;
-    for (uint32_t oi = l->head; oi; oi = e->orders[oi].next) {
-        uint64_t r = e->orders[oi].remaining;
-        total = total > UINT64_MAX - r ? UINT64_MAX : total + r;
-    }
-    *out = (tf_engine_level){.price = eng_level_price(l), .total = total, .orders = l->n_orders};
+    *out = (tf_engine_level){
+        .price = eng_level_price(l), .total = eng_total(l), .orders = l->n_orders};
 }
 
 static const eng_side *side_of(const tf_engine *e, uint64_t instrument_id, int side)
@@ -144,6 +159,36 @@ int tf_engine_depth(const tf_engine *e, uint64_t instrument_id, int side, tf_eng
     for (uint32_t li = s->best; li && n < max; li = eng_tree_next(e, li))
         level_view(e, li, &levels[n++]);
     return n;
+}
+
+int tf_engine_level_at(const tf_engine *e, uint64_t instrument_id, int side, int64_t price,
+                       tf_engine_level *out)
+{
+    if (!e || !out)
+        return TF_E_NULL_ARG;
+    const eng_side *s = side_of(e, instrument_id, side);
+    if (!s)
+        return TF_E_INVALID_ARG;
+    /* a live order's price is >= 1: no level elsewhere (and -price cannot overflow) */
+    if (price <= 0)
+        return 0;
+    uint32_t tree = (uint32_t)(s - e->sides);
+    uint32_t li = eng_find_level(e, tree, eng_key(side, price));
+    if (!li)
+        return 0;
+    level_view(e, li, out);
+    return 1;
+}
+
+int tf_engine_last_trade(const tf_engine *e, uint64_t instrument_id, int64_t *price)
+{
+    if (!e || !price)
+        return TF_E_NULL_ARG;
+    int book = eng_book_of(e, instrument_id);
+    if (book < 0)
+        return TF_E_INVALID_ARG;
+    *price = e->last_trade[book];
+    return *price != 0;
 }
 
 struct each_ctx {

@@ -1,6 +1,6 @@
 /* Snapshots: the whole engine state in one CRC32C-protected image (format in docs/engine.md).
  *
- *   0   "TFES" magic, u16 version = 1, u16 0
+ *   0   "TFES" magic, u16 version (1, 2 or 3), u16 0
  *   8   u64 total length of the image (trailer included)
  *   16  u32 n_instruments, u32 max_orders, u64 max_bytes
  *   32  u64 next_order_id, last_command_seq, next_event_seq
@@ -9,11 +9,16 @@
  *   112 u64 instrument id * n_instruments (ascending)
  *       order * n_orders, in hash order (books ascending, bids then asks, best first, oldest
  *       first): u64 instrument_id, u64 side, i64 price, u64 order_id, account_id,
- *       client_order_id, remaining (56 bytes)
- *       version 2 only (written when some account has an STP mode): u64 n_stp, then n_stp *
- *       (u64 account_id, u64 mode), accounts ascending (16 bytes each)
+ *       client_order_id, remaining (56 bytes); version 3 adds u64 filled (64 bytes)
+ *       version 3 only: u64 gateway flag (0 or 1), then i64 last trade price * n_instruments
+ *       (0 = none yet), in the instruments' order
+ *       versions 2 and 3: u64 n_stp, then n_stp * (u64 account_id, u64 mode), accounts
+ *       ascending (16 bytes each); version 2 has n_stp >= 1, version 3 may have 0
  *       u32 CRC32C of every byte before it
- * All little-endian. An engine without STP settings writes version 1, byte for byte as before.
+ * All little-endian. An image is written in the oldest version that holds the state: version 1
+ * (byte for byte as before) without STP settings, without the gateway flag and before any trade;
+ * version 2 with STP settings only; version 3 once a book has traded or a gateway command has
+ * been applied. Versions 1 and 2 load with filled 0, the flag off and no last trade.
  * Loading rebuilds the books by resting the orders in that order, which restores every level's time
  * priority.
  */
@@ -30,8 +35,10 @@
 
 #define HEAD_LEN 112
 #define ORDER_LEN 56
+#define ORDER_LEN_V3 64
 #define VERSION 1
 #define VERSION_STP 2
+#define VERSION_V3 3
 #define STP_LEN 16
 
 /* The image is little-endian; on a little-endian host a fixed-size memcpy is one move. */
@@ -74,10 +81,25 @@ static uint32_t ld32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* The oldest version that holds the engine's state. */
+static int version_of(const tf_engine *e)
+{
+    int traded = 0;
+    for (uint32_t b = 0; b < e->n_books && !traded; b++)
+        traded = e->last_trade[b] != 0;
+    if (traded || e->gateway)
+        return VERSION_V3;
+    return e->n_modes ? VERSION_STP : VERSION;
+}
+
 uint64_t tf_engine_snapshot_size(const tf_engine *e)
 {
     if (!e)
         return 0;
+    int v = version_of(e);
+    if (v == VERSION_V3)
+        return HEAD_LEN + 16ull * e->n_books + ORDER_LEN_V3 * e->live + 8 + 8 +
+               STP_LEN * (uint64_t)e->n_modes + 4;
     uint64_t stp = e->n_modes ? 8 + STP_LEN * (uint64_t)e->n_modes : 0;
     return HEAD_LEN + 8ull * e->n_books + ORDER_LEN * e->live + stp + 4;
 }
@@ -90,8 +112,9 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
     if (cap < need)
         return TF_E_OFL_BUFFER_TOO_SHORT;
     uint8_t *p = buf;
+    int v = version_of(e);
     memcpy(p, "TFES", 4);
-    p[4] = e->n_modes ? VERSION_STP : VERSION;
+    p[4] = (uint8_t)v;
     p[5] = p[6] = p[7] = 0;
     st64(p + 8, need);
     st32(p + 16, e->n_books);
@@ -105,17 +128,30 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
     uint8_t *q = p + HEAD_LEN;
     for (uint32_t b = 0; b < e->n_books; b++, q += 8)
         st64(q, e->instrument[b]);
+    const int n_fields = v == VERSION_V3 ? 8 : 7;
     for (uint32_t t = 0; t < 2 * e->n_books; t++)
         for (uint32_t li = e->sides[t].best; li; li = eng_tree_next(e, li))
-            for (uint32_t oi = e->levels[li].head; oi; oi = e->orders[oi].next, q += ORDER_LEN) {
+            for (uint32_t oi = e->levels[li].head; oi; oi = e->orders[oi].next) {
                 const eng_order *o = &e->orders[oi];
-                const uint64_t f[] = {
-                    e->instrument[t >> 1], t & 1, (uint64_t)o->price, o->id, o->account, o->coid,
-                    o->remaining};
-                for (int i = 0; i < 7; i++)
+                const uint64_t f[] = {e->instrument[t >> 1],
+                                      t & 1,
+                                      (uint64_t)o->price,
+                                      o->id,
+                                      o->account,
+                                      o->coid,
+                                      o->remaining,
+                                      e->filled[oi]};
+                for (int i = 0; i < n_fields; i++)
                     st64(q + 8 * i, f[i]);
+                q += 8 * (unsigned)n_fields;
             }
-    if (e->n_modes) {
+    if (v == VERSION_V3) {
+        st64(q, (uint64_t)e->gateway);
+        q += 8;
+        for (uint32_t b = 0; b < e->n_books; b++, q += 8)
+            st64(q, (uint64_t)e->last_trade[b]);
+    }
+    if (e->n_modes || v == VERSION_V3) {
         st64(q, e->n_modes);
         q += 8;
         for (uint32_t i = 0; i < e->n_stp; i++)
@@ -131,11 +167,12 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
 }
 
 /* One order of the image, checked against the engine being built and the order before it. */
-static int load_order(tf_engine *e, const uint8_t *q, int *prev_tree, int64_t *prev_key)
+static int load_order(tf_engine *e, const uint8_t *q, int v3, int *prev_tree, int64_t *prev_key)
 {
     uint64_t instrument = ld64(q), side = ld64(q + 8), id = ld64(q + 24);
     int64_t price = (int64_t)ld64(q + 16);
     uint64_t account = ld64(q + 32), coid = ld64(q + 40), remaining = ld64(q + 48);
+    uint64_t filled = v3 ? ld64(q + 56) : 0;
     int book = eng_book_of(e, instrument);
     if (book < 0 || side > 1 || price <= 0 || remaining < 1 || remaining > (uint64_t)INT64_MAX ||
         id == 0 || id >= e->next_order_id || e->live >= e->max_orders)
@@ -147,7 +184,8 @@ static int load_order(tf_engine *e, const uint8_t *q, int *prev_tree, int64_t *p
         return TF_E_ENGINE_SNAPSHOT;
     if (eng_find_id(e, id) || eng_find_client(e, account, coid))
         return TF_E_ENGINE_SNAPSHOT;
-    eng_rest(e, (uint32_t)tree, price, id, account, coid, remaining);
+    uint32_t oi = eng_rest(e, (uint32_t)tree, price, id, account, coid, remaining);
+    e->filled[oi] = filled;
     *prev_tree = tree;
     *prev_key = key;
     return 0;
@@ -167,6 +205,45 @@ static uint64_t stp_section(const uint8_t *p, uint64_t len, uint32_t n_books, ui
     if (n_stp == 0 || n_stp > TF_ENGINE_STP_ACCOUNTS || body - at - 8 != STP_LEN * n_stp)
         return 0;
     return 8 + STP_LEN * n_stp;
+}
+
+/* The length of a version-3 image's tail after the orders (gateway flag, last trades, u64 n_stp,
+ * entries), found as stp_section finds version 2's. 0 when it does not fit. */
+static uint64_t v3_tail(const uint8_t *p, uint64_t len, uint32_t n_books, uint64_t n_orders)
+{
+    uint64_t body = len - HEAD_LEN - 4;
+    if (n_books > TF_ENGINE_MAX_INSTRUMENTS || n_orders > TF_ENGINE_MAX_ORDERS)
+        return 0;
+    uint64_t at = 8ull * n_books + ORDER_LEN_V3 * n_orders + 8 + 8ull * n_books; /* n_stp */
+    if (body < at + 8)
+        return 0;
+    uint64_t n_stp = ld64(p + HEAD_LEN + at);
+    if (n_stp > TF_ENGINE_STP_ACCOUNTS || body - at - 8 != STP_LEN * n_stp)
+        return 0;
+    return 8 + 8ull * n_books + 8 + STP_LEN * n_stp;
+}
+
+/* Version 3's gateway flag and last trade prices at *q (then *q is at n_stp). A book with a
+ * partly filled order has traded: its last trade price cannot be 0. */
+static int load_v3(tf_engine *e, const uint8_t **q)
+{
+    uint64_t flag = ld64(*q);
+    if (flag > 1)
+        return TF_E_ENGINE_SNAPSHOT;
+    e->gateway = (int)flag;
+    *q += 8;
+    for (uint32_t b = 0; b < e->n_books; b++, *q += 8) {
+        int64_t px = (int64_t)ld64(*q);
+        if (px < 0)
+            return TF_E_ENGINE_SNAPSHOT;
+        e->last_trade[b] = px;
+    }
+    for (uint32_t t = 0; t < 2 * e->n_books; t++)
+        for (uint32_t li = e->sides[t].best; li; li = eng_tree_next(e, li))
+            for (uint32_t oi = e->levels[li].head; oi; oi = e->orders[oi].next)
+                if (e->filled[oi] && !e->last_trade[t >> 1])
+                    return TF_E_ENGINE_SNAPSHOT;
+    return 0;
 }
 
 /* The STP entries at q: accounts strictly ascending, modes 1..3. */
@@ -194,18 +271,22 @@ int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_confi
     if (!buf)
         return TF_E_NULL_ARG;
     const uint8_t *p = buf;
-    if (len < HEAD_LEN + 4 || memcmp(p, "TFES", 4) || (p[4] != VERSION && p[4] != VERSION_STP) ||
-        p[5] || p[6] || p[7] || ld64(p + 8) != len)
+    if (len < HEAD_LEN + 4 || memcmp(p, "TFES", 4) || p[4] < VERSION || p[4] > VERSION_V3 || p[5] ||
+        p[6] || p[7] || ld64(p + 8) != len)
         return TF_E_ENGINE_SNAPSHOT;
+    const int v3 = p[4] == VERSION_V3;
+    const uint64_t order_len = v3 ? ORDER_LEN_V3 : ORDER_LEN;
     uint32_t n_books = ld32(p + 16), max_orders = ld32(p + 20);
     uint64_t n_orders = ld64(p + 104);
     /* Counts are checked against the length by division before anything is sized by them. */
     uint64_t body = len - HEAD_LEN - 4, stp_len = 0;
     if (p[4] == VERSION_STP && (stp_len = stp_section(p, len, n_books, n_orders)) == 0)
         return TF_E_ENGINE_SNAPSHOT;
+    if (v3 && (stp_len = v3_tail(p, len, n_books, n_orders)) == 0)
+        return TF_E_ENGINE_SNAPSHOT;
     body -= stp_len;
     if (n_books == 0 || n_books > TF_ENGINE_MAX_INSTRUMENTS || body < 8ull * n_books ||
-        (body - 8ull * n_books) % ORDER_LEN || (body - 8ull * n_books) / ORDER_LEN != n_orders)
+        (body - 8ull * n_books) % order_len || (body - 8ull * n_books) / order_len != n_orders)
         return TF_E_ENGINE_SNAPSHOT;
     if (tf_crc32c(0, p, len - 4) != ld32(p + len - 4))
         return TF_E_ENGINE_SNAPSHOT;
@@ -256,11 +337,15 @@ int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_confi
     const uint8_t *q = p + HEAD_LEN + 8ull * n_books;
     int prev_tree = -1;
     int64_t prev_key = INT64_MIN;
-    for (uint64_t i = 0; i < n_orders; i++, q += ORDER_LEN)
-        if ((rc = load_order(e, q, &prev_tree, &prev_key))) {
+    for (uint64_t i = 0; i < n_orders; i++, q += order_len)
+        if ((rc = load_order(e, q, v3, &prev_tree, &prev_key))) {
             tf_engine_destroy(e);
             return rc;
         }
+    if (v3 && (rc = load_v3(e, &q))) {
+        tf_engine_destroy(e);
+        return rc;
+    }
     if (stp_len && (rc = load_stp(e, q))) {
         tf_engine_destroy(e);
         return rc;

@@ -1,11 +1,11 @@
-/* Open-addressing lookup tables of pool indices: linear probing, load factor <= 1/4, backward
- * shift on delete (no tombstones, so probe lengths never degrade over a long run). */
+/* The engine's three lookup tables, each one table.h table: order id -> order, (account,
+ * client_order_id) -> order, (book side, price key) -> level. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/table.h"
 
-#define GOLDEN 0x9E3779B97F4A7C15ull
+#define MIN_CAP 1024 /* slots a table starts with (4 KiB) */
 
 uint64_t eng_table_capacity(uint64_t entries)
 {
@@ -15,7 +15,10 @@ uint64_t eng_table_capacity(uint64_t entries)
     return cap;
 }
 
-#define MIN_CAP 1024
+uint64_t eng_table_bytes(uint64_t entries)
+{
+    return 2 * eng_table_capacity(entries) * sizeof(uint32_t);
+}
 
 static void set_cap(eng_table *t, uint64_t cap)
 {
@@ -45,44 +48,7 @@ void eng_table_fini(eng_table *t)
     t->slot = t->spare = NULL;
 }
 
-/* Fibonacci hashing: sequential order ids spread evenly. The other keys are mixed first. */
-static inline uint64_t home(const eng_table *t, uint64_t h)
-{
-    return (h * GOLDEN) >> t->shift;
-}
-
-static inline uint64_t mix2(uint64_t a, uint64_t b)
-{
-    uint64_t h = a * 0xff51afd7ed558ccdull ^ b;
-    h ^= h >> 29;
-    return h * 0xc4ceb9fe1a85ec53ull ^ (h >> 32);
-}
-
-static inline uint64_t hash_id(const tf_engine *e, uint32_t oi)
-{
-    return e->orders[oi].id;
-}
-
-static inline uint64_t hash_client(const tf_engine *e, uint32_t oi)
-{
-    return mix2(e->orders[oi].account, e->orders[oi].coid);
-}
-
-static inline uint64_t hash_level(const tf_engine *e, uint32_t li)
-{
-    return mix2((uint64_t)e->levels[li].key, e->levels[li].tree);
-}
-
-static inline void place(eng_table *t, uint64_t h, uint32_t idx)
-{
-    uint64_t i = home(t, h);
-    while (t->slot[i])
-        i = (i + 1) & t->mask;
-    t->slot[i] = idx;
-}
-
-/* Doubles the table: every entry is placed again in the spare array, which becomes the table. */
-static void grow(tf_engine *e, eng_table *t, uint64_t (*hash)(const tf_engine *, uint32_t))
+void eng_tab_grow(eng_table *t, eng_tab_hash_fn hash, const void *pool)
 {
     uint32_t *old = t->slot;
     uint64_t old_cap = t->mask + 1;
@@ -92,100 +58,109 @@ static void grow(tf_engine *e, eng_table *t, uint64_t (*hash)(const tf_engine *,
     memset(t->slot, 0, (old_cap * 2) * sizeof *t->slot);
     for (uint64_t i = 0; i < old_cap; i++)
         if (old[i])
-            place(t, hash(e, old[i]), old[i]);
+            eng_tab_place(t, hash(pool, old[i]), old[i]);
 }
 
-static inline void insert(tf_engine *e, eng_table *t, uint64_t h, uint32_t idx,
-                          uint64_t (*hash)(const tf_engine *, uint32_t))
+/* ---- the keys ------------------------------------------------------------------------------- */
+
+static inline uint64_t mix2(uint64_t a, uint64_t b)
 {
-    if (++t->count * 4 > t->mask + 1 && t->mask + 1 < t->max_cap) {
-        grow(e, t, hash);
-        h = hash(e, idx);
-    }
-    place(t, h, idx);
+    uint64_t h = a * 0xff51afd7ed558ccdull ^ b;
+    h ^= h >> 29;
+    return h * 0xc4ceb9fe1a85ec53ull ^ (h >> 32);
 }
 
-/* Removes the slot holding idx (present by contract), then shifts later members of its cluster
- * back so that every entry stays reachable from its home without tombstones. */
-static inline void erase(tf_engine *e, eng_table *t, uint64_t h, uint32_t idx,
-                         uint64_t (*hash)(const tf_engine *, uint32_t))
+typedef struct client_key {
+    uint64_t account, coid;
+} client_key;
+
+typedef struct level_key {
+    int64_t key;
+    uint32_t tree;
+} level_key;
+
+/* Order ids are their own hash (handed out in sequence, Fibonacci hashing spreads them). */
+static uint64_t hash_id(const void *pool, uint32_t oi)
 {
-    uint64_t i = home(t, h);
-    while (t->slot[i] != idx)
-        i = (i + 1) & t->mask;
-    uint64_t j = i;
-    for (;;) {
-        j = (j + 1) & t->mask;
-        uint32_t v = t->slot[j];
-        if (!v)
-            break;
-        uint64_t k = home(t, hash(e, v));
-        /* v may move to the hole i when its home k is not cyclically in (i, j]. */
-        if (((j - k) & t->mask) >= ((j - i) & t->mask)) {
-            t->slot[i] = v;
-            i = j;
-        }
-    }
-    t->slot[i] = 0;
-    t->count--;
+    return ((const tf_engine *)pool)->orders[oi].id;
 }
+
+static uint64_t hash_client(const void *pool, uint32_t oi)
+{
+    const eng_order *o = &((const tf_engine *)pool)->orders[oi];
+    return mix2(o->account, o->coid);
+}
+
+static uint64_t hash_level(const void *pool, uint32_t li)
+{
+    const eng_level *l = &((const tf_engine *)pool)->levels[li];
+    return mix2((uint64_t)l->key, l->tree);
+}
+
+static int eq_id(const void *pool, uint32_t oi, const void *key)
+{
+    return ((const tf_engine *)pool)->orders[oi].id == *(const uint64_t *)key;
+}
+
+static int eq_client(const void *pool, uint32_t oi, const void *key)
+{
+    const eng_order *o = &((const tf_engine *)pool)->orders[oi];
+    const client_key *k = key;
+    return o->coid == k->coid && o->account == k->account;
+}
+
+static int eq_level(const void *pool, uint32_t li, const void *key)
+{
+    const eng_level *l = &((const tf_engine *)pool)->levels[li];
+    const level_key *k = key;
+    return l->key == k->key && l->tree == k->tree;
+}
+
+/* ---- the three tables ----------------------------------------------------------------------- */
 
 uint32_t eng_find_id(const tf_engine *e, uint64_t id)
 {
-    const eng_table *t = &e->by_id;
-    for (uint64_t i = home(t, id);; i = (i + 1) & t->mask) {
-        uint32_t v = t->slot[i];
-        if (!v || e->orders[v].id == id)
-            return v;
-    }
+    return eng_tab_find(&e->by_id, id, eq_id, e, &id);
 }
 
 void eng_insert_id(tf_engine *e, uint32_t oi)
 {
-    insert(e, &e->by_id, hash_id(e, oi), oi, hash_id);
+    eng_tab_insert(&e->by_id, hash_id(e, oi), oi, hash_id, e);
 }
 
 void eng_remove_id(tf_engine *e, uint32_t oi)
 {
-    erase(e, &e->by_id, hash_id(e, oi), oi, hash_id);
+    eng_tab_erase(&e->by_id, hash_id(e, oi), oi, hash_id, e);
 }
 
 uint32_t eng_find_client(const tf_engine *e, uint64_t account, uint64_t coid)
 {
-    const eng_table *t = &e->by_client;
-    for (uint64_t i = home(t, mix2(account, coid));; i = (i + 1) & t->mask) {
-        uint32_t v = t->slot[i];
-        if (!v || (e->orders[v].coid == coid && e->orders[v].account == account))
-            return v;
-    }
+    client_key k = {account, coid};
+    return eng_tab_find(&e->by_client, mix2(account, coid), eq_client, e, &k);
 }
 
 void eng_insert_client(tf_engine *e, uint32_t oi)
 {
-    insert(e, &e->by_client, hash_client(e, oi), oi, hash_client);
+    eng_tab_insert(&e->by_client, hash_client(e, oi), oi, hash_client, e);
 }
 
 void eng_remove_client(tf_engine *e, uint32_t oi)
 {
-    erase(e, &e->by_client, hash_client(e, oi), oi, hash_client);
+    eng_tab_erase(&e->by_client, hash_client(e, oi), oi, hash_client, e);
 }
 
 uint32_t eng_find_level(const tf_engine *e, uint32_t tree, int64_t key)
 {
-    const eng_table *t = &e->by_price;
-    for (uint64_t i = home(t, mix2((uint64_t)key, tree));; i = (i + 1) & t->mask) {
-        uint32_t v = t->slot[i];
-        if (!v || (e->levels[v].key == key && e->levels[v].tree == tree))
-            return v;
-    }
+    level_key k = {key, tree};
+    return eng_tab_find(&e->by_price, mix2((uint64_t)key, tree), eq_level, e, &k);
 }
 
 void eng_insert_level(tf_engine *e, uint32_t li)
 {
-    insert(e, &e->by_price, hash_level(e, li), li, hash_level);
+    eng_tab_insert(&e->by_price, hash_level(e, li), li, hash_level, e);
 }
 
 void eng_remove_level(tf_engine *e, uint32_t li)
 {
-    erase(e, &e->by_price, hash_level(e, li), li, hash_level);
+    eng_tab_erase(&e->by_price, hash_level(e, li), li, hash_level, e);
 }

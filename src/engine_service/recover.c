@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,39 +123,89 @@ static int offset_of_record(const char *path, uint64_t keep, uint64_t *off)
     return rc;
 }
 
-/* Applies every record of commands.ofl (commands at or below the engine's last_command_seq are
- * duplicates to it: skipped without events). */
-static int replay(tfv_venue *v, const char *path, tf_engine_sink *sink, uint64_t *applied)
+/* A gateway command (Order, Cancel, ReplaceByClient: docs/engine.md); the gateway events are not
+ * commands. */
+static int is_gateway_command(int kind)
 {
-    tf_journal_map m;
-    int rc = tf_journal_map_open(path, &m);
+    return kind >= TF_OFX_ORDER && kind <= TF_OFX_REPLACE_BY_CLIENT;
+}
+
+/* One record through the venue layer, as the service applied it live: an extension record (a
+ * Keyed command, a gateway command, a risk record) is decoded from the reader's frame, which
+ * views it. */
+static int apply_record(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_msg *m,
+                        tf_engine_sink *sink, uint64_t *applied)
+{
+    tfv_msg vm = {.kind = m->kind, .journal_seq = m->journal_seq, .ofl = *m};
+    int o = tfv_is_ext_kind(vm.kind) ? tfv_decode_reader_frame(r, &vm) : 0;
+    if (!o)
+        o = tfv_apply(v, &vm, sink);
+    if (o < 0)
+        return o;
+    if (o == TF_ENGINE_APPLIED)
+        (*applied)++;
+    return 0;
+}
+
+/* The records a snapshot covers, from the first extension record among them (byte `from`,
+ * journal_seq `from_seq`: tf_journal_first_ext) to byte `to`, where record `records` starts.
+ * Their OFL1 and gateway commands are duplicates to the engine (command_seq <= its
+ * last_command_seq: no event, no change), so they are not handed to it; the venue layer's own
+ * records (Keyed commands of sessions, risk records, CancelOnDisconnect) still go through it, as
+ * in a replay of the whole journal, because the venue's state (sessions, risk) is not in the
+ * snapshot. The open of commands.ofl has just checked every record of this prefix (length, CRC,
+ * journal_seq), so they are found here by their length fields alone: no second CRC walk; and
+ * before the first extension record there is nothing to do at all. */
+static int replay_covered(tfv_venue *v, const tf_journal_map *m, uint64_t from, uint64_t from_seq,
+                          uint64_t to, uint64_t records, tf_engine_sink *sink)
+{
+    tf_journal_reader r;
+    int rc = tf_journal_reader_init(&r, m->data, m->len);
     if (rc)
         return rc;
-    tf_journal_reader r;
-    rc = tf_journal_reader_init(&r, m.data, m.len);
-    enum { BATCH = 256 };
-    tf_ofl_msg *msgs = malloc(BATCH * sizeof *msgs);
-    if (!msgs)
-        rc = TF_E_NOMEM;
-    while (!rc) {
-        int n = tf_journal_reader_next_batch(&r, msgs, BATCH);
-        if (n <= 0)
-            break; /* the journal was cut at its valid prefix when it was opened */
-        for (int i = 0; i < n && !rc; i++) {
-            /* Through the venue layer: an extension record (a Keyed command) ends its batch
-             * and is decoded from the reader's frame. */
-            tfv_msg vm = {.kind = msgs[i].kind, .journal_seq = msgs[i].journal_seq, .ofl = msgs[i]};
-            int o = tfv_is_ext_kind(vm.kind) ? tfv_decode_reader_frame(&r, &vm) : 0;
-            if (!o)
-                o = tfv_apply(v, &vm, sink);
-            if (o < 0)
-                rc = o;
-            else if (o == TF_ENGINE_APPLIED)
-                (*applied)++;
+    if (to > m->len || from < r.pos || from > to)
+        return TF_E_OFL_TORN_RECORD;
+    size_t pos = (size_t)from, end = (size_t)to;
+    uint64_t seq = from_seq, applied = 0;
+    while (pos < end && !rc) {
+        const uint8_t *p = m->data + pos;
+        size_t fsize = 2 + ((size_t)p[0] | (size_t)p[1] << 8);
+        if (fsize + TF_JOURNAL_CRC_LEN > end - pos)
+            return TF_E_OFL_TORN_RECORD; /* not the prefix the open checked */
+        if (tfv_is_ext_kind(p[2]) && !is_gateway_command(p[2])) {
+            tf_ofl_msg msg = {.kind = p[2], .journal_seq = seq};
+            r.frame = p;
+            r.frame_len = fsize;
+            rc = apply_record(v, &r, &msg, sink, &applied);
         }
+        pos += fsize + TF_JOURNAL_CRC_LEN;
+        seq++;
     }
-    free(msgs);
-    tf_journal_map_close(&m);
+    return rc ? rc : seq == records ? 0 : TF_E_OFL_SEQ_GAP;
+}
+
+/* Applies the records of commands.ofl from byte `from` (journal_seq `from_seq`; 0: from the
+ * first record) to its end (commands at or below the engine's last_command_seq are duplicates to
+ * it: skipped without events). The CRC32C check runs ahead on a second thread (tf_journal_pump),
+ * the decode here; the records come in journal order. */
+static int replay(tfv_venue *v, const tf_journal_map *m, uint64_t from, uint64_t from_seq,
+                  tf_engine_sink *sink, uint64_t *applied)
+{
+    tf_journal_reader r;
+    int rc = tf_journal_reader_init(&r, m->data, m->len);
+    if (!rc && from)
+        rc = tf_journal_reader_seek(&r, from, from_seq);
+    tf_journal_pump *p = NULL;
+    if (!rc)
+        rc = tf_journal_pump_open(&r, 256, 0, &p);
+    while (!rc) {
+        const tf_journal_batch *b;
+        if (tf_journal_pump_next(p, &b) <= 0)
+            break; /* the journal was cut at its valid prefix when it was opened */
+        for (int i = 0; i < b->n && !rc; i++)
+            rc = apply_record(v, &b->r, &b->msgs[i], sink, applied);
+    }
+    tf_journal_pump_close(p);
     return rc;
 }
 
@@ -354,23 +405,11 @@ int tfes_snapshot_save(const tf_engine *e, const char *path, const tfes_snap_bin
     return rc;
 }
 
-static int read_whole(const char *path, uint8_t **out, size_t *len)
-{
-    tf_journal_map m; /* any file maps; the copy outlives the mapping */
-    int rc = tf_journal_map_open(path, &m);
-    if (rc)
-        return rc;
-    *len = m.len;
-    *out = malloc(m.len ? m.len : 1);
-    if (*out && m.len)
-        memcpy(*out, m.data, m.len);
-    tf_journal_map_close(&m);
-    return *out ? 0 : TF_E_NOMEM;
-}
-
-/* Why the snapshot's binding does not match commands.ofl (NULL: it matches). */
+/* Why the snapshot's binding does not match commands.ofl (NULL: it matches). On a match,
+ * *tail_off and *tail_seq say where the records after the one it covers start. */
 static const char *bind_mismatch(const uint8_t *t, const char *cmd_path, uint64_t session,
-                                 const tf_journal_recovery *rec)
+                                 const tf_journal_recovery *rec, uint64_t *tail_off,
+                                 uint64_t *tail_seq)
 {
     if (ld64le(t + 8) != session)
         return "it was taken from another journal (another session_id)";
@@ -385,23 +424,31 @@ static const char *bind_mismatch(const uint8_t *t, const char *cmd_path, uint64_
                off + rl <= rec->valid_bytes && ld64le(m.data + off + 3) == seq &&
                ld32le(m.data + off + rl - TF_JOURNAL_CRC_LEN) == ld32le(t + 32);
     tf_journal_map_close(&m);
-    return same ? NULL : "the command record it covers differs in commands.ofl";
+    if (!same)
+        return "the command record it covers differs in commands.ofl";
+    *tail_off = off + rl;
+    *tail_seq = seq + 1;
+    return NULL;
 }
 
-/* The engine from snapshot.tfs when it is bound to this commands.ofl; else NULL after a line on
- * stderr saying why (the caller replays the whole journal). */
+/* The engine from snapshot.tfs when it is bound to this commands.ofl (and where the records it
+ * does not cover start: *tail_off, *tail_seq); else NULL after a line on stderr saying why (the
+ * caller replays the whole journal). The image is read straight from the mapped file (no copy:
+ * the copy's first-touch page faults were a large part of a big snapshot's load). */
 static tf_engine *load_snapshot(const tfes_config *cfg, const char *name, const char *snap_path,
                                 const char *cmd_path, uint64_t session,
-                                const tf_journal_recovery *rec)
+                                const tf_journal_recovery *rec, uint64_t *tail_off,
+                                uint64_t *tail_seq)
 {
-    uint8_t *buf;
-    size_t n;
-    int rc = read_whole(snap_path, &buf, &n);
+    tf_journal_map map; /* any regular file maps */
+    int rc = tf_journal_map_open(snap_path, &map);
     if (rc) {
         fprintf(stderr, "%s: %s: unusable (%s): replaying the whole journal\n", name, snap_path,
                 tf_strerror(rc));
         return NULL;
     }
+    const uint8_t *buf = map.data;
+    size_t n = map.len;
     const uint8_t *t = n >= BIND_LEN ? buf + n - BIND_LEN : buf;
     const char *why = NULL;
     if (n < BIND_LEN || memcmp(t, "TFSB\1\0\0\0", 8))
@@ -415,11 +462,11 @@ static tf_engine *load_snapshot(const tfes_config *cfg, const char *name, const 
     if (why) {
         fprintf(stderr, "%s: %s: unusable (%s): replaying the whole journal\n", name, snap_path,
                 why);
-        free(buf);
+        tf_journal_map_close(&map);
         return NULL;
     }
-    why = bind_mismatch(t, cmd_path, session, rec);
-    free(buf);
+    why = bind_mismatch(t, cmd_path, session, rec, tail_off, tail_seq);
+    tf_journal_map_close(&map);
     if (why) {
         fprintf(stderr, "%s: %s: not used (%s): replaying the whole journal\n", name, snap_path,
                 why);
@@ -491,6 +538,74 @@ static int keep_instruments(const tfes_config *cfg, const char *name, const char
     return rc;
 }
 
+/* events.ofl is opened (checked whole, a damaged tail cut, locked) on a second thread while the
+ * first opens commands.ofl (its own whole-file check) and loads the snapshot: the two walks of a
+ * start overlap, and the events are walked once (the open's check), not twice. Whether the file
+ * is kept (this journal's session) is decided after the join. */
+typedef struct ev_open {
+    const char *path;
+    int present, rc;
+    tf_journal *j;
+    tf_journal_recovery rec;
+} ev_open;
+
+static void *ev_open_main(void *arg)
+{
+    ev_open *x = arg;
+    struct stat st;
+    x->present = stat(x->path, &st) == 0 && st.st_size > 0;
+    if (!x->present)
+        return NULL;
+    tf_journal_opts jo = {.durability = TF_JOURNAL_NONE}; /* session 0: compared after */
+    x->rc = tf_journal_open(x->path, &jo, &x->j, &x->rec);
+    return NULL;
+}
+
+/* commands.ofl opened (damage judged, a torn tail cut), its instrument list kept, and the
+ * snapshot loaded when it is bound to it (*snap, *tail_off, *tail_seq). 0 or an error (printed). */
+static int open_commands(const tfes_config *cfg, const char *name, const char *cmd_path,
+                         const char *snap_path, uint64_t *ids, int *n_ids, tfes_recovered *out,
+                         tf_journal_recovery *rec, int *repairing, tf_engine **snap,
+                         uint64_t *tail_off, uint64_t *tail_seq)
+{
+    /* Damage other than a torn tail stops here, the file untouched (unless --repair-journal);
+     * then its valid prefix is kept and the rest cut. */
+    struct stat st;
+    int existing = stat(cmd_path, &st) == 0 && st.st_size > 0;
+    tf_journal_opts jo = {.durability = TF_JOURNAL_NONE,
+                          .session_id = existing ? 0 : new_session_id(),
+                          .flags = TF_JOURNAL_NO_TRUNCATE};
+    int rc = tf_journal_open(cmd_path, &jo, &out->commands, rec);
+    if (rc && rc == rec->reason && rec->valid_bytes) {
+        /* Damage after the header: judged before anything is cut (the file is untouched). */
+        *repairing = check_commands(cfg, name, cmd_path, rec);
+        if (*repairing < 0)
+            return *repairing;
+        jo.flags = 0;
+        rc = tf_journal_open(cmd_path, &jo, &out->commands, rec);
+    }
+    if (rc) {
+        fprintf(stderr, "%s: %s: %s\n", name, cmd_path, tf_strerror(rc));
+        return rc;
+    }
+    if (rec->reason && !*repairing)
+        fprintf(stderr,
+                "%s: %s: damaged tail cut at byte %llu (journal_seq %llu): %s (a torn tail, "
+                "what an interrupted append leaves); %llu bytes dropped, %llu commands kept\n",
+                name, cmd_path, (unsigned long long)rec->valid_bytes,
+                (unsigned long long)rec->records, tf_strerror(rec->reason),
+                (unsigned long long)(rec->file_bytes - rec->valid_bytes),
+                (unsigned long long)rec->records);
+    out->session_id = tf_journal_header(out->commands)->session_id;
+    rc = keep_instruments(cfg, name, cmd_path, out->session_id, ids, n_ids);
+    if (rc)
+        return rc;
+    if (stat(snap_path, &st) == 0)
+        *snap =
+            load_snapshot(cfg, name, snap_path, cmd_path, out->session_id, rec, tail_off, tail_seq);
+    return 0;
+}
+
 int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
 {
     memset(out, 0, sizeof *out);
@@ -516,41 +631,22 @@ int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
         return n_ids ? n_ids : TF_E_INVALID_ARG;
     }
 
-    /* commands.ofl: damage other than a torn tail stops here, the file untouched (unless
-     * --repair-journal); then its valid prefix is kept and the rest cut. */
-    struct stat st;
-    int existing = stat(cmd_path, &st) == 0 && st.st_size > 0;
-    tf_journal_opts jo = {.durability = TF_JOURNAL_NONE,
-                          .session_id = existing ? 0 : new_session_id(),
-                          .flags = TF_JOURNAL_NO_TRUNCATE};
+    ev_open es = {.path = ev_path};
+    pthread_t ev_thread;
+    int ev_threaded = pthread_create(&ev_thread, NULL, ev_open_main, &es) == 0;
+    if (!ev_threaded)
+        ev_open_main(&es); /* no thread: the same, in turn */
     tf_journal_recovery rec;
-    int repairing = 0, rc = tf_journal_open(cmd_path, &jo, &out->commands, &rec);
-    if (rc && rc == rec.reason && rec.valid_bytes) {
-        /* Damage after the header: judged before anything is cut (the file is untouched). */
-        repairing = check_commands(cfg, name, cmd_path, &rec);
-        if (repairing < 0) {
-            free(ids);
-            return repairing;
-        }
-        jo.flags = 0;
-        rc = tf_journal_open(cmd_path, &jo, &out->commands, &rec);
-    }
+    tf_engine *e = NULL;
+    uint64_t tail_off = 0, tail_seq = 0;
+    int repairing = 0;
+    int rc = open_commands(cfg, name, cmd_path, snap_path, ids, &n_ids, out, &rec, &repairing, &e,
+                           &tail_off, &tail_seq);
+    if (ev_threaded)
+        pthread_join(ev_thread, NULL);
     if (rc) {
-        fprintf(stderr, "%s: %s: %s\n", name, cmd_path, tf_strerror(rc));
-        free(ids);
-        return rc;
-    }
-    if (rec.reason && !repairing)
-        fprintf(stderr,
-                "%s: %s: damaged tail cut at byte %llu (journal_seq %llu): %s (a torn tail, "
-                "what an interrupted append leaves); %llu bytes dropped, %llu commands kept\n",
-                name, cmd_path, (unsigned long long)rec.valid_bytes,
-                (unsigned long long)rec.records, tf_strerror(rec.reason),
-                (unsigned long long)(rec.file_bytes - rec.valid_bytes),
-                (unsigned long long)rec.records);
-    out->session_id = tf_journal_header(out->commands)->session_id;
-    rc = keep_instruments(cfg, name, cmd_path, out->session_id, ids, &n_ids);
-    if (rc) {
+        tf_journal_close(es.j);
+        tf_engine_destroy(e);
         free(ids);
         tfes_recovered_fini(out);
         return rc;
@@ -558,33 +654,24 @@ int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
 
     /* events.ofl: how many of its events are whole and belong to this journal. */
     uint64_t have = 0;
-    if (stat(ev_path, &st) == 0 && st.st_size > 0) {
-        tf_journal_map m;
-        tf_journal_scan_result sr;
-        rc = tf_journal_map_open(ev_path, &m);
-        if (!rc) {
-            tf_journal_scan(m.data, m.len, &sr);
-            tf_journal_map_close(&m);
-        }
-        if (rc || sr.valid_bytes == 0 || sr.header.session_id != out->session_id) {
+    if (es.present) {
+        uint64_t session = es.j ? tf_journal_header(es.j)->session_id : 0;
+        if (es.rc || session != out->session_id) {
             fprintf(stderr, "%s: %s: not the events of this journal (%s): rebuilt\n", name, ev_path,
-                    rc               ? tf_strerror(rc)
-                    : sr.valid_bytes ? "another session"
-                                     : "header");
+                    es.rc ? tf_strerror(es.rc) : "another session");
+            tf_journal_close(es.j);
+            es.j = NULL;
             unlink(ev_path);
         } else {
-            have = sr.records;
-            if (sr.error)
+            have = es.rec.records;
+            if (es.rec.reason)
                 fprintf(stderr, "%s: %s: damaged tail cut after %llu events: %s\n", name, ev_path,
-                        (unsigned long long)sr.records, tf_strerror(sr.error));
+                        (unsigned long long)es.rec.records, tf_strerror(es.rec.reason));
         }
-        rc = 0;
     }
 
     /* The engine: from the snapshot when it is usable, else empty. */
-    tf_engine *e = NULL;
-    if (stat(snap_path, &st) == 0 &&
-        (e = load_snapshot(cfg, name, snap_path, cmd_path, out->session_id, &rec))) {
+    if (e) {
         tf_engine_counters c;
         tf_engine_get_counters(e, &c);
         const char *why = NULL;
@@ -602,6 +689,7 @@ int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
         }
     }
     if (!e) {
+        tail_off = tail_seq = 0;
         tf_engine_config ec = {.size = sizeof ec,
                                .instruments = ids,
                                .n_instruments = (uint32_t)n_ids,
@@ -611,6 +699,7 @@ int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
         if (rc) {
             fprintf(stderr, "%s: cannot create the engine: %s\n", name, tf_strerror(rc));
             free(ids);
+            tf_journal_close(es.j);
             tfes_recovered_fini(out);
             return rc;
         }
@@ -618,22 +707,34 @@ int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
     free(ids);
     out->engine = e;
     if ((rc = tfv_open(e, &out->venue))) {
+        tf_journal_close(es.j);
         tfes_recovered_fini(out);
         return rc;
     }
 
-    /* Replay; events past `have` are appended as they come. */
-    replay_ctx rctx = {.ev_path = ev_path, .session_id = out->session_id, .have = have};
+    /* Replay; events past `have` are appended as they come. From a snapshot: the venue's records
+     * among those it covers, then the records after it; else every record. */
+    replay_ctx rctx = {
+        .ev_path = ev_path, .session_id = out->session_id, .have = have, .events = es.j};
     enum { SINK = 4096 };
     tf_ofl_msg *evbuf = malloc(SINK * sizeof *evbuf);
     if (!evbuf) {
+        tf_journal_close(es.j);
         tfes_recovered_fini(out);
         return TF_E_NOMEM;
     }
     tf_engine_sink sink = {.ev = evbuf, .cap = SINK, .flush = replay_sink, .ctx = &rctx};
-    rc = replay(out->venue, cmd_path, &sink, &out->replayed);
+    tf_journal_map cm;
+    uint64_t ext_off, ext_seq;
+    rc = tf_journal_map_open(cmd_path, &cm);
+    if (!rc && tail_off && tf_journal_first_ext(out->commands, &ext_off, &ext_seq) == 1 &&
+        ext_off < tail_off)
+        rc = replay_covered(out->venue, &cm, ext_off, ext_seq, tail_off, tail_seq, &sink);
+    if (!rc)
+        rc = replay(out->venue, &cm, tail_off, tail_seq, &sink, &out->replayed);
     if (!rc && sink.n)
         rc = replay_sink(&rctx, evbuf, sink.n);
+    tf_journal_map_close(&cm);
     free(evbuf);
     if (rc) {
         fprintf(stderr, "%s: replaying %s: %s\n", name, cmd_path,
@@ -646,6 +747,10 @@ int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
     tf_engine_counters c;
     tf_engine_get_counters(e, &c);
     uint64_t total = c.next_event_seq - 1;
+    if (rctx.events && have > total) { /* opened before the replay, which appended nothing */
+        tf_journal_close(rctx.events);
+        rctx.events = NULL;
+    }
     if (!rctx.events) {
         if (have > total) {
             uint64_t off = 0;

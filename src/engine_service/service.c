@@ -561,8 +561,9 @@ static int on_events(void *ctx, const tf_ofl_msg *ev, size_t n)
         }
         m.journal_seq = seq;
         if (s->sender && (rc = held_event_msg(s, s->sender, &m, js.bytes)))
-            return rc;                                 /* (no sender: a cancel-on-disconnect) */
-        if (s->feed && m.kind != TFV_VENUE_REJECTED) { /* OFL1 datagrams carry OFL1 kinds */
+            return rc; /* (no sender: a cancel-on-disconnect) */
+        /* OFL1 datagrams carry OFL1 kinds only: no VenueRejected, no gateway report */
+        if (s->feed && m.kind != TFV_VENUE_REJECTED && !tf_ofx_is_gateway_kind(m.kind)) {
             m.session_id = s->r.session_id;
             if ((rc = feed_push(s, &m)))
                 return rc;
@@ -585,6 +586,27 @@ static int on_events(void *ctx, const tf_ofl_msg *ev, size_t n)
                     return rc;
             }
             rc = touch(s, m.kind, m.trade.maker_order_id, m.trade.taker_order_id);
+            break;
+        }
+        /* The gateway reports route as their OFL1 counterparts (update_routes reads the OFL1
+         * kind): a Fill goes to the maker's connection too, like a Trade. */
+        case TF_OFX_ACCEPTED:
+            rc = touch(s, TF_OFL_ACCEPTED, m.accepted_ex.order_id, 0);
+            break;
+        case TF_OFX_REPLACED:
+            rc = touch(s, TF_OFL_REPLACED, m.replaced_ex.order_id, 0);
+            break;
+        case TF_OFX_CANCELED:
+            rc = touch(s, TF_OFL_CANCELED, m.canceled_ex.order_id, 0);
+            break;
+        case TF_OFX_FILL: {
+            uint64_t owner;
+            if (route_get(s, m.fill.maker_order_id, &owner)) {
+                es_conn *maker = owner_conn(s, owner);
+                if (maker && maker != s->sender && (rc = held_event_msg(s, maker, &m, js.bytes)))
+                    return rc;
+            }
+            rc = touch(s, TF_OFL_TRADE, m.fill.maker_order_id, m.fill.taker_order_id);
             break;
         }
         default:
@@ -653,6 +675,7 @@ static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd, uint64_t client_
     if (rc == TFV_STALE) {
         uint64_t coid = cmd->kind == TF_OFL_NEW_LIMIT    ? cmd->new_limit.client_order_id
                         : cmd->kind == TF_OFL_NEW_MARKET ? cmd->new_market.client_order_id
+                        : cmd->kind == TF_OFX_ORDER      ? cmd->order.client_order_id
                                                          : 0;
         refuse(s, ec, coid, TFV_REASON_STALE_CLIENT_SEQ);
         return;
@@ -675,6 +698,7 @@ static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd, uint64_t client_
     }
     s->sender = ec;
     tf_engine_sink sink = {.ev = s->sink_buf, .cap = SINK_EVENTS, .flush = on_events, .ctx = s};
+    /* Every command through the venue (its risk rules), as recovery replays it (recover.c). */
     rc = tfv_apply(s->r.venue, &rec, &sink);
     if (rc >= 0 && sink.n)
         rc = on_events(s, s->sink_buf, sink.n);
@@ -1007,35 +1031,44 @@ static int es_frame(tfn_conn *c, int where)
         return keyed_frame(s, c, ec);
     if (kind == TFV_KILL_SWITCH && ec->sess)
         return kill_frame(s, c, ec);
-    int psize = tf_ofl_payload_size((int)kind);
+    int psize = tf_ofx_payload_size((int)kind); /* OFL1 and gateway kinds */
     char what[128];
     if (psize < 0) {
         snprintf(what, sizeof what, "%s kind 0x%02x",
                  psize == TF_E_OFL_RESERVED_KIND ? "reserved" : "unknown", kind);
         return bad_frame(c, ec, what);
     }
-    if (kind < TF_OFL_NEW_LIMIT || kind > TF_OFL_REPLACE) {
+    if (!tfv_is_command((int)kind)) {
         snprintf(what, sizeof what, "%s (kind 0x%02x) sent as a command",
                  kind == TF_OFL_HEARTBEAT ? "a Heartbeat" : "an event", kind);
         return bad_frame(c, ec, what);
     }
     if (ec->frame_len - TF_OFL_FRAME_HEADER_LEN != (size_t)psize) {
         snprintf(what, sizeof what, "%s (kind 0x%02x) with %u payload bytes, not %d",
-                 tf_ofl_kind_name((int)kind), kind,
+                 tf_ofx_kind_name((int)kind), kind,
                  (unsigned)(ec->frame_len - TF_OFL_FRAME_HEADER_LEN), psize);
         return bad_frame(c, ec, what);
     }
     tf_ofl_msg cmd;
-    int rc = tf_ofl_frame_decode(f, ec->frame_len, &cmd);
+    int rc = tf_ofx_frame_decode(f, ec->frame_len, &cmd);
     if (rc == TF_E_OFL_INVALID_SIDE) {
         /* A whole, well-framed command that does not decode: never journaled; the sender gets
-         * Rejected(Other) with event_seq 0 and command_seq 0, then Heartbeat(0). */
-        uint64_t coid = 0;
-        if (kind == TF_OFL_NEW_LIMIT || kind == TF_OFL_NEW_MARKET)
+         * Rejected(Other) with event_seq 0 and command_seq 0, then Heartbeat(0); for a gateway
+         * Order, RejectedEx(Other) with its account and client_order_id. */
+        uint64_t coid = 0, account = 0;
+        if (kind == TF_OFL_NEW_LIMIT || kind == TF_OFL_NEW_MARKET || kind == TF_OFX_ORDER)
             memcpy(&coid, f + TF_OFL_FRAME_HEADER_LEN + 16, 8); /* client_order_id, LE */
+        if (kind == TF_OFX_ORDER)
+            memcpy(&account, f + TF_OFL_FRAME_HEADER_LEN + 8, 8); /* account_id, LE */
         tf_ofl_msg rej = {.kind = TF_OFL_REJECTED};
         rej.rejected.client_order_id = le64toh(coid);
         rej.rejected.reason = TF_OFL_REASON_OTHER;
+        if (kind == TF_OFX_ORDER) {
+            rej = (tf_ofl_msg){.kind = TF_OFX_REJECTED};
+            rej.rejected_ex.account_id = le64toh(account);
+            rej.rejected_ex.client_order_id = le64toh(coid);
+            rej.rejected_ex.reason = TF_OFL_REASON_OTHER;
+        }
         if (held_msg(s, ec, &rej) || held_heartbeat(s, ec, 0))
             return -1;
         tfn_conn_log(c, "conn %llu (%s): %s: answered Rejected(Other)", (unsigned long long)ec->id,
@@ -1044,7 +1077,7 @@ static int es_frame(tfn_conn *c, int where)
     }
     if (rc < 0) {
         snprintf(what, sizeof what, "%s (kind 0x%02x) does not decode: %s",
-                 tf_ofl_kind_name((int)kind), kind, tf_strerror(rc));
+                 tf_ofx_kind_name((int)kind), kind, tf_strerror(rc));
         return bad_frame(c, ec, what);
     }
     apply_command(s, ec, &cmd, 0);
@@ -1175,6 +1208,7 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         .frames_per_turn = cfg->durability == TF_JOURNAL_EVERY ? 16 : 512,
         .workers = 0,
         .drain_on_stop = 1,
+        .tls = cfg->tls,
         .before_sleep = before_sleep,
         .ud = s,
     };

@@ -1,6 +1,7 @@
 /* The CRC-checked OFL1 journal: appender with durability policies, reader, recovery. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ struct tf_journal {
     uint64_t file_off;       /* bytes handed to the kernel */
     uint64_t oldest_pending; /* CLOCK_MONOTONIC ns of the oldest record not yet durable */
     tf_journal_stats stats;
+    uint64_t ext_off, ext_seq; /* the first extension record the open found (UINT64_MAX: none) */
     size_t staged;
     uint8_t stage[STAGE_BYTES];
 };
@@ -112,13 +114,13 @@ struct walk {
 
 typedef uint32_t (*crc_fn)(const uint8_t *p, size_t n);
 
-/* One record at w->pos: 1, 0 at the end, or the reason it is not valid (w unchanged then). */
-static inline __attribute__((always_inline)) int step(struct walk *w, tf_ofl_msg *msg, crc_fn crc)
+/* Length and CRC of the record at pos: its size, or the reason (the walk's and the pump's checks,
+ * in this order). */
+static inline __attribute__((always_inline)) long check_one(const uint8_t *b, size_t len,
+                                                            size_t pos, crc_fn crc)
 {
-    size_t rem = w->len - w->pos;
-    if (rem == 0)
-        return 0;
-    const uint8_t *p = w->base + w->pos;
+    size_t rem = len - pos;
+    const uint8_t *p = b + pos;
     if (rem < 2)
         return TF_E_OFL_TORN_RECORD;
     size_t flen = ofl_ld16(p);
@@ -131,6 +133,20 @@ static inline __attribute__((always_inline)) int step(struct walk *w, tf_ofl_msg
         return TF_E_OFL_TORN_RECORD;
     if (crc(p, fsize) != ofl_ld32(p + fsize))
         return TF_E_OFL_CRC_MISMATCH;
+    return (long)(fsize + TF_JOURNAL_CRC_LEN);
+}
+
+/* One record at w->pos: 1, 0 at the end, or the reason it is not valid (w unchanged then). */
+static inline __attribute__((always_inline)) int step(struct walk *w, tf_ofl_msg *msg, crc_fn crc)
+{
+    size_t rem = w->len - w->pos;
+    if (rem == 0)
+        return 0;
+    long n = check_one(w->base, w->len, w->pos, crc);
+    if (n < 0)
+        return (int)n;
+    const uint8_t *p = w->base + w->pos;
+    size_t fsize = (size_t)n - TF_JOURNAL_CRC_LEN;
     if (ofl_ld64(p + 3) != w->next_seq) {
         /* A frame that does not decode is the more precise reason; *msg stays untouched. */
         tf_ofl_msg scratch;
@@ -195,7 +211,8 @@ static int walk_sw(tf_journal_reader *r, tf_ofl_msg *msgs, size_t max, size_t st
  * counter, no per-word branch. Records at different positions are independent, so the
  * out-of-order core overlaps one record's crc32 chain with the next record's. */
 _Static_assert(TF_OFL_MAX_FRAME == 128, "crc_hw unrolls 16 words");
-__attribute__((target("sse4.2"))) static inline uint32_t crc_hw(const uint8_t *p, size_t n)
+__attribute__((target("sse4.2"), always_inline)) static inline uint32_t crc_hw(const uint8_t *p,
+                                                                               size_t n)
 {
     uint64_t c = 0xffffffffu;
     const uint8_t *e = p + (n & ~(size_t)7);
@@ -324,10 +341,245 @@ int tf_journal_reader_skip(tf_journal_reader *r)
     return 1;
 }
 
-int tf_journal_scan(const void *buf, size_t len, tf_journal_scan_result *res)
+int tf_journal_reader_seek(tf_journal_reader *r, uint64_t offset, uint64_t journal_seq)
+{
+    if (!r)
+        return TF_E_NULL_ARG;
+    if (!r->base && r->len)
+        return r->error ? r->error : TF_E_INVALID_ARG;
+    if (r->pos == 0) /* init failed (a bad header): nothing to walk */
+        return r->error ? r->error : TF_E_INVALID_ARG;
+    if (offset < TF_OFL_JOURNAL_HEADER_LEN || offset > r->len)
+        return TF_E_INVALID_ARG;
+    r->pos = (size_t)offset;
+    r->next_seq = journal_seq;
+    r->frame = NULL;
+    r->frame_len = 0;
+    r->error = 0;
+    return 0;
+}
+
+/* ---- pump: the CRC walk on a second thread ------------------------------------------------- */
+
+/* The walker thread checks each record's length and CRC32C (the costly part of the walk, and
+ * the first touch of each mapped page) and publishes how far the checked prefix reaches
+ * (`checked`); it runs ahead freely (it only reads). The caller's tf_journal_pump_next walks
+ * the same records with the same code (walk_n: lengths, journal_seq, decode, extension records)
+ * but with the CRC comparison replaced by a trusted one, over a view of the image cut at the
+ * checked prefix; where that view ends, the walker's verdict applies: more to come, the end, or
+ * the reason (torn, length, CRC) at exactly that record. step() checks the CRC before the
+ * journal_seq and the decode, so a record the walker fails is never one the caller decodes:
+ * the stops are the single-threaded walk's. The decoded records stay on the caller's core (a
+ * first version handed decoded batches across cores, and the cache-line transfers cost more
+ * than the decode saved). */
+struct tf_journal_pump {
+    /* Read only after open. */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t more;
+    const uint8_t *base;
+    size_t len, start;
+    /* Written by the walker (each on a line of its own: the caller writes its reader for every
+     * batch, and a shared line would bounce between the cores at every record). */
+    _Alignas(64) size_t checked; /* atomic: records in [start, checked) are whole, good CRC */
+    int done;                    /* atomic: the walker stopped at `checked`, for `reason` */
+    int reason;                  /* (0: the end) */
+    _Alignas(64) int waiting;    /* atomic, the caller's: it sleeps on `more` */
+    int stop;                    /* atomic, close's: the walker is to stop (-1: no walker) */
+    /* The caller's. */
+    _Alignas(64) int ended; /* the caller's walk has ended (the last batch is repeated) */
+    int batch;
+    unsigned flags;
+    tf_journal_reader r;
+    tf_journal_batch out;
+    tf_ofl_msg *msgs;
+};
+
+static uint32_t crc_trusted(const uint8_t *p, size_t n)
+{
+    return ofl_ld32(p + n); /* the walker has compared it */
+}
+
+static int walk_trusted(tf_journal_reader *r, tf_ofl_msg *msgs, size_t max)
+{
+    if (r->error)
+        return r->error;
+    return walk_n(r, msgs, max, 1, crc_trusted);
+}
+
+static void publish(tf_journal_pump *p, size_t pos, int done, int reason)
+{
+    p->reason = reason;
+    __atomic_store_n(&p->checked, pos, __ATOMIC_SEQ_CST);
+    if (done)
+        __atomic_store_n(&p->done, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&p->waiting, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_signal(&p->more);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+/* Publishes every PUBLISH_EVERY records: often enough that the caller's first batch need not
+ * wait long, rarely enough that the shared line is not contended. */
+#define PUBLISH_EVERY 512
+
+static inline __attribute__((always_inline)) void check_all(tf_journal_pump *p, crc_fn crc)
+{
+    const uint8_t *base = p->base;
+    size_t pos = p->start, len = p->len;
+    for (unsigned k = 1;; k++) {
+        if (pos == len) {
+            publish(p, pos, 1, 0);
+            return;
+        }
+        long n = check_one(base, len, pos, crc);
+        if (n < 0) {
+            publish(p, pos, 1, (int)n);
+            return;
+        }
+        pos += (size_t)n;
+        if (k % PUBLISH_EVERY == 0) {
+            publish(p, pos, 0, 0);
+            if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED))
+                return;
+        }
+    }
+}
+
+static void check_all_sw(tf_journal_pump *p)
+{
+    check_all(p, crc_sw);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static void check_all_hw(tf_journal_pump *p)
+{
+    check_all(p, crc_hw);
+}
+#else
+#define check_all_hw check_all_sw
+#endif
+
+static void *pump_main(void *arg)
+{
+    tf_journal_pump *p = arg;
+    if (tfo_crc32c_hw_available())
+        check_all_hw(p);
+    else
+        check_all_sw(p);
+    return NULL;
+}
+
+int tf_journal_pump_open(const tf_journal_reader *from, int batch, unsigned flags,
+                         tf_journal_pump **out)
+{
+    if (!from || !out)
+        return TF_E_NULL_ARG;
+    *out = NULL;
+    if (batch < 1 || batch > 65536 || (flags & ~TF_JOURNAL_PUMP_SKIP))
+        return TF_E_INVALID_ARG;
+    size_t psize = (sizeof(tf_journal_pump) + 63) & ~(size_t)63;
+    tf_journal_pump *p = aligned_alloc(64, psize);
+    if (!p)
+        return TF_E_NOMEM;
+    memset(p, 0, psize);
+    p->msgs = malloc((size_t)batch * sizeof *p->msgs);
+    if (!p->msgs) {
+        free(p);
+        return TF_E_NOMEM;
+    }
+    p->batch = batch;
+    p->flags = flags;
+    p->r = *from;
+    p->base = from->base;
+    p->len = from->len;
+    p->start = p->checked = from->pos;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->more, NULL);
+    if (from->pos == 0 || from->error) { /* nothing to check: the caller's walk says why */
+        p->done = 1;
+        p->thread = pthread_self();
+        p->stop = -1; /* no thread to join */
+    } else {
+        int rc = pthread_create(&p->thread, NULL, pump_main, p);
+        if (rc) {
+            pthread_mutex_destroy(&p->mu);
+            pthread_cond_destroy(&p->more);
+            free(p->msgs);
+            free(p);
+            return -rc;
+        }
+    }
+    *out = p;
+    return 0;
+}
+
+int tf_journal_pump_next(tf_journal_pump *p, const tf_journal_batch **out)
+{
+    if (!p || !out)
+        return TF_E_NULL_ARG;
+    tf_journal_batch *b = &p->out;
+    *out = b;
+    if (p->ended)
+        return b->n;
+    for (;;) {
+        int done = __atomic_load_n(&p->done, __ATOMIC_SEQ_CST);
+        size_t checked = __atomic_load_n(&p->checked, __ATOMIC_SEQ_CST);
+        p->r.len = checked; /* the view: only what the walker has checked */
+        int n = walk_trusted(&p->r, p->msgs, (size_t)p->batch);
+        p->r.len = p->len;
+        if (n == 0 && p->r.error == 0) {
+            if (!done) { /* at the checked end, the walker still going: wait for it */
+                pthread_mutex_lock(&p->mu);
+                __atomic_store_n(&p->waiting, 1, __ATOMIC_SEQ_CST);
+                while (__atomic_load_n(&p->checked, __ATOMIC_SEQ_CST) == p->r.pos &&
+                       !__atomic_load_n(&p->done, __ATOMIC_SEQ_CST))
+                    pthread_cond_wait(&p->more, &p->mu);
+                __atomic_store_n(&p->waiting, 0, __ATOMIC_SEQ_CST);
+                pthread_mutex_unlock(&p->mu);
+                continue;
+            }
+            n = p->reason; /* the walker's verdict on the record at r.pos: 0 is the end */
+            if (n)
+                p->r.error = n;
+        }
+        b->skipped = 0;
+        if (n < 0 && (p->flags & TF_JOURNAL_PUMP_SKIP) && tf_journal_reader_skip(&p->r) == 1)
+            b->skipped = 1;
+        b->n = b->skipped ? 0 : n;
+        b->msgs = p->msgs;
+        b->r = p->r;
+        if (b->skipped || n > 0)
+            return 1;
+        p->ended = 1;
+        return n;
+    }
+}
+
+void tf_journal_pump_close(tf_journal_pump *p)
+{
+    if (!p)
+        return;
+    if (p->stop != -1) {
+        __atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
+        pthread_join(p->thread, NULL);
+    }
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->more);
+    free(p->msgs);
+    free(p);
+}
+
+/* tf_journal_scan, also noting where the first extension record is (ext_off UINT64_MAX: none).
+ * An extension record ends its batch (walk_n), so it is always the last record of one. */
+static int scan_image(const void *buf, size_t len, tf_journal_scan_result *res, uint64_t *ext_off,
+                      uint64_t *ext_seq)
 {
     memset(res, 0, sizeof *res);
     res->total_bytes = len;
+    *ext_off = UINT64_MAX;
+    *ext_seq = 0;
     tf_journal_reader r;
     int rc = tf_journal_reader_init(&r, buf, len);
     if (rc == 0) {
@@ -336,13 +588,22 @@ int tf_journal_scan(const void *buf, size_t len, tf_journal_scan_result *res)
          * store/load address aliasing with the mapped data); with the window, 3.6 steadily. */
         tf_ofl_msg m[16];
         while ((rc = walk(&r, m, 16, 1)) > 0)
-            ;
+            if (*ext_off == UINT64_MAX && TF_JOURNAL_EXT_KIND(m[rc - 1].kind)) {
+                *ext_off = (uint64_t)(r.frame - r.base);
+                *ext_seq = r.next_seq - 1;
+            }
     }
     res->error = rc;
     res->records = r.next_seq;
     res->valid_bytes = r.pos;
     res->header = r.header;
     return rc;
+}
+
+int tf_journal_scan(const void *buf, size_t len, tf_journal_scan_result *res)
+{
+    uint64_t off, seq;
+    return scan_image(buf, len, res, &off, &seq);
 }
 
 int tf_journal_map_open(const char *path, tf_journal_map *m)
@@ -545,6 +806,15 @@ int tf_journal_append_frame(tf_journal *j, const void *frame, size_t len)
     return after_append(j);
 }
 
+int tf_journal_first_ext(const tf_journal *j, uint64_t *offset, uint64_t *journal_seq)
+{
+    if (!j || !offset || !journal_seq)
+        return TF_E_NULL_ARG;
+    *offset = j->ext_off;
+    *journal_seq = j->ext_seq;
+    return j->ext_off != UINT64_MAX;
+}
+
 uint64_t tf_journal_next_seq(const tf_journal *j)
 {
     return j ? j->next_seq : 0;
@@ -611,7 +881,7 @@ static int recover(tf_journal *j, const tf_journal_opts *o, size_t size, tf_jour
     if (p == MAP_FAILED)
         return -errno;
     tf_journal_scan_result s;
-    tf_journal_scan(p, size, &s);
+    scan_image(p, size, &s, &j->ext_off, &j->ext_seq);
     munmap(p, size);
     if (s.valid_bytes == 0) /* the header itself is bad: not ours to touch */
         return s.error;
@@ -657,6 +927,7 @@ int tf_journal_open(const char *path, const tf_journal_opts *opts, tf_journal **
     if (!j)
         return TF_E_NOMEM;
     memset(j, 0, offsetof(tf_journal, stage));
+    j->ext_off = UINT64_MAX;
     j->durability = o.durability;
     j->group_max_frames = o.group_max_frames ? o.group_max_frames : DEFAULT_GROUP_FRAMES;
     j->group_max_ns = (uint64_t)(o.group_max_us ? o.group_max_us : DEFAULT_GROUP_US) * 1000u;

@@ -137,6 +137,30 @@ typedef struct tfo_field {
  * kind. */
 const tfo_field *tfo_kind_fields(int kind);
 
+/* ---- the gateway extension kinds (ext.c) ----------------------------------------------------
+ *
+ * Every gateway struct has the wire's layout for its LEN bytes (all u64/i64 fields, then the u8
+ * fields, no hole: static assertions in ext.c), so a payload moves in one copy. The byte fields
+ * `journal dump`, the tests and the fuzz target print or check, by kind: */
+enum {
+    OFL_T_U8 = OFL_T_REASON + 1, /* a plain byte (Order/AcceptedEx flags) */
+    OFL_T_TYPE,                  /* tf_ofx_type */
+    OFL_T_TIF,                   /* tf_ofx_tif */
+    OFL_T_CANCEL_REASON,         /* tf_ofx_cancel_reason */
+    OFL_T_EX_REASON              /* RejectedEx.reason: tf_ofl_reason or TF_OFX_REASON_* */
+};
+#define OFX_MAX_FIELDS 16
+/* The fields of a gateway kind in wire order (the list ends with a NULL name; offsets are from
+ * the start of the union), or NULL for any other byte. */
+const tfo_field *tfo_ofx_kind_fields(int kind);
+/* Names of the gateway byte fields, or NULL outside the set: "Limit"/"Market", "GTC"/"IOC"/
+ * "FOK", "Requested"/"Unfilled"/"NotFillable"/"SelfTrade"/"Account", and a RejectedEx reason
+ * (the OFL1 names, "WouldCross", "InvalidTif"). */
+const char *tfo_ofx_type_name(int type);
+const char *tfo_ofx_tif_name(int tif);
+const char *tfo_ofx_cancel_reason_name(int reason);
+const char *tfo_ofx_reject_reason_name(int reason);
+
 /* The ordered error of a frame/datagram the fast path refused (codec.c, kept out of line). */
 int tfo_frame_error(const uint8_t *b, size_t len);
 int tfo_datagram_error(const uint8_t *b, size_t len);

@@ -1,6 +1,8 @@
 /* The venue extension codec (docs/venue.md, "Extension records"): every OFL1 kind through the
- * OFL1 codec, plus the extension kinds, in the same stream-frame envelope (u16 frame_len, u8
- * kind, u64 journal_seq, payload). Every length is checked before a byte of the payload is read.
+ * OFL1 codec, the gateway kinds (0x14-0x16, 0x91-0x95) through the extension codec (tf_ofx_*),
+ * plus the venue's own kinds, in the same stream-frame envelope (u16 frame_len, u8 kind, u64
+ * journal_seq, payload). A Keyed record wraps an OFL1 command (0x01-0x05) or a gateway command
+ * (0x14-0x16). Every length is checked before a byte of the payload is read.
  */
 #include <endian.h>
 #include <string.h>
@@ -25,24 +27,27 @@ int tfv_is_ext_kind(int kind)
     return (kind >= 0x10 && kind <= 0x1F) || (kind >= 0x90 && kind <= 0x9F);
 }
 
-static int is_command(int kind)
+int tfv_is_command(int kind)
 {
-    return kind >= TF_OFL_NEW_LIMIT && kind <= TF_OFL_REPLACE;
+    return (kind >= TF_OFL_NEW_LIMIT && kind <= TF_OFL_REPLACE) ||
+           (kind >= TF_OFX_ORDER && kind <= TF_OFX_REPLACE_BY_CLIENT);
 }
 
 int tfv_payload_size(int kind, int inner_kind)
 {
     switch (kind) {
     case TFV_KEYED: {
-        if (!is_command(inner_kind))
+        if (!tfv_is_command(inner_kind))
             return TF_E_OFL_UNKNOWN_KIND;
-        return TFV_KEYED_HEAD_LEN + tf_ofl_payload_size(inner_kind);
+        return TFV_KEYED_HEAD_LEN + tf_ofx_payload_size(inner_kind);
     }
     case TFV_VENUE_REJECTED:
         return TF_OFL_REJECTED_LEN;
     default:
         if (tfv_risk_kind(kind))
             return tfv_risk_payload_size(kind);
+        if (tf_ofx_is_gateway_kind(kind))
+            return tf_ofx_payload_size(kind);
         return tfv_is_ext_kind(kind) ? TF_E_OFL_UNKNOWN_KIND : tf_ofl_payload_size(kind);
     }
 }
@@ -55,7 +60,7 @@ const char *tfv_kind_name(int kind)
     case TFV_VENUE_REJECTED:
         return "VenueRejected";
     default:
-        return tfv_risk_kind(kind) ? tfv_risk_kind_name(kind) : tf_ofl_kind_name(kind);
+        return tfv_risk_kind(kind) ? tfv_risk_kind_name(kind) : tf_ofx_kind_name(kind);
     }
 }
 
@@ -89,7 +94,8 @@ static int venue_reason_ok(int reason)
     return reason >= 16 && reason < 255 && tfv_reason_name(reason) != NULL;
 }
 
-/* An OFL1 frame of `kind` around payload[0..n), decoded by the OFL1 codec into *out. */
+/* An OFL1 or gateway frame of `kind` around payload[0..n), decoded by the extension codec (the
+ * OFL1 codec for OFL1 kinds) into *out. */
 static int decode_inner(int kind, const uint8_t *payload, size_t n, tf_ofl_msg *out)
 {
     uint8_t f[TF_OFL_MAX_FRAME];
@@ -100,7 +106,7 @@ static int decode_inner(int kind, const uint8_t *payload, size_t n, tf_ofl_msg *
     f[2] = (uint8_t)kind;
     memset(f + 3, 0, 8);
     memcpy(f + TF_OFL_FRAME_HEADER_LEN, payload, n);
-    int rc = tf_ofl_frame_decode(f, n + TF_OFL_FRAME_HEADER_LEN, out);
+    int rc = tf_ofx_frame_decode(f, n + TF_OFL_FRAME_HEADER_LEN, out);
     return rc < 0 ? rc : 0;
 }
 
@@ -140,6 +146,8 @@ static int decode_ext(const uint8_t *p, size_t fsize, tfv_msg *out)
         rc = decode_inner(TF_OFL_REJECTED, pl2, n, &m.ofl);
         m.ofl.kind = TFV_VENUE_REJECTED;
         m.ofl.rejected.reason = (uint8_t)reason;
+    } else if (tf_ofx_is_gateway_kind(kind)) { /* the extension codec's */
+        rc = tf_ofx_frame_decode(p, fsize, &m.ofl);
     } else if (tfv_risk_kind(kind)) { /* risk.h: checked whole, kept raw */
         if ((rc = tfv_risk_payload_check(kind, pl, n)))
             return rc;
@@ -182,11 +190,12 @@ int tfv_decode(const void *buf, size_t len, tfv_msg *out)
     return decode_ext(p, 2 + flen, out);
 }
 
-/* An OFL1 message's payload, encoded by the OFL1 codec, into pl (returns its length). */
+/* An OFL1 or gateway message's payload, encoded by the extension codec, into pl (returns its
+ * length). */
 static int encode_inner(const tf_ofl_msg *m, uint8_t *pl, size_t cap)
 {
     uint8_t f[TF_OFL_MAX_FRAME];
-    int n = tf_ofl_frame_encode(f, sizeof f, m);
+    int n = tf_ofx_frame_encode(f, sizeof f, m);
     if (n < 0)
         return n;
     size_t pn = (size_t)n - TF_OFL_FRAME_HEADER_LEN;
@@ -208,7 +217,7 @@ int tfv_encode_event(void *buf, size_t cap, const tf_ofl_msg *ev)
     if (!buf || !ev)
         return TF_E_NULL_ARG;
     if (ev->kind != TFV_VENUE_REJECTED)
-        return tf_ofl_frame_encode(buf, cap, ev);
+        return tf_ofx_frame_encode(buf, cap, ev); /* OFL1 and gateway events */
     if (!venue_reason_ok(ev->rejected.reason))
         return TF_E_OFL_INVALID_REASON;
     tf_ofl_msg r = *ev;
@@ -237,23 +246,23 @@ int tfv_encode(void *buf, size_t cap, const tfv_msg *msg)
         return rc ? rc : put_frame(buf, cap, msg->kind, msg->journal_seq, msg->risk, msg->risk_len);
     }
     if (msg->kind != TFV_KEYED) {
-        if (tfv_is_ext_kind(msg->kind))
+        if (tfv_is_ext_kind(msg->kind) && !tf_ofx_is_gateway_kind(msg->kind))
             return TF_E_OFL_UNKNOWN_KIND;
         tf_ofl_msg m = msg->ofl;
         m.kind = msg->kind;
         m.journal_seq = msg->journal_seq;
-        return tf_ofl_frame_encode(buf, cap, &m);
+        return tf_ofx_frame_encode(buf, cap, &m);
     }
-    if (!is_command(msg->ofl.kind))
+    if (!tfv_is_command(msg->ofl.kind))
         return TF_E_OFL_UNKNOWN_KIND;
     if (msg->flags & ~TFV_KEYED_FLAGS)
         return TF_E_BAD_INPUT;
-    uint8_t pl[TFV_KEYED_HEAD_LEN + TF_OFL_MAX_PAYLOAD];
+    uint8_t pl[TFV_KEYED_HEAD_LEN + TF_OFX_MAX_PAYLOAD];
     st64(pl, msg->session);
     st64(pl + 8, msg->client_seq);
     pl[16] = msg->flags;
     pl[17] = msg->ofl.kind;
-    int n = encode_inner(&msg->ofl, pl + TFV_KEYED_HEAD_LEN, TF_OFL_MAX_PAYLOAD);
+    int n = encode_inner(&msg->ofl, pl + TFV_KEYED_HEAD_LEN, TF_OFX_MAX_PAYLOAD);
     if (n < 0)
         return n;
     return put_frame(buf, cap, TFV_KEYED, msg->journal_seq, pl, TFV_KEYED_HEAD_LEN + (size_t)n);
@@ -280,7 +289,7 @@ int tfv_journal_append(tf_journal *j, const tfv_msg *msg, uint64_t *seq)
 
 int tfv_journal_append_event(tf_journal *j, const tf_ofl_msg *ev, uint64_t *seq)
 {
-    if (ev->kind != TFV_VENUE_REJECTED)
+    if (ev->kind != TFV_VENUE_REJECTED && !tf_ofx_is_gateway_kind(ev->kind))
         return tf_journal_append(j, ev, seq);
     tf_ofl_msg m = *ev;
     m.journal_seq = tf_journal_next_seq(j);

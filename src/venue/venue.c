@@ -235,6 +235,12 @@ static uint64_t account_of(const tf_ofl_msg *c)
         return c->new_market.account_id;
     case TF_OFL_CANCEL_BY_CLIENT:
         return c->cancel_by_client.account_id;
+    case TF_OFX_ORDER:
+        return c->order.account_id;
+    case TF_OFX_CANCEL:
+        return c->cancel.account_id;
+    case TF_OFX_REPLACE_BY_CLIENT:
+        return c->replace_by_client.account_id;
     default:
         return 0;
     }
@@ -268,7 +274,7 @@ int tfv_take(tfv_venue *v, const tfv_session *sess, const tf_ofl_msg *cmd, uint6
     rec->client_seq = client_seq;
     /* CancelByOrder and Replace name an order: checked against its owner when applied. */
     int names_account = cmd->kind == TF_OFL_NEW_LIMIT || cmd->kind == TF_OFL_NEW_MARKET ||
-                        cmd->kind == TF_OFL_CANCEL_BY_CLIENT;
+                        cmd->kind == TF_OFL_CANCEL_BY_CLIENT || tf_ofx_is_gateway_kind(cmd->kind);
     if (names_account && !tfv_session_holds(sess, account_of(cmd)))
         rec->flags |= TFV_KEYED_NOT_AUTHORIZED;
     /* An order is its placing session's: the verdict goes into the record, so a replay (from a
@@ -294,6 +300,12 @@ static uint64_t coid_of(const tf_ofl_msg *c)
         return c->cancel_by_client.client_order_id;
     case TF_OFL_REPLACE:
         return c->replace.client_order_id;
+    case TF_OFX_ORDER:
+        return c->order.client_order_id;
+    case TF_OFX_CANCEL:
+        return c->cancel.client_order_id;
+    case TF_OFX_REPLACE_BY_CLIENT:
+        return c->replace_by_client.new_client_order_id;
     default:
         return 0;
     }
@@ -332,12 +344,22 @@ static void scan(tfv_venue *v, size_t from, size_t to)
         case TF_OFL_ACCEPTED:
             v->accepted = ev[i].accepted.order_id;
             break;
+        case TF_OFX_ACCEPTED:
+            v->accepted = ev[i].accepted_ex.order_id;
+            break;
         case TF_OFL_CANCELED:
             owner_del(v, ev[i].canceled.order_id);
+            break;
+        case TF_OFX_CANCELED:
+            owner_del(v, ev[i].canceled_ex.order_id);
             break;
         case TF_OFL_TRADE:
             if (!v->err)
                 v->err = push_maker(v, ev[i].trade.maker_order_id);
+            break;
+        case TF_OFX_FILL:
+            if (!v->err)
+                v->err = push_maker(v, ev[i].fill.maker_order_id);
             break;
         default:
             break;
@@ -440,7 +462,7 @@ static int apply_keyed(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
 static int apply_plain(tfv_venue *v, const tf_ofl_msg *cmd, tf_engine_sink *sink)
 {
     int reason = tfv_risk_check(v->risk, cmd);
-    if (!reason || cmd->kind < TF_OFL_NEW_LIMIT || cmd->kind > TF_OFL_REPLACE)
+    if (!reason || !tfv_is_command(cmd->kind))
         return tf_engine_apply(v->e, cmd, sink);
     tf_ofl_msg c = {.kind = TF_OFL_CANCEL_BY_ORDER};
     c.cancel_by_order.command_seq = cmd->new_limit.command_seq;
@@ -490,9 +512,9 @@ int tfv_apply(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
         return cancel_session(v, msg, sink);
     if (tfv_risk_kind(msg->kind))
         return tfv_risk_apply_record(v->risk, msg->kind, msg->risk, msg->risk_len, sink);
-    if (tfv_is_ext_kind(msg->kind))
+    if (tfv_is_ext_kind(msg->kind) && !tf_ofx_is_gateway_kind(msg->kind))
         return msg->kind == TFV_VENUE_REJECTED ? TF_ENGINE_SKIPPED : TF_E_OFL_UNKNOWN_KIND;
-    return apply_plain(v, &msg->ofl, sink);
+    return apply_plain(v, &msg->ofl, sink); /* OFL1 and gateway kinds */
 }
 
 tfv_risk *tfv_venue_risk(tfv_venue *v)
@@ -578,8 +600,9 @@ static int walk_journal(const char *path, int (*fn)(void *ctx, const tfv_msg *m)
 static int find_accepted(void *ctx, const tfv_msg *m)
 {
     orphans *x = ctx;
-    if (m->kind != TF_OFL_ACCEPTED)
+    if (m->kind != TF_OFL_ACCEPTED && m->kind != TF_OFX_ACCEPTED)
         return 0;
+    /* Accepted and AcceptedEx: event_seq, command_seq, timestamp_ns, order_id first */
     orphan key = {m->ofl.accepted.order_id, 0};
     orphan *o = bsearch(&key, x->a, x->n, sizeof *x->a, by_order);
     if (o)

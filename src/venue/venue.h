@@ -53,6 +53,11 @@ typedef struct tfv_msg {
 
 /* 1 when kind is one of the extension ranges (0x10-0x1F, 0x90-0x9F). */
 int tfv_is_ext_kind(int kind);
+/* 1 for a command a client may send and a Keyed record may wrap: the OFL1 commands 0x01-0x05
+ * and the gateway commands 0x14-0x16 (Order, Cancel, ReplaceByClient). The gateway kinds
+ * (tf_ofx_kind, orderflow.h) are decoded and encoded by the extension codec (tf_ofx_*) here, in
+ * frames of their own and inside Keyed. */
+int tfv_is_command(int kind);
 /* Payload size of an OFL1 or registered extension kind, or the OFL1 kind error. For Keyed the
  * size depends on the inner kind: TFV_KEYED_HEAD_LEN + the inner payload. */
 int tfv_payload_size(int kind, int inner_kind);

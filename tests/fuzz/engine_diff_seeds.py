@@ -90,6 +90,33 @@ def stp_header(modes, max_orders=1000, flushing=False):
                   sum(m << (2 * i) for i, m in enumerate(modes))])
 
 
+def gw_header(max_orders=1000, flushing=False, stp_modes=None):
+    """Gateway commands on (header bit 4): op 6 is an Order, op 7 a Cancel/ReplaceByClient."""
+    h = stp_header(stp_modes, max_orders, flushing) if stp_modes else header(max_orders, flushing)
+    return bytes([h[0] | 16]) + h[1:]
+
+
+LIMIT, MARKET = 0, 1
+GTC, IOC, FOK = 0, 1, 2
+GW_ORDER, GW_OTHER = 6, 7
+
+
+def gorder(acct, cid, side, p, q, typ=LIMIT, tif=GTC, post=False, junk=False, inst=1, hi=0,
+           **kw):
+    tt = typ | tif << 2 | (16 if post else 0) | (32 if junk else 0)
+    return op(GW_ORDER, inst=inst, **kw) + who(acct, cid, side) + price(p) + qty(q, hi) \
+        + bytes([tt])
+
+
+def gcancel(acct, cid, **kw):
+    return op(GW_OTHER, **kw) + b'\x00' + who(acct, cid)
+
+
+def greplace(acct, cid, new_cid, p, q, hi=0, **kw):
+    return op(GW_OTHER, **kw) + b'\x01' + who(acct, cid) + who(1, new_cid) + price(p) \
+        + qty(q, hi)
+
+
 def stp_set(acct, mode, **kw):
     return op(EVT, **kw) + bytes([224 | (mode << 2) | (acct - 1)])
 
@@ -152,6 +179,36 @@ SCENARIOS = {
     + nl(1, 2, BUY, 100, 2) + rep(1, 3, 103, 2) + stp_set(2, 2) + nl(2, 1, SELL, 99, 1)
     + nl(2, 2, BUY, 99, 1) + nl(2, 3, BUY, 98, 1) + stp_cancel_account(2)
     + stp_cancel_account(2, seq=REDELIVER) + stp_set(1, 0) + nl(1, 4, BUY, 103, 2),
+    'gw_tif': gw_header() + gorder(1, 1, SELL, 100, 5) + gorder(2, 1, SELL, 101, 3)
+    + gorder(3, 1, BUY, 100, 7, tif=IOC) + gorder(3, 2, BUY, 99, 2, tif=IOC)
+    + gorder(3, 3, BUY, 101, 4, tif=FOK) + gorder(3, 4, BUY, 101, 3, tif=FOK)
+    + gorder(3, 5, BUY, 0, 9, typ=MARKET, tif=IOC) + gorder(3, 6, BUY, 0, 1, typ=MARKET, tif=FOK),
+    'gw_post_only': gw_header() + gorder(1, 1, SELL, 100, 5) + gorder(2, 1, BUY, 100, 1, post=True)
+    + gorder(2, 2, BUY, 99, 1, post=True) + gorder(1, 2, SELL, 99, 1, post=True)
+    + gorder(1, 3, SELL, 101, 1, post=True),
+    'gw_invalid': gw_header(4) + gorder(1, 1, BUY, 100, 1, typ=2) + gorder(1, 1, BUY, 100, 1, tif=3)
+    + gorder(1, 1, BUY, 100, 1, junk=True) + gorder(1, 1, BUY, 0, 1, typ=MARKET)
+    + gorder(1, 1, BUY, 0, 1, typ=MARKET, tif=IOC, post=True)
+    + gorder(1, 1, BUY, 100, 1, tif=FOK, post=True) + gorder(1, 1, BUY, 0, 1)
+    + gorder(1, 1, BUY, 100, 0) + gorder(1, 1, BUY, 100, IMAX + 1) + gorder(1, 1, BUY, 100, 1, inst=3)
+    + b''.join(gorder(1, c, BUY, 100, 1) for c in range(1, 6)) + gorder(1, 1, BUY, 100, 1)
+    + gorder(2, 1, SELL, 0, 9, typ=MARKET, tif=IOC),
+    'gw_cancel_replace': gw_header() + gorder(1, 1, SELL, 100, 5) + gorder(2, 1, SELL, 100, 5)
+    + gorder(3, 1, BUY, 100, 2, tif=IOC) + greplace(1, 1, 2, 100, 2) + greplace(1, 2, 2, 100, 9)
+    + greplace(2, 1, 3, 98, 4) + greplace(1, 9, 3, 100, 1) + greplace(1, 2, 3, 0, 1)
+    + gcancel(1, 2) + gcancel(1, 2) + gcancel(3, 1),
+    'gw_mixed': gw_header() + nl(1, 1, SELL, 100, 5) + gorder(2, 1, SELL, 100, 5)
+    + gorder(3, 1, BUY, 100, 7) + nl(4, 1, BUY, 100, 4) + rep(2, 5, 101, 3) + cxc(2, 1)
+    + gcancel(3, 1) + evt(1),
+    'gw_stp': gw_header(stp_modes=[1, 2, 3, 0]) + gorder(1, 1, SELL, 100, 2)
+    + gorder(2, 1, SELL, 100, 2) + gorder(1, 2, BUY, 100, 3, tif=FOK)
+    + gorder(2, 2, BUY, 100, 3, tif=FOK) + gorder(3, 1, SELL, 99, 2) + gorder(4, 1, SELL, 99, 2)
+    + gorder(3, 2, BUY, 0, 9, typ=MARKET, tif=IOC) + greplace(2, 2, 3, 101, 3),
+    'gw_flushing': gw_header(8, True) + b''.join(gorder(1, c, SELL, 100, 2) for c in range(1, 9))
+    + gorder(2, 1, BUY, 100, 1000, tif=FOK) + gorder(2, 2, BUY, 100, 16, tif=FOK),
+    'gw_extremes': gw_header() + gorder(1, 1, SELL, IMAX, IMAX) + gorder(1, 2, SELL, IMAX, IMAX)
+    + gorder(1, 3, SELL, IMAX, IMAX) + gorder(2, 1, BUY, IMAX, IMAX, tif=FOK)
+    + gorder(2, 2, BUY, 0, 2**64 - 1, typ=MARKET, tif=IOC, hi=1),
     'empty': b'',
     'header_only': header(64),
 }
@@ -167,6 +224,12 @@ def main():
         n = rnd.choice([16, 64, 200, 600])
         data = bytes([rnd.randrange(8)]) + bytes(rnd.randrange(256) for _ in range(n))
         with open(os.path.join(OUT, 'seed_random_%02d' % i), 'wb') as f:
+            f.write(data)
+    rnd = random.Random(20261202)  # gateway programs: header bit 4 set
+    for i in range(12):
+        n = rnd.choice([64, 200, 600])
+        data = bytes([16 | rnd.randrange(16)]) + bytes(rnd.randrange(256) for _ in range(n))
+        with open(os.path.join(OUT, 'seed_gw_random_%02d' % i), 'wb') as f:
             f.write(data)
 
 

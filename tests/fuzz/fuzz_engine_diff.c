@@ -12,7 +12,8 @@
  *           accounts 1-4 their modes (2 bits each, account 1 in bits 0-1), and an event
  *           record's kind byte of 224 and up becomes an STP setting (bit 4 clear: account
  *           1 + bits 0-1, mode bits 2-3) or a cancel of every order of account 1 + bits 0-1
- *           (bit 4 set, with the record's command_seq); instruments are always {1, 2}.
+ *           (bit 4 set, with the record's command_seq); bit 4 gateway commands: ops 6 and 7
+ *           below become an Order and a Cancel/ReplaceByClient; instruments are always {1, 2}.
  *   record  op byte: bits 0-2 kind: 0 NewLimit, 1 NewMarket, 2 CancelByOrder, 3 CancelByClient,
  *           4 Replace, 5 an event/Heartbeat record, 6 NewLimit, 7 Replace;
  *           bits 3-4 command_seq: 0, 1 next; 2 a redelivery (last - bit 5); 3 a gap of 1000;
@@ -28,6 +29,12 @@
  *           241 0; 242 UINT64_MAX; else next_order_id + b % 4
  *     NewLimit: who price qty; NewMarket: who qty; CancelByOrder: order; CancelByClient: who;
  *     Replace: order who price qty (the order's account is the Replace's); event: 1 byte kind.
+ *   with header bit 4 (gateway): op 6 is an Order: who price qty tt, where tt bits 0-1 type
+ *           (0 limit, 1 market, 2-3 the invalid 2-3), bits 2-3 tif 0-3 (3 invalid), bit 4
+ *           post-only, bit 5 an unknown flag (0x80); its u64 quantity is qty's lo, or UINT64_MAX
+ *           when qty's hi is not 0. Op 7 reads a byte: bit 0 clear, a Cancel: who; set, a
+ *           ReplaceByClient: who (the order's account and client id), who (its client id is the
+ *           new one), price, qty.
  * A missing byte reads as 0, so every input is a valid program.
  */
 #include <inttypes.h>
@@ -158,11 +165,12 @@ static void fail(const char *what, size_t rec, const tf_ofl_msg *cmd, int rm, in
     abort();
 }
 
+/* Encoded as stream frames by the extension codec (OFL1 and gateway kinds alike). */
 static int same_event(const tf_ofl_msg *a, const tf_ofl_msg *b)
 {
-    uint8_t fa[TF_OFL_MAX_FRAME], fb[TF_OFL_MAX_FRAME];
-    int na = tf_ofl_frame_encode(fa, sizeof fa, a);
-    int nb = tf_ofl_frame_encode(fb, sizeof fb, b);
+    uint8_t fa[256], fb[256];
+    int na = tf_ofx_frame_encode(fa, sizeof fa, a);
+    int nb = tf_ofx_frame_encode(fb, sizeof fb, b);
     return na > 0 && na == nb && memcmp(fa, fb, (size_t)na) == 0 && a->session_id == b->session_id;
 }
 
@@ -182,7 +190,8 @@ static int cmp_order(void *ctx, const tf_engine_order *o)
     const em_order *w = &b->want[b->i++];
     if (w->order_id != o->order_id || w->account_id != o->account_id ||
         w->client_order_id != o->client_order_id || w->instrument_id != o->instrument_id ||
-        w->price != o->price || w->remaining != o->remaining || w->side != o->side)
+        w->price != o->price || w->remaining != o->remaining || w->side != o->side ||
+        w->filled != o->filled)
         b->bad = 1;
     return b->bad;
 }
@@ -244,7 +253,7 @@ static void run(reader *r)
     static tf_ofl_msg buf[1002];
     uint8_t h = rd8(r);
     uint32_t max_orders = max_orders_of[h & 3];
-    int flushing = (h >> 2) & 1, stp = (h >> 3) & 1;
+    int flushing = (h >> 2) & 1, stp = (h >> 3) & 1, gateway = (h >> 4) & 1;
 
     em_model *m = NULL;
     tf_engine *e = NULL;
@@ -289,7 +298,42 @@ static void run(reader *r)
         }
         static const uint64_t inst_of[4] = {1, 1, 2, 3};
         uint64_t inst = inst_of[op >> 6];
-        switch (op & 7) {
+        int kind = op & 7;
+        if (gateway && kind == 6) {
+            tf_ofx_order *c = &cmd.order;
+            cmd.kind = TF_OFX_ORDER;
+            c->command_seq = cs;
+            c->instrument_id = inst;
+            who(r, &c->account_id, &c->client_order_id, &c->side);
+            c->price = price(r);
+            tf_ofl_qty q = qty(r);
+            c->quantity = q.hi ? UINT64_MAX : q.lo;
+            uint8_t tt = rd8(r);
+            c->type = tt & 3;
+            c->tif = (tt >> 2) & 3;
+            c->flags = (uint8_t)(((tt >> 4) & 1) | ((tt >> 5) & 1) << 7);
+            kind = -1;
+        } else if (gateway && kind == 7) {
+            if (rd8(r) & 1) {
+                tf_ofx_replace_by_client *c = &cmd.replace_by_client;
+                uint64_t account_unused;
+                cmd.kind = TF_OFX_REPLACE_BY_CLIENT;
+                c->command_seq = cs;
+                who(r, &c->account_id, &c->client_order_id, NULL);
+                who(r, &account_unused, &c->new_client_order_id, NULL);
+                c->price = price(r);
+                tf_ofl_qty q = qty(r);
+                c->quantity = q.hi ? UINT64_MAX : q.lo;
+            } else {
+                cmd.kind = TF_OFX_CANCEL;
+                cmd.cancel.command_seq = cs;
+                who(r, &cmd.cancel.account_id, &cmd.cancel.client_order_id, NULL);
+            }
+            kind = -1;
+        }
+        switch (kind) {
+        case -1:
+            break;
         case 0:
         case 6:
             cmd.kind = TF_OFL_NEW_LIMIT;
@@ -384,7 +428,18 @@ static void run(reader *r)
         tf_engine_order o;
         if (tf_engine_find_order(e, want[i].order_id, &o) != 1 || o.remaining != want[i].remaining)
             fail("find_order", i, NULL, 1, 0);
+        if (tf_engine_find_client(e, want[i].account_id, want[i].client_order_id, &o) != 1 ||
+            o.order_id != want[i].order_id || o.filled != want[i].filled)
+            fail("find_client", i, NULL, 1, 0);
     }
+    for (uint64_t a = 1; a <= 4; a++) /* the byte code's small client ids, live or not */
+        for (uint64_t c = 1; c <= 15; c++) {
+            tf_engine_order o;
+            em_order mo;
+            int x = em_find_client(m, a, c, &mo), y = tf_engine_find_client(e, a, c, &o);
+            if (x != y || (x == 1 && mo.order_id != o.order_id))
+                fail("find_client of a probe", (size_t)c, NULL, x, y);
+        }
     for (uint64_t id = 1; id <= 2; id++)
         for (int side = 0; side <= 1; side++) {
             int64_t mp = 0, ep = 0;
@@ -392,7 +447,33 @@ static void run(reader *r)
             int a = em_best(m, id, side, &mp, &mq), b = tf_engine_best(e, id, side, &ep, &eq);
             if (a != b || (a == 1 && (mp != ep || mq != eq)))
                 fail("best", (size_t)id, NULL, a, b);
+            /* level totals at the byte code's prices and the extremes */
+            static const int64_t px[] = {1,   94,  95,  96,  97,  98,        99, 100, 101,
+                                         102, 103, 104, 105, 106, INT64_MAX, 0,  -1};
+            for (size_t k = 0; k < sizeof px / sizeof px[0]; k++) {
+                tf_engine_level l;
+                uint64_t mt = 0;
+                uint32_t mn = 0;
+                int x = em_level_at(m, id, side, px[k], &mt, &mn);
+                int y = tf_engine_level_at(e, id, side, px[k], &l);
+                if (x != y || (x == 1 && (l.total != mt || l.orders != mn || l.price != px[k])))
+                    fail("level_at", k, NULL, x, y);
+            }
+            int64_t mprices[64];
+            tf_engine_level lv[64];
+            int x = em_depth(m, id, side, mprices, 64), y = tf_engine_depth(e, id, side, lv, 64);
+            if (x != y)
+                fail("depth", (size_t)id, NULL, x, y);
+            for (int k = 0; k < x; k++)
+                if (mprices[k] != lv[k].price)
+                    fail("depth price", (size_t)k, NULL, 0, 0);
         }
+    for (uint64_t id = 1; id <= 3; id++) {
+        int64_t a = -1, b = -2;
+        int x = em_last_trade(m, id, &a), y = tf_engine_last_trade(e, id, &b);
+        if (x != y || (x >= 0 && a != b))
+            fail("last_trade", (size_t)id, NULL, x, y);
+    }
     free(want);
     em_destroy(m);
     tf_engine_destroy(e);

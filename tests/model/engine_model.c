@@ -26,6 +26,12 @@ struct em_model {
     uint64_t next_order_id, last_command_seq, next_event_seq;
     uint64_t applied, duplicates, skipped, events, trades, rejected;
 
+    /* gateway commands: `gateway` is set for good by the first one applied; `ext` while one is
+     * applied (its events are execution reports); the taker's ids for its Fills */
+    int gateway, ext;
+    uint64_t taker_coid, taker_account;
+    int64_t *last_trade; /* [n_instruments], by the index in `instruments`: 0 = none yet */
+
     /* the events of the current/last command */
     tf_ofl_msg *ev;
     size_t n_ev, cap_ev;
@@ -151,17 +157,78 @@ static void emit_replaced(em_model *m, uint64_t order_id, uint64_t client_order_
     e->replaced.client_order_id = client_order_id;
 }
 
-static void emit_trade(em_model *m, uint64_t maker, uint64_t taker, uint64_t instrument,
-                       int64_t price, uint64_t qty)
+static long instrument_index(const em_model *m, uint64_t id)
 {
-    tf_ofl_msg *e = new_event(m, TF_OFL_TRADE);
-    e->trade.maker_order_id = maker;
-    e->trade.taker_order_id = taker;
-    e->trade.instrument_id = instrument;
-    e->trade.price = price;
-    e->trade.quantity.lo = qty;
-    e->trade.quantity.hi = 0;
+    for (uint32_t i = 0; i < m->n_instruments; i++)
+        if (m->instruments[i] == id)
+            return (long)i;
+    return -1;
+}
+
+/* One match; `maker` already holds its remaining and filled after it. An OFL1 command's match is
+ * a Trade, a gateway command's a Fill. */
+static void emit_trade(em_model *m, const em_order *maker, uint64_t taker, uint8_t taker_side,
+                       uint64_t qty)
+{
+    m->last_trade[instrument_index(m, maker->instrument_id)] = maker->price;
     m->trades++;
+    if (!m->ext) {
+        tf_ofl_msg *e = new_event(m, TF_OFL_TRADE);
+        e->trade.maker_order_id = maker->order_id;
+        e->trade.taker_order_id = taker;
+        e->trade.instrument_id = maker->instrument_id;
+        e->trade.price = maker->price;
+        e->trade.quantity.lo = qty;
+        e->trade.quantity.hi = 0;
+        return;
+    }
+    tf_ofl_msg *e = new_event(m, TF_OFX_FILL);
+    e->fill.maker_order_id = maker->order_id;
+    e->fill.taker_order_id = taker;
+    e->fill.maker_client_order_id = maker->client_order_id;
+    e->fill.taker_client_order_id = m->taker_coid;
+    e->fill.maker_account_id = maker->account_id;
+    e->fill.taker_account_id = m->taker_account;
+    e->fill.instrument_id = maker->instrument_id;
+    e->fill.price = maker->price;
+    e->fill.quantity = qty;
+    e->fill.maker_remaining = maker->remaining;
+    e->fill.maker_filled = maker->filled;
+    e->fill.taker_side = taker_side;
+}
+
+static void emit_rejected_ex(em_model *m, uint64_t account, uint64_t client_order_id,
+                             uint8_t reason)
+{
+    tf_ofl_msg *e = new_event(m, TF_OFX_REJECTED);
+    e->rejected_ex.account_id = account;
+    e->rejected_ex.client_order_id = client_order_id;
+    e->rejected_ex.reason = reason;
+    m->rejected++;
+}
+
+/* The order as it leaves: `remaining` is what is canceled. */
+static void emit_canceled_ex(em_model *m, const em_order *o, uint8_t reason)
+{
+    tf_ofl_msg *e = new_event(m, TF_OFX_CANCELED);
+    e->canceled_ex.order_id = o->order_id;
+    e->canceled_ex.client_order_id = o->client_order_id;
+    e->canceled_ex.account_id = o->account_id;
+    e->canceled_ex.instrument_id = o->instrument_id;
+    e->canceled_ex.price = o->price;
+    e->canceled_ex.remaining = o->remaining;
+    e->canceled_ex.filled = o->filled;
+    e->canceled_ex.side = o->side;
+    e->canceled_ex.reason = reason;
+}
+
+/* A resting order taken out by a cancel: Canceled, or CanceledEx under a gateway command. */
+static void emit_cancel_of(em_model *m, const em_order *o, uint8_t reason)
+{
+    if (m->ext)
+        emit_canceled_ex(m, o, reason);
+    else
+        emit_canceled(m, o->order_id);
 }
 
 /* ---- matching ----------------------------------------------------------------------------- */
@@ -220,18 +287,19 @@ static int match(em_model *m, uint64_t taker_id, uint64_t account, uint64_t inst
         }
         if (mode != TF_ENGINE_STP_NONE && maker->account_id == account) {
             if (mode != TF_ENGINE_STP_CANCEL_NEWEST) {
-                uint64_t id = maker->order_id;
+                em_order gone = *maker;
                 remove_at(m, (size_t)b);
-                emit_canceled(m, id);
+                emit_cancel_of(m, &gone, TF_OFX_CANCEL_SELF_TRADE);
             }
             if (mode != TF_ENGINE_STP_CANCEL_OLDEST)
                 return 1;
             continue;
         }
         uint64_t q = maker->remaining < *remaining ? maker->remaining : *remaining;
-        emit_trade(m, maker->order_id, taker_id, instrument, maker->price, q);
         maker->remaining -= q;
+        maker->filled += q;
         *remaining -= q;
+        emit_trade(m, maker, taker_id, side, q);
         if (maker->remaining == 0)
             remove_at(m, (size_t)b); /* a maker with nothing left leaves the book, no event */
     }
@@ -280,7 +348,8 @@ static int new_limit(em_model *m, const tf_ofl_new_limit *c)
                   .price = c->price,
                   .remaining = rem,
                   .time = m->clock++,
-                  .side = c->side};
+                  .side = c->side,
+                  .filled = c->quantity.lo - rem};
     return add_order(m, &o);
 }
 
@@ -316,9 +385,9 @@ static int cancel_by_order(em_model *m, const tf_ofl_cancel_by_order *c)
         emit_rejected(m, 0, TF_OFL_ORDER_NOT_FOUND); /* 0: the command has no client id */
         return 0;
     }
-    uint64_t id = m->orders[i].order_id;
+    em_order gone = m->orders[i];
     remove_at(m, (size_t)i);
-    emit_canceled(m, id);
+    emit_cancel_of(m, &gone, TF_OFX_CANCEL_REQUESTED);
     return 0;
 }
 
@@ -329,53 +398,199 @@ static int cancel_by_client(em_model *m, const tf_ofl_cancel_by_client *c)
         emit_rejected(m, c->client_order_id, TF_OFL_ORDER_NOT_FOUND);
         return 0;
     }
-    uint64_t id = m->orders[i].order_id;
+    em_order gone = m->orders[i];
     remove_at(m, (size_t)i);
-    emit_canceled(m, id);
+    emit_cancel_of(m, &gone, TF_OFX_CANCEL_REQUESTED);
     return 0;
 }
 
-static int replace(em_model *m, const tf_ofl_replace *c)
+/* Replace's checks 1-4 on the live order at index i (-1: not live): the reason, or -1. */
+static int replace_check(const em_model *m, long i, uint64_t new_coid, int64_t price,
+                         tf_ofl_qty qty)
 {
-    long i = find_by_id(m, c->order_id);
-    if (i < 0) {
-        emit_rejected(m, c->client_order_id, TF_OFL_ORDER_NOT_FOUND);
-        return 0;
-    }
-    if (!valid_quantity(c->quantity)) {
-        emit_rejected(m, c->client_order_id, TF_OFL_INVALID_QUANTITY);
-        return 0;
-    }
-    if (c->price <= 0) {
-        emit_rejected(m, c->client_order_id, TF_OFL_INVALID_PRICE);
-        return 0;
-    }
+    if (i < 0)
+        return TF_OFL_ORDER_NOT_FOUND;
+    if (!valid_quantity(qty))
+        return TF_OFL_INVALID_QUANTITY;
+    if (price <= 0)
+        return TF_OFL_INVALID_PRICE;
+    const em_order *o = &m->orders[i];
+    if (new_coid != o->client_order_id && find_by_client(m, o->account_id, new_coid) >= 0)
+        return TF_OFL_DUPLICATE_CLIENT_ORDER_ID;
+    return -1;
+}
+
+/* The replace itself, after its Replaced/ReplacedEx event. */
+static int replace_apply(em_model *m, long i, uint64_t new_coid, int64_t price, uint64_t qty)
+{
     em_order o = m->orders[i];
-    if (c->client_order_id != o.client_order_id &&
-        find_by_client(m, o.account_id, c->client_order_id) >= 0) {
-        emit_rejected(m, c->client_order_id, TF_OFL_DUPLICATE_CLIENT_ORDER_ID);
-        return 0;
-    }
-    emit_replaced(m, o.order_id, c->client_order_id);
-    if (c->price == o.price && c->quantity.lo <= o.remaining) {
+    if (price == o.price && qty <= o.remaining) {
         /* keeps its place in the level */
-        m->orders[i].client_order_id = c->client_order_id;
-        m->orders[i].remaining = c->quantity.lo;
+        m->orders[i].client_order_id = new_coid;
+        m->orders[i].remaining = qty;
         return 0;
     }
     /* leaves the level, matches as the aggressor, rests at the back of its new level */
     remove_at(m, (size_t)i);
-    o.client_order_id = c->client_order_id;
-    o.price = c->price;
-    o.remaining = c->quantity.lo;
-    if (match(m, o.order_id, o.account_id, o.instrument_id, o.side, 1, o.price, &o.remaining)) {
-        emit_canceled(m, o.order_id); /* self-trade prevention: the order is gone */
+    o.client_order_id = new_coid;
+    o.price = price;
+    o.remaining = qty;
+    m->taker_coid = new_coid;
+    m->taker_account = o.account_id;
+    int stopped =
+        match(m, o.order_id, o.account_id, o.instrument_id, o.side, 1, o.price, &o.remaining);
+    o.filled += qty - o.remaining;
+    if (stopped) {
+        /* self-trade prevention: the order is gone */
+        if (m->ext)
+            emit_canceled_ex(m, &o, TF_OFX_CANCEL_SELF_TRADE);
+        else
+            emit_canceled(m, o.order_id);
         return 0;
     }
     if (o.remaining == 0)
         return 0;
     o.time = m->clock++;
     return add_order(m, &o);
+}
+
+static int replace(em_model *m, const tf_ofl_replace *c)
+{
+    long i = find_by_id(m, c->order_id);
+    int reason = replace_check(m, i, c->client_order_id, c->price, c->quantity);
+    if (reason >= 0) {
+        emit_rejected(m, c->client_order_id, (uint8_t)reason);
+        return 0;
+    }
+    emit_replaced(m, m->orders[i].order_id, c->client_order_id);
+    return replace_apply(m, i, c->client_order_id, c->price, c->quantity.lo);
+}
+
+/* ---- gateway commands --------------------------------------------------------------------- */
+
+/* Sum of the remaining quantities of the orders of one side of one book at acceptable prices
+ * (has_limit = 0: all), saturating: enough to compare with a quantity <= INT64_MAX. */
+static uint64_t available(const em_model *m, uint64_t instrument, uint8_t side, int has_limit,
+                          int64_t limit)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m->n_orders; i++) {
+        const em_order *o = &m->orders[i];
+        if (o->instrument_id != instrument || o->side != side)
+            continue;
+        if (has_limit && (side == TF_OFL_SELL ? o->price > limit : o->price < limit))
+            continue;
+        sum = UINT64_MAX - sum < o->remaining ? UINT64_MAX : sum + o->remaining;
+    }
+    return sum;
+}
+
+static int gw_order(em_model *m, const tf_ofx_order *c)
+{
+    int market = c->type == TF_OFX_MARKET;
+    int post_only = (c->flags & TF_OFX_POST_ONLY) != 0;
+    uint8_t other = c->side == TF_OFL_BUY ? TF_OFL_SELL : TF_OFL_BUY;
+    int reason = -1;
+    if (!known_instrument(m, c->instrument_id))
+        reason = TF_OFL_UNKNOWN_INSTRUMENT;
+    else if (c->quantity == 0 || c->quantity > (uint64_t)INT64_MAX)
+        reason = TF_OFL_INVALID_QUANTITY;
+    else if (c->type > 1 || c->tif > 2 || c->flags > 1 || (market && c->tif == TF_OFX_GTC) ||
+             (post_only && market) || (post_only && c->tif != TF_OFX_GTC))
+        reason = TF_OFX_REASON_INVALID_TIF;
+    else if (!market && c->price <= 0)
+        reason = TF_OFL_INVALID_PRICE;
+    else if (find_by_client(m, c->account_id, c->client_order_id) >= 0)
+        reason = TF_OFL_DUPLICATE_CLIENT_ORDER_ID;
+    else if (!market && m->n_orders >= m->max_orders)
+        reason = TF_OFL_REASON_OTHER; /* as NewLimit: every limit order, whatever its tif */
+    else if (post_only) {
+        long b = best_of(m, c->instrument_id, other);
+        if (b >= 0 && (c->side == TF_OFL_BUY ? m->orders[b].price <= c->price
+                                             : m->orders[b].price >= c->price))
+            reason = TF_OFX_REASON_WOULD_CROSS;
+    }
+    if (reason >= 0) {
+        emit_rejected_ex(m, c->account_id, c->client_order_id, (uint8_t)reason);
+        return 0;
+    }
+    em_order o = {.order_id = m->next_order_id++,
+                  .account_id = c->account_id,
+                  .client_order_id = c->client_order_id,
+                  .instrument_id = c->instrument_id,
+                  .price = market ? 0 : c->price,
+                  .remaining = c->quantity,
+                  .side = c->side};
+    tf_ofl_msg *e = new_event(m, TF_OFX_ACCEPTED);
+    e->accepted_ex.order_id = o.order_id;
+    e->accepted_ex.client_order_id = o.client_order_id;
+    e->accepted_ex.account_id = o.account_id;
+    e->accepted_ex.instrument_id = o.instrument_id;
+    e->accepted_ex.price = o.price;
+    e->accepted_ex.quantity = c->quantity;
+    e->accepted_ex.side = c->side;
+    e->accepted_ex.type = c->type;
+    e->accepted_ex.tif = c->tif;
+    e->accepted_ex.flags = c->flags;
+    /* FOK: every acceptable order counts, the account's own included (STP is not foreseen) */
+    if (c->tif == TF_OFX_FOK &&
+        available(m, c->instrument_id, other, !market, c->price) < c->quantity) {
+        emit_canceled_ex(m, &o, TF_OFX_CANCEL_NOT_FILLABLE);
+        return 0;
+    }
+    m->taker_coid = c->client_order_id;
+    m->taker_account = c->account_id;
+    int stopped = match(m, o.order_id, o.account_id, o.instrument_id, o.side, !market, c->price,
+                        &o.remaining);
+    o.filled = c->quantity - o.remaining;
+    if (stopped) {
+        emit_canceled_ex(m, &o, TF_OFX_CANCEL_SELF_TRADE);
+        return 0;
+    }
+    if (o.remaining == 0)
+        return 0;
+    if (c->tif != TF_OFX_GTC) {
+        emit_canceled_ex(m, &o, TF_OFX_CANCEL_UNFILLED);
+        return 0;
+    }
+    o.time = m->clock++;
+    return add_order(m, &o);
+}
+
+static int gw_cancel(em_model *m, const tf_ofx_cancel *c)
+{
+    long i = find_by_client(m, c->account_id, c->client_order_id);
+    if (i < 0) {
+        emit_rejected_ex(m, c->account_id, c->client_order_id, TF_OFL_ORDER_NOT_FOUND);
+        return 0;
+    }
+    em_order gone = m->orders[i];
+    remove_at(m, (size_t)i);
+    emit_canceled_ex(m, &gone, TF_OFX_CANCEL_REQUESTED);
+    return 0;
+}
+
+static int gw_replace(em_model *m, const tf_ofx_replace_by_client *c)
+{
+    long i = find_by_client(m, c->account_id, c->client_order_id);
+    tf_ofl_qty q = {c->quantity, 0};
+    int reason = replace_check(m, i, c->new_client_order_id, c->price, q);
+    if (reason >= 0) {
+        emit_rejected_ex(m, c->account_id, c->new_client_order_id, (uint8_t)reason);
+        return 0;
+    }
+    const em_order *o = &m->orders[i];
+    tf_ofl_msg *e = new_event(m, TF_OFX_REPLACED);
+    e->replaced_ex.order_id = o->order_id;
+    e->replaced_ex.client_order_id = c->new_client_order_id;
+    e->replaced_ex.orig_client_order_id = o->client_order_id;
+    e->replaced_ex.account_id = o->account_id;
+    e->replaced_ex.instrument_id = o->instrument_id;
+    e->replaced_ex.price = c->price;
+    e->replaced_ex.remaining = c->quantity;
+    e->replaced_ex.filled = o->filled;
+    e->replaced_ex.side = o->side;
+    return replace_apply(m, i, c->new_client_order_id, c->price, c->quantity);
 }
 
 /* ---- public ------------------------------------------------------------------------------- */
@@ -404,6 +619,12 @@ int em_create(const uint64_t *instruments, uint32_t n, uint32_t max_orders, em_m
             return TF_E_INVALID_ARG;
         }
     }
+    m->last_trade = calloc(n, sizeof *m->last_trade);
+    if (!m->last_trade) {
+        free(m->instruments);
+        free(m);
+        return TF_E_NOMEM;
+    }
     m->n_instruments = n;
     m->max_orders = max_orders;
     m->next_order_id = 1;
@@ -418,19 +639,26 @@ void em_destroy(em_model *m)
     if (!m)
         return;
     free(m->instruments);
+    free(m->last_trade);
     free(m->orders);
     free(m->ev);
     free(m);
 }
 
+static int is_gateway_command(uint8_t kind)
+{
+    return kind == TF_OFX_ORDER || kind == TF_OFX_CANCEL || kind == TF_OFX_REPLACE_BY_CLIENT;
+}
+
 static int is_command(uint8_t kind)
 {
-    return kind >= TF_OFL_NEW_LIMIT && kind <= TF_OFL_REPLACE;
+    return (kind >= TF_OFL_NEW_LIMIT && kind <= TF_OFL_REPLACE) || is_gateway_command(kind);
 }
 
 static int is_skipped_kind(uint8_t kind)
 {
-    return kind == TF_OFL_HEARTBEAT || (kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE);
+    return kind == TF_OFL_HEARTBEAT || (kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE) ||
+           (kind >= TF_OFX_ACCEPTED && kind <= TF_OFX_REJECTED);
 }
 
 int em_apply(em_model *m, const tf_ofl_msg *cmd, tf_ofl_msg *events, size_t cap, size_t *n_events)
@@ -449,7 +677,8 @@ int em_apply(em_model *m, const tf_ofl_msg *cmd, tf_ofl_msg *events, size_t cap,
         return TF_E_OFL_UNKNOWN_KIND;
     /* the decoder refuses such a side byte: a malformed record changes nothing */
     if ((cmd->kind == TF_OFL_NEW_LIMIT && cmd->new_limit.side > TF_OFL_SELL) ||
-        (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL))
+        (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL) ||
+        (cmd->kind == TF_OFX_ORDER && cmd->order.side > TF_OFL_SELL))
         return TF_E_OFL_INVALID_SIDE;
     /* command_seq is the first u64 of every command payload */
     uint64_t seq = cmd->new_limit.command_seq;
@@ -460,6 +689,9 @@ int em_apply(em_model *m, const tf_ofl_msg *cmd, tf_ofl_msg *events, size_t cap,
     m->last_command_seq = seq;
     m->cur_seq = seq;
     m->applied++;
+    m->ext = is_gateway_command(cmd->kind);
+    if (m->ext)
+        m->gateway = 1;
     int rc = 0;
     switch (cmd->kind) {
     case TF_OFL_NEW_LIMIT:
@@ -477,7 +709,17 @@ int em_apply(em_model *m, const tf_ofl_msg *cmd, tf_ofl_msg *events, size_t cap,
     case TF_OFL_REPLACE:
         rc = replace(m, &cmd->replace);
         break;
+    case TF_OFX_ORDER:
+        rc = gw_order(m, &cmd->order);
+        break;
+    case TF_OFX_CANCEL:
+        rc = gw_cancel(m, &cmd->cancel);
+        break;
+    case TF_OFX_REPLACE_BY_CLIENT:
+        rc = gw_replace(m, &cmd->replace_by_client);
+        break;
     }
+    m->ext = 0;
     if (rc < 0)
         return rc;
     if (m->ev_nomem)
@@ -542,13 +784,14 @@ static uint64_t fnv_u64(uint64_t h, uint64_t v)
     return h;
 }
 
-static uint64_t fnv_order(uint64_t h, const em_order *o)
+static uint64_t fnv_order(uint64_t h, const em_order *o, int gateway)
 {
     h = fnv_u64(h, o->order_id);
     h = fnv_u64(h, o->account_id);
     h = fnv_u64(h, o->client_order_id);
     h = fnv_u64(h, (uint64_t)o->price);
-    return fnv_u64(h, o->remaining);
+    h = fnv_u64(h, o->remaining);
+    return gateway ? fnv_u64(h, o->filled) : h; /* once a gateway command was applied */
 }
 
 uint64_t em_state_hash(const em_model *m)
@@ -568,7 +811,7 @@ uint64_t em_state_hash(const em_model *m)
             h = fnv_u64(h, count);
             for (size_t i = 0; i < n; i++)
                 if (all[i].instrument_id == id && all[i].side == side)
-                    h = fnv_order(h, &all[i]);
+                    h = fnv_order(h, &all[i], m->gateway);
         }
     }
     h = fnv_u64(h, m->next_order_id);
@@ -576,7 +819,7 @@ uint64_t em_state_hash(const em_model *m)
     h = fnv_u64(h, m->next_event_seq);
     free(all);
     if (m->n_stp == 0)
-        return h;
+        return m->gateway ? fnv_u64(h, 1) : h;
     /* the STP settings, accounts ascending: found by repeated minimum, the plainest way */
     h = fnv_u64(h, m->n_stp);
     uint64_t last = 0;
@@ -590,7 +833,7 @@ uint64_t em_state_hash(const em_model *m)
         h = fnv_u64(h, last);
         h = fnv_u64(h, (uint64_t)m->stp_mode[best]);
     }
-    return h;
+    return m->gateway ? fnv_u64(h, 1) : h;
 }
 
 void em_get_counters(const em_model *m, em_counters *out)
@@ -644,6 +887,71 @@ int em_best(const em_model *m, uint64_t instrument_id, int side, int64_t *price,
     *price = px;
     *quantity = total;
     return 1;
+}
+
+int em_find_client(const em_model *m, uint64_t account_id, uint64_t client_order_id, em_order *out)
+{
+    long i = find_by_client(m, account_id, client_order_id);
+    if (i < 0)
+        return 0;
+    *out = m->orders[i];
+    return 1;
+}
+
+int em_level_at(const em_model *m, uint64_t instrument_id, int side, int64_t price, uint64_t *total,
+                uint32_t *orders)
+{
+    if (!known_instrument(m, instrument_id) || (side != TF_OFL_BUY && side != TF_OFL_SELL))
+        return TF_E_INVALID_ARG;
+    uint64_t sum = 0;
+    uint32_t n = 0;
+    for (size_t i = 0; i < m->n_orders; i++) {
+        const em_order *o = &m->orders[i];
+        if (o->instrument_id == instrument_id && o->side == side && o->price == price) {
+            sum = UINT64_MAX - sum < o->remaining ? UINT64_MAX : sum + o->remaining;
+            n++;
+        }
+    }
+    *total = sum;
+    *orders = n;
+    return n > 0;
+}
+
+int em_depth(const em_model *m, uint64_t instrument_id, int side, int64_t *prices, int max)
+{
+    if (!known_instrument(m, instrument_id) || (side != TF_OFL_BUY && side != TF_OFL_SELL))
+        return TF_E_INVALID_ARG;
+    /* the distinct prices, best first, found by repeated "next best after the last one" */
+    int n = 0;
+    while (n < max) {
+        int found = 0;
+        int64_t next = 0;
+        for (size_t i = 0; i < m->n_orders; i++) {
+            const em_order *o = &m->orders[i];
+            if (o->instrument_id != instrument_id || o->side != side)
+                continue;
+            int after = n == 0 ||
+                        (side == TF_OFL_BUY ? o->price < prices[n - 1] : o->price > prices[n - 1]);
+            int nearer = !found || (side == TF_OFL_BUY ? o->price > next : o->price < next);
+            if (after && nearer) {
+                next = o->price;
+                found = 1;
+            }
+        }
+        if (!found)
+            break;
+        prices[n++] = next;
+    }
+    return n;
+}
+
+int em_last_trade(const em_model *m, uint64_t instrument_id, int64_t *price)
+{
+    long i = instrument_index(m, instrument_id);
+    if (i < 0)
+        return TF_E_INVALID_ARG;
+    *price = m->last_trade[i];
+    return *price != 0;
 }
 
 int em_live_at(const em_model *m, size_t k, em_order *out)

@@ -14,8 +14,13 @@
  *   - A decoded command with a side byte other than 0/1 cannot come off the wire (the codec
  *     refuses it); the spec calls such a record malformed: no event, no change. The model returns
  *     TF_E_OFL_INVALID_SIDE for it and changes nothing (not even last_command_seq).
- *   - A kind outside the closed OFL1 set (including the reserved 0x06, 0x40, 0xA0) returns
- *     TF_E_OFL_UNKNOWN_KIND and changes nothing.
+ *   - A kind outside the closed OFL1 set and the gateway commands (including the reserved 0x06,
+ *     0x40, 0xA0) returns TF_E_OFL_UNKNOWN_KIND and changes nothing; the gateway events
+ *     (0x91-0x95) are skipped as the OFL1 events are.
+ *   - Gateway commands (docs/engine.md "Gateway commands and execution reports"): a FOK order
+ *     counts every acceptable opposite order, the account's own included; a rejected
+ *     ReplaceByClient reports the new client id; a limit order of any tif needs a free live-order
+ *     slot, a market order none.
  */
 #ifndef TF_ENGINE_MODEL_H
 #define TF_ENGINE_MODEL_H
@@ -41,7 +46,8 @@ typedef struct em_order {
     int64_t price;
     uint64_t remaining;
     uint64_t time;
-    uint8_t side; /* tf_ofl_side */
+    uint8_t side;    /* tf_ofl_side */
+    uint64_t filled; /* cumulative filled quantity since accepted (a replace keeps it) */
 } em_order;
 
 typedef struct em_counters {
@@ -90,6 +96,20 @@ int em_best(const em_model *m, uint64_t instrument_id, int side, int64_t *price,
 /* Every live order in hash order (instruments ascending; bids best first, oldest first; then
  * asks), written to out[0..cap). Returns the number of live orders (may exceed cap). */
 size_t em_orders_in_order(const em_model *m, em_order *out, size_t cap);
+
+/* The live order of (account, client id): 1 (filled in), 0 (not live). */
+int em_find_client(const em_model *m, uint64_t account_id, uint64_t client_order_id, em_order *out);
+
+/* The level at one price: *total (the sum of its remaining quantities, saturating) and *orders.
+ * 1 (some order there), 0 (none), TF_E_INVALID_ARG (unknown instrument or side). */
+int em_level_at(const em_model *m, uint64_t instrument_id, int side, int64_t price, uint64_t *total,
+                uint32_t *orders);
+
+/* Up to max distinct prices of one side, best first. Returns how many, or TF_E_INVALID_ARG. */
+int em_depth(const em_model *m, uint64_t instrument_id, int side, int64_t *prices, int max);
+
+/* The price of the book's last trade: 1, 0 (none yet, *price = 0), TF_E_INVALID_ARG. */
+int em_last_trade(const em_model *m, uint64_t instrument_id, int64_t *price);
 
 /* The k-th entry of the flat array (0 <= k < resting orders), in no particular order: lets a
  * stream generator aim at live orders. Returns 1, or 0 when k is out of range. */

@@ -1,4 +1,4 @@
-/* Deterministic random OFL1 command streams (engine_streams.h). */
+/* Deterministic random OFL1 and gateway command streams (engine_streams.h). */
 #include "engine_streams.h"
 
 #include <string.h>
@@ -44,6 +44,10 @@ void es_init(es_gen *g, uint64_t seed, const uint64_t *instruments, uint32_t n_i
      * deep books) */
     g->spread = pct(g) < 70 ? 2 + (int64_t)below(g, 6) : 20 + (int64_t)below(g, 2000);
     g->next_cid = 1000;
+    /* a third of the streams stay OFL1-only (the old paths and hashes), the rest mix in gateway
+     * commands */
+    int gp = pct(g);
+    g->gateway_pct = gp < 33 ? 0 : gp < 66 ? 15 : 45;
 }
 
 void es_set_oracle(es_gen *g, const em_model *oracle)
@@ -302,10 +306,112 @@ static void gen_noise(es_gen *g, tf_ofl_msg *out)
         out->rejected.reason = TF_OFL_ORDER_NOT_FOUND;
 }
 
+/* ---- gateway commands ---------------------------------------------------------------------- */
+
+/* A u64 quantity: gen_qty's valid ones as they are, the invalid ones as 0 or above INT64_MAX. */
+static uint64_t gen_qty64(es_gen *g)
+{
+    tf_ofl_qty q = gen_qty(g);
+    if (q.hi == 0)
+        return q.lo;
+    return below(g, 2) ? 0 : (uint64_t)INT64_MAX + 1 + below(g, 3);
+}
+
+static void gen_order(es_gen *g, tf_ofx_order *c)
+{
+    gen_owner(g, &c->account_id, &c->client_order_id);
+    c->instrument_id = gen_instrument(g);
+    c->side = gen_side(g);
+    int p = pct(g);
+    /* mostly valid combinations, GTC limit first; sometimes anything */
+    if (p < 35) {
+        c->type = TF_OFX_LIMIT, c->tif = TF_OFX_GTC;
+    } else if (p < 55) {
+        c->type = TF_OFX_LIMIT, c->tif = TF_OFX_IOC;
+    } else if (p < 70) {
+        c->type = TF_OFX_LIMIT, c->tif = TF_OFX_FOK;
+    } else if (p < 80) {
+        c->type = TF_OFX_MARKET, c->tif = TF_OFX_IOC;
+    } else if (p < 88) {
+        c->type = TF_OFX_MARKET, c->tif = TF_OFX_FOK;
+    } else if (p < 95) {
+        c->type = (uint8_t)below(g, 2), c->tif = (uint8_t)below(g, 3);
+    } else {
+        c->type = (uint8_t)below(g, 4), c->tif = (uint8_t)below(g, 5);
+    }
+    p = pct(g);
+    c->flags = p < 75 ? 0 : p < 97 ? TF_OFX_POST_ONLY : (uint8_t)below(g, 256);
+    if (c->type == TF_OFX_MARKET)
+        c->price = pct(g) < 90 ? 0 : gen_price(g); /* ignored */
+    else
+        c->price = gen_limit_price(g, c->side);
+    c->quantity = gen_qty64(g);
+    g->n_new++;
+}
+
+static void gen_gw_cancel(es_gen *g, tf_ofx_cancel *c)
+{
+    em_order o;
+    if (pct(g) < 65 && pick_live(g, &o)) {
+        c->account_id = o.account_id;
+        c->client_order_id = o.client_order_id;
+        return;
+    }
+    c->account_id = gen_account(g);
+    c->client_order_id = gen_client(g);
+}
+
+/* Built from gen_replace's choices (an order id becomes the order's account and client id). */
+static void gen_gw_replace(es_gen *g, tf_ofx_replace_by_client *c)
+{
+    tf_ofl_replace r;
+    memset(&r, 0, sizeof r);
+    gen_replace(g, &r);
+    em_order o;
+    if (g->oracle && em_find_order(g->oracle, r.order_id, &o) == 1 && pct(g) < 90) {
+        c->account_id = o.account_id;
+        c->client_order_id = o.client_order_id;
+    } else {
+        c->account_id = gen_account(g);
+        c->client_order_id = gen_client(g);
+    }
+    c->new_client_order_id = r.client_order_id;
+    c->price = r.price;
+    c->quantity = r.quantity.hi == 0 ? r.quantity.lo : (uint64_t)INT64_MAX + 1;
+}
+
+static void gen_gateway(es_gen *g, tf_ofl_msg *out)
+{
+    int p = pct(g);
+    if (p < 60) {
+        out->kind = TF_OFX_ORDER;
+        out->order.command_seq = gen_seq(g);
+        gen_order(g, &out->order);
+    } else if (p < 75) {
+        out->kind = TF_OFX_CANCEL;
+        out->cancel.command_seq = gen_seq(g);
+        gen_gw_cancel(g, &out->cancel);
+    } else {
+        out->kind = TF_OFX_REPLACE_BY_CLIENT;
+        out->replace_by_client.command_seq = gen_seq(g);
+        gen_gw_replace(g, &out->replace_by_client);
+    }
+}
+
 void es_next(es_gen *g, tf_ofl_msg *out)
 {
     memset(out, 0, sizeof *out);
     g->phase = (int)((g->n_out++ / 250) % 3);
+    if (g->gateway_pct && pct(g) < g->gateway_pct) {
+        if (pct(g) < 3) { /* a gateway event record: skipped */
+            gen_noise(g, out);
+            if (out->kind != TF_OFL_HEARTBEAT)
+                out->kind = (uint8_t)(TF_OFX_ACCEPTED + below(g, 5));
+            return;
+        }
+        gen_gateway(g, out);
+        return;
+    }
     /* cumulative percentages: noise, NewLimit, NewMarket, CancelByOrder, CancelByClient; the
      * rest is Replace */
     static const int mix[3][5] = {

@@ -1,4 +1,7 @@
-/* Deterministic random OFL1 command streams for the engine's differential tests.
+/* Deterministic random OFL1 command streams, with gateway commands mixed in (Order with every
+ * type, tif and flag, invalid ones included; Cancel; ReplaceByClient), for the engine's
+ * differential tests. The seed decides the share of gateway commands: none in about a third of
+ * the streams, 15% or 45% in the others.
  *
  * A stream is seeded (splitmix64) and aims at every edge of docs/engine.md: prices concentrated
  * around a mid so that trades are frequent (multi-level sweeps, market orders larger than the
@@ -34,6 +37,7 @@ typedef struct es_gen {
     int64_t mid;         /* prices mostly mid +- spread */
     int64_t spread;
     const em_model *oracle; /* may be NULL */
+    int gateway_pct;        /* records that are gateway commands, percent (0: OFL1 only) */
 } es_gen;
 
 /* instruments must outlive the generator. The seed also picks the stream's profile (its mid

@@ -2,7 +2,9 @@
  * seeded random command streams (tests/model/engine_streams.c). Every event is compared byte for
  * byte (encoded stream frames, plus session_id), the outcome of every record, the counters and
  * the state hash after every command (every few commands late in a long stream), and the query
- * API (find_order, best, depth, for_each_order) against the model's book every so often.
+ * API (find_order, find_client, best, depth, level_at, last_trade, for_each_order with filled)
+ * against the model's book every so often. The streams mix gateway commands (Order, Cancel,
+ * ReplaceByClient) into two thirds of the seeds; their reports are compared the same way.
  *
  * On a mismatch the stream is shortened (records removed while it still diverges) and printed as
  * the builder calls of test_engine_spec.c, ready to paste into a hand-worked test.
@@ -206,6 +208,62 @@ static void fmt_msg(const tf_ofl_msg *m, char *out, size_t cap)
                  m->trade.event_seq, m->trade.command_seq, m->trade.maker_order_id,
                  m->trade.taker_order_id, m->trade.instrument_id, px, q);
         break;
+    case TF_OFX_ORDER: {
+        const tf_ofx_order *c = &m->order;
+        fmt_i64(px, sizeof px, c->price);
+        snprintf(out, cap,
+                 "order(%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u, %s, %s, %" PRIu64
+                 "u, type %u, tif %u, flags %u)",
+                 c->command_seq, c->account_id, c->client_order_id, c->instrument_id,
+                 c->side ? "SELL" : "BUY", px, c->quantity, c->type, c->tif, c->flags);
+        break;
+    }
+    case TF_OFX_CANCEL:
+        snprintf(out, cap, "gcancel(%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u)",
+                 m->cancel.command_seq, m->cancel.account_id, m->cancel.client_order_id);
+        break;
+    case TF_OFX_REPLACE_BY_CLIENT: {
+        const tf_ofx_replace_by_client *c = &m->replace_by_client;
+        fmt_i64(px, sizeof px, c->price);
+        snprintf(out, cap,
+                 "greplace(%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u, %s, %" PRIu64
+                 "u)",
+                 c->command_seq, c->account_id, c->client_order_id, c->new_client_order_id, px,
+                 c->quantity);
+        break;
+    }
+    case TF_OFX_ACCEPTED:
+        snprintf(out, cap, "ACC(%" PRIu64 ", order %" PRIu64 ", coid %" PRIu64 ", qty %" PRIu64 ")",
+                 m->accepted_ex.event_seq, m->accepted_ex.order_id, m->accepted_ex.client_order_id,
+                 m->accepted_ex.quantity);
+        break;
+    case TF_OFX_REPLACED:
+        snprintf(out, cap,
+                 "RPL(%" PRIu64 ", order %" PRIu64 ", coid %" PRIu64 " <- %" PRIu64 ", rem %" PRIu64
+                 ", filled %" PRIu64 ")",
+                 m->replaced_ex.event_seq, m->replaced_ex.order_id, m->replaced_ex.client_order_id,
+                 m->replaced_ex.orig_client_order_id, m->replaced_ex.remaining,
+                 m->replaced_ex.filled);
+        break;
+    case TF_OFX_CANCELED:
+        snprintf(out, cap,
+                 "CAN(%" PRIu64 ", order %" PRIu64 ", rem %" PRIu64 ", filled %" PRIu64
+                 ", reason %u)",
+                 m->canceled_ex.event_seq, m->canceled_ex.order_id, m->canceled_ex.remaining,
+                 m->canceled_ex.filled, m->canceled_ex.reason);
+        break;
+    case TF_OFX_FILL:
+        snprintf(out, cap,
+                 "FIL(%" PRIu64 ", maker %" PRIu64 ", taker %" PRIu64 ", px %" PRId64
+                 ", qty %" PRIu64 ", maker rem %" PRIu64 " filled %" PRIu64 ")",
+                 m->fill.event_seq, m->fill.maker_order_id, m->fill.taker_order_id, m->fill.price,
+                 m->fill.quantity, m->fill.maker_remaining, m->fill.maker_filled);
+        break;
+    case TF_OFX_REJECTED:
+        snprintf(out, cap, "REJ(%" PRIu64 ", account %" PRIu64 ", coid %" PRIu64 ", reason %u)",
+                 m->rejected_ex.event_seq, m->rejected_ex.account_id,
+                 m->rejected_ex.client_order_id, m->rejected_ex.reason);
+        break;
     case STP_SET:
         snprintf(out, cap, "stp(account %" PRIu64 ", mode %" PRIu64 ")",
                  m->cancel_by_client.account_id, m->cancel_by_client.client_order_id);
@@ -234,11 +292,12 @@ static void fmt_msg(const tf_ofl_msg *m, char *out, size_t cap)
 
 /* ---- comparing ---------------------------------------------------------------------------- */
 
+/* Encoded as stream frames by the extension codec (OFL1 and gateway kinds alike). */
 static int same_event(const tf_ofl_msg *a, const tf_ofl_msg *b)
 {
-    uint8_t fa[TF_OFL_MAX_FRAME], fb[TF_OFL_MAX_FRAME];
-    int na = tf_ofl_frame_encode(fa, sizeof fa, a);
-    int nb = tf_ofl_frame_encode(fb, sizeof fb, b);
+    uint8_t fa[256], fb[256];
+    int na = tf_ofx_frame_encode(fa, sizeof fa, a);
+    int nb = tf_ofx_frame_encode(fb, sizeof fb, b);
     return na > 0 && na == nb && memcmp(fa, fb, (size_t)na) == 0 && a->session_id == b->session_id;
 }
 
@@ -255,7 +314,8 @@ static int same_order(const em_order *a, const tf_engine_order *b)
 {
     return a->order_id == b->order_id && a->account_id == b->account_id &&
            a->client_order_id == b->client_order_id && a->instrument_id == b->instrument_id &&
-           a->price == b->price && a->remaining == b->remaining && a->side == b->side;
+           a->price == b->price && a->remaining == b->remaining && a->side == b->side &&
+           a->filled == b->filled;
 }
 
 /* Books, queries. Returns a description of the first difference, or NULL. */
@@ -275,10 +335,21 @@ static const char *compare_books(pair *p, uint64_t probe_id)
         if (tf_engine_find_order(p->e, p->mo[i].order_id, &o) != 1 || !same_order(&p->mo[i], &o))
             return "find_order of a live order";
     }
+    for (size_t i = 0; i < n; i++) {
+        tf_engine_order o;
+        if (tf_engine_find_client(p->e, p->mo[i].account_id, p->mo[i].client_order_id, &o) != 1 ||
+            !same_order(&p->mo[i], &o))
+            return "find_client of a live order";
+    }
     em_order mo;
     tf_engine_order eo;
     if (tf_engine_find_order(p->e, probe_id, &eo) != em_find_order(p->m, probe_id, &mo))
         return "find_order of a probe id";
+    /* a probe (account, client id): small ids are the streams' reused ones */
+    uint64_t pa = 1 + probe_id % 7, pc = 1 + probe_id % 16;
+    int fr = tf_engine_find_client(p->e, pa, pc, &eo);
+    if (fr != em_find_client(p->m, pa, pc, &mo) || (fr == 1 && !same_order(&mo, &eo)))
+        return "find_client of a probe";
     /* best and depth of every side of every book, from the ordered list */
     for (uint32_t k = 0; k < p->cfg->n_instruments; k++) {
         uint64_t id = p->cfg->instruments[k];
@@ -315,7 +386,42 @@ static const char *compare_books(pair *p, uint64_t probe_id)
                 if (lv[i].price != want[i].price || lv[i].total != want[i].total ||
                     lv[i].orders != want[i].orders)
                     return "depth: a level";
+            int64_t mprices[8];
+            int n_mp = em_depth(p->m, id, side, mprices, 8);
+            if (n_mp != n_lv)
+                return "depth: the model's level count";
+            /* level_at (O(1), the level table) at every depth price, one tick either side and the
+             * model's totals */
+            for (int i = 0; i < n_lv; i++) {
+                if (mprices[i] != lv[i].price)
+                    return "depth: the model's prices";
+                for (int64_t d = -1; d <= 1; d++) {
+                    /* prices of levels are in 1..INT64_MAX */
+                    if ((d < 0 && lv[i].price == 1) || (d > 0 && lv[i].price == INT64_MAX))
+                        continue;
+                    int64_t px = lv[i].price + d;
+                    tf_engine_level l;
+                    uint64_t mt = 0;
+                    uint32_t mn = 0;
+                    int er2 = tf_engine_level_at(p->e, id, side, px, &l);
+                    int mr2 = em_level_at(p->m, id, side, px, &mt, &mn);
+                    if (er2 != mr2 ||
+                        (er2 == 1 && (l.price != px || l.total != mt || l.orders != mn)))
+                        return "level_at";
+                }
+            }
+            tf_engine_level l;
+            uint64_t mt;
+            uint32_t mn;
+            int64_t probe_px = (int64_t)(probe_id % 4000);
+            if (tf_engine_level_at(p->e, id, side, probe_px, &l) !=
+                em_level_at(p->m, id, side, probe_px, &mt, &mn))
+                return "level_at of a probe price";
         }
+        int64_t mlt = -1, elt = -2;
+        int mr3 = em_last_trade(p->m, id, &mlt), er3 = tf_engine_last_trade(p->e, id, &elt);
+        if (mr3 != er3 || (mr3 >= 0 && mlt != elt))
+            return "last_trade";
         if (tf_engine_best(p->e, id, 2, &(int64_t){0}, &(uint64_t){0}) != TF_E_INVALID_ARG)
             return "best of side 2";
     }
@@ -366,6 +472,25 @@ static int step_engine(pair *p, const tf_ofl_msg *cmd)
     return tf_engine_apply(p->e, cmd, &p->sink);
 }
 
+/* Gateway reports seen (the engine's side), to show the streams reach those paths at all:
+ * Fills, ReplacedEx, CanceledEx by reason (0..4), RejectedEx WouldCross and InvalidTif. */
+static uint64_t seen_fill, seen_replaced, seen_canceled[5], seen_would_cross, seen_invalid_tif;
+
+static void count_reports(const tf_ofl_msg *ev, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tf_ofl_msg *m = &ev[i];
+        seen_fill += m->kind == TF_OFX_FILL;
+        seen_replaced += m->kind == TF_OFX_REPLACED;
+        if (m->kind == TF_OFX_CANCELED && m->canceled_ex.reason < 5)
+            seen_canceled[m->canceled_ex.reason]++;
+        if (m->kind == TF_OFX_REJECTED) {
+            seen_would_cross += m->rejected_ex.reason == TF_OFX_REASON_WOULD_CROSS;
+            seen_invalid_tif += m->rejected_ex.reason == TF_OFX_REASON_INVALID_TIF;
+        }
+    }
+}
+
 static const char *step(pair *p, const tf_ofl_msg *cmd, int check_state, int verbose)
 {
     size_t n_m = 0;
@@ -383,6 +508,7 @@ static const char *step(pair *p, const tf_ofl_msg *cmd, int check_state, int ver
         ev_e = p->got.ev;
         n_e = p->got.n;
     }
+    count_reports(ev_e, n_e);
     const char *why = NULL;
     if (rm != re)
         why = "outcome";
@@ -587,7 +713,17 @@ int main(int argc, char **argv)
     }
     printf("%zu streams of %zu records: %" PRIu64 " commands applied, %" PRIu64 " trades\n", seeds,
            n_cmds, applied, trades);
+    printf("gateway reports: %" PRIu64 " Fill, %" PRIu64 " ReplacedEx, CanceledEx %" PRIu64
+           " requested / %" PRIu64 " unfilled / %" PRIu64 " not fillable / %" PRIu64
+           " self-trade, RejectedEx %" PRIu64 " would cross / %" PRIu64 " invalid tif\n",
+           seen_fill, seen_replaced, seen_canceled[0], seen_canceled[1], seen_canceled[2],
+           seen_canceled[3], seen_would_cross, seen_invalid_tif);
     /* the streams must reach the interesting paths at all */
     CHECK(trades > applied / 20);
+    if (seeds >= N_CONFIGS * 3) {
+        CHECK(seen_fill > 0 && seen_replaced > 0 && seen_would_cross > 0 && seen_invalid_tif > 0);
+        for (int r = 0; r < 4; r++)
+            CHECK(seen_canceled[r] > 0);
+    }
     return tf_test_report();
 }

@@ -1,0 +1,116 @@
+/* Books: finding an instrument's book, resting an order at the back of its level, and taking
+ * an order out of its level and out of the lookup tables. */
+#include "engine_internal.h"
+
+int eng_book_of(const tf_engine *e, uint64_t instrument_id)
+{
+    if (e->direct) {
+        uint64_t off = instrument_id - e->direct_base; /* wraps for ids below the base */
+        return off < e->direct_len ? (int)e->direct[off] - 1 : -1;
+    }
+    uint32_t lo = 0, hi = e->n_books;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e->instrument[mid] < instrument_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_books && e->instrument[lo] == instrument_id ? (int)lo : -1;
+}
+
+void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
+{
+    eng_side *s = &e->sides[tree];
+    int64_t key = eng_key((int)(tree & 1), price);
+    uint32_t li = eng_find_level(e, tree, key);
+    if (!li) {
+        li = e->free_level;
+        if (li)
+            e->free_level = e->levels[li].head;
+        else
+            li = e->fresh_level++;
+        eng_level *l = &e->levels[li];
+        l->key = key;
+        l->tree = tree;
+        l->head = l->tail = 0;
+        l->n_orders = 0;
+        eng_insert_level(e, li);
+        eng_tree_insert(e, s, li);
+    }
+    eng_order *o = &e->orders[oi];
+    eng_level *l = &e->levels[li];
+    o->price = price;
+    o->level = li;
+    o->tree = tree;
+    o->next = 0;
+    o->prev = l->tail;
+    if (l->tail)
+        e->orders[l->tail].next = oi;
+    else
+        l->head = oi;
+    l->tail = oi;
+    l->n_orders++;
+    s->n_orders++;
+}
+
+/* The caller has checked that a live-order slot is free (the live-order limit). */
+uint32_t eng_rest(tf_engine *e, uint32_t tree, int64_t price, uint64_t id, uint64_t account,
+                  uint64_t coid, uint64_t qty)
+{
+    uint32_t oi = e->free_order;
+    if (oi)
+        e->free_order = e->orders[oi].next;
+    else
+        oi = e->fresh_order++;
+    eng_order *o = &e->orders[oi];
+    o->id = id;
+    o->account = account;
+    o->coid = coid;
+    o->remaining = qty;
+    eng_link(e, oi, tree, price);
+    e->live++;
+    if (e->n_tracked)
+        eng_count_open(e, account, 1);
+    eng_insert_id(e, oi);
+    eng_insert_client(e, oi);
+    return oi;
+}
+
+static void drop_level(tf_engine *e, uint32_t li)
+{
+    eng_level *l = &e->levels[li];
+    eng_tree_remove(e, &e->sides[l->tree], li);
+    eng_remove_level(e, li);
+    l->head = e->free_level;
+    e->free_level = li;
+}
+
+void eng_unlink(tf_engine *e, uint32_t oi)
+{
+    eng_order *o = &e->orders[oi];
+    eng_level *l = &e->levels[o->level];
+    if (o->prev)
+        e->orders[o->prev].next = o->next;
+    else
+        l->head = o->next;
+    if (o->next)
+        e->orders[o->next].prev = o->prev;
+    else
+        l->tail = o->prev;
+    e->sides[o->tree].n_orders--;
+    if (--l->n_orders == 0)
+        drop_level(e, o->level);
+    o->level = 0;
+}
+
+void eng_forget(tf_engine *e, uint32_t oi)
+{
+    eng_remove_id(e, oi);
+    eng_remove_client(e, oi);
+    e->orders[oi].next = e->free_order;
+    e->free_order = oi;
+    e->live--;
+    if (e->n_tracked)
+        eng_count_open(e, e->orders[oi].account, -1);
+}

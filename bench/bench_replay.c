@@ -1,0 +1,163 @@
+/* Replay of a command journal from a file (a program, never a test): the CRC-checked batch walk
+ * on the applying thread (as `engine run` did before issue 24) against the walk a few batches
+ * ahead on a second thread (tf_journal_pump, as `engine run` and the service's start do now),
+ * in one run, alternating, on the same mapped file (in the page cache) and a fresh engine each
+ * round; plus the walk alone (tf_journal_scan) for scale. Every round must end with the same
+ * state hash, else the program fails.
+ *
+ * Usage: bench_replay JOURNAL.ofl [--rounds N] [--instruments LIST] [--max-orders N]
+ * (make one with `tollfree engine gen --count 5000000 --seed 1 flow.ofl`). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tollfree/engine.h"
+#include "tollfree/journal.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int drop(void *ctx, const tf_ofl_msg *ev, size_t n)
+{
+    *(uint64_t *)ctx += n;
+    (void)ev;
+    return 0;
+}
+
+typedef struct cfg {
+    uint64_t ids[TF_ENGINE_MAX_INSTRUMENTS];
+    uint32_t n_ids, max_orders;
+} cfg;
+
+static tf_engine *fresh(const cfg *c)
+{
+    tf_engine_config ec = {.size = sizeof ec,
+                           .instruments = c->ids,
+                           .n_instruments = c->n_ids,
+                           .max_orders = c->max_orders};
+    tf_engine *e = NULL;
+    if (tf_engine_create(&ec, &e))
+        return NULL;
+    return e;
+}
+
+/* One replay; returns seconds (< 0 on error), the state hash and the record count. */
+static double replay(const cfg *c, const tf_journal_map *m, int pumped, uint64_t *hash,
+                     uint64_t *records)
+{
+    tf_engine *e = fresh(c);
+    static tf_ofl_msg ev[4096], msgs[256];
+    uint64_t events = 0;
+    tf_engine_sink sink = {.ev = ev, .cap = 4096, .flush = drop, .ctx = &events};
+    tf_journal_reader r;
+    if (!e || tf_journal_reader_init(&r, m->data, m->len))
+        return -1;
+    uint64_t n_rec = 0;
+    int rc = 0;
+    double t0 = now_s();
+    if (pumped) {
+        tf_journal_pump *p;
+        if (tf_journal_pump_open(&r, 256, 0, &p))
+            return -1;
+        const tf_journal_batch *b;
+        while (!rc && tf_journal_pump_next(p, &b) == 1)
+            for (int i = 0; i < b->n && rc >= 0; i++, n_rec++)
+                rc = tf_engine_apply(e, &b->msgs[i], &sink);
+        tf_journal_pump_close(p);
+    } else {
+        int n;
+        while (!rc && (n = tf_journal_reader_next_batch(&r, msgs, 256)) > 0)
+            for (int i = 0; i < n && rc >= 0; i++, n_rec++)
+                rc = tf_engine_apply(e, &msgs[i], &sink);
+    }
+    double t = now_s() - t0;
+    *hash = tf_engine_state_hash(e);
+    *records = n_rec;
+    tf_engine_destroy(e);
+    return rc < 0 ? -1 : t;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_replay JOURNAL.ofl [--rounds N] [--instruments LIST] "
+                        "[--max-orders N]\n");
+        return 2;
+    }
+    static cfg c;
+    const char *list = "1";
+    int rounds = 5;
+    c.max_orders = TF_ENGINE_DEFAULT_MAX_ORDERS;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--rounds"))
+            rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--instruments"))
+            list = argv[i + 1];
+        else if (!strcmp(argv[i], "--max-orders"))
+            c.max_orders = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+    }
+    if (rounds < 1 || rounds > 100)
+        rounds = 5;
+    int n = tf_engine_parse_instruments(list, c.ids, TF_ENGINE_MAX_INSTRUMENTS);
+    if (n <= 0) {
+        fprintf(stderr, "bad --instruments\n");
+        return 2;
+    }
+    c.n_ids = (uint32_t)n;
+    tf_journal_map m;
+    if (tf_journal_map_open(argv[1], &m)) {
+        perror(argv[1]);
+        return 1;
+    }
+    tf_journal_scan_result sr;
+    double t0 = now_s();
+    tf_journal_scan(m.data, m.len, &sr); /* also brings the file into the page cache */
+    t0 = now_s();
+    tf_journal_scan(m.data, m.len, &sr);
+    double t_scan = now_s() - t0;
+    printf("journal %s: %" PRIu64 " records, %" PRIu64 " bytes; walk alone (tf_journal_scan): "
+           "%.3f s = %.1f M records/s\n",
+           argv[1], sr.records, sr.valid_bytes, t_scan, (double)sr.records / t_scan / 1e6);
+    double ts[2][100];
+    uint64_t h0 = 0, recs = 0;
+    int bad = 0;
+    for (int k = 0; k < rounds; k++)
+        for (int pumped = 0; pumped < 2; pumped++) {
+            uint64_t h, nr;
+            double t = replay(&c, &m, pumped, &h, &nr);
+            if (t < 0) {
+                fprintf(stderr, "replay failed\n");
+                return 1;
+            }
+            if (!k && !pumped) {
+                h0 = h;
+                recs = nr;
+            }
+            bad |= h != h0 || nr != recs;
+            ts[pumped][k] = t;
+        }
+    const char *names[2] = {"walk + apply, one thread        ", "walk on a second thread (pump)  "};
+    double med[2];
+    for (int p = 0; p < 2; p++) {
+        qsort(ts[p], (size_t)rounds, sizeof ts[p][0], cmp_d);
+        med[p] = ts[p][rounds / 2];
+        printf("%s: min %.3f s (%.2f M records/s), median %.3f s (%.2f M records/s)\n", names[p],
+               ts[p][0], (double)recs / ts[p][0] / 1e6, med[p], (double)recs / med[p] / 1e6);
+    }
+    printf("pump / one thread, median time: %.3f; state hash %016" PRIx64 " in every round: %s\n",
+           med[1] / med[0], h0, bad ? "NO" : "yes");
+    tf_journal_map_close(&m);
+    return bad ? 1 : 0;
+}

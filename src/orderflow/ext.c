@@ -1,0 +1,370 @@
+/* The extension codec (docs/orderflow.md, "The gateway extension kinds"): OFL1's stream-frame
+ * envelope around the OFL1 kinds (decoded and encoded by the OFL1 codec, same results) and the
+ * gateway kinds 0x14-0x16 (commands) and 0x91-0x95 (execution reports).
+ *
+ * Every gateway payload is its u64/i64 fields then its u8 fields, and so is its struct (checked
+ * below): a payload moves in one fixed-size copy. Decode checks the envelope in
+ * tf_ofl_frame_decode's order, then the payload length, then the byte fields, before it writes
+ * anything; encode checks the same bytes before it writes anything. No allocation, no state.
+ *
+ * Byte fields checked: every side byte (0/1, TF_E_OFL_INVALID_SIDE); CanceledEx.reason (0..4)
+ * and RejectedEx.reason (a tf_ofl_reason or 5, 6) (TF_E_OFL_INVALID_REASON); AcceptedEx's type
+ * (0/1), tif (0..2) and flags (TF_OFX_FLAGS bits) (TF_E_OFL_INVALID_ORDER_TYPE): the engine
+ * accepts no other order. An Order's type, tif and flags are NOT checked: like its quantity they
+ * are the engine's to judge (a RejectedEx with reason TF_OFX_REASON_INVALID_TIF, a business
+ * outcome), so a gateway can relay any byte and the journal records what was sent. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "orderflow/orderflow_internal.h"
+#include "tollfree/orderflow.h"
+
+/* One row per gateway kind: X(NAME, "Name", member, number of u8 fields at the end). */
+#define OFX_KINDS(X)                                                                               \
+    X(ORDER, "Order", order, 4)                                                                    \
+    X(CANCEL, "Cancel", cancel, 0)                                                                 \
+    X(REPLACE_BY_CLIENT, "ReplaceByClient", replace_by_client, 0)                                  \
+    X(ACCEPTED, "AcceptedEx", accepted_ex, 4)                                                      \
+    X(REPLACED, "ReplacedEx", replaced_ex, 1)                                                      \
+    X(CANCELED, "CanceledEx", canceled_ex, 2)                                                      \
+    X(FILL, "Fill", fill, 1)                                                                       \
+    X(REJECTED, "RejectedEx", rejected_ex, 1)
+
+/* The struct is the wire: 8-byte fields from offset 0, the u8 fields right after them, the
+ * struct no shorter than the payload, and only tail padding after it. */
+#define LAYOUT_ROW(NAME, str, member, n8)                                                          \
+    _Static_assert(sizeof(((tf_ofl_msg *)0)->member) >= TF_OFX_##NAME##_LEN &&                     \
+                       sizeof(((tf_ofl_msg *)0)->member) <= TF_OFX_##NAME##_LEN + 7,               \
+                   #NAME ": the struct has the wire's layout");                                    \
+    _Static_assert((TF_OFX_##NAME##_LEN - (n8)) % 8 == 0, #NAME ": 8-byte fields first");          \
+    _Static_assert(offsetof(tf_ofl_msg, member) == offsetof(tf_ofl_msg, new_limit),                \
+                   #NAME ": at the union's start");                                                \
+    _Static_assert(TF_OFX_##NAME##_LEN <= TF_OFX_MAX_PAYLOAD, #NAME " within the cap");
+OFX_KINDS(LAYOUT_ROW)
+#undef LAYOUT_ROW
+_Static_assert(TF_OFL_FRAME_HEADER_LEN + TF_OFX_MAX_PAYLOAD <= TF_OFL_MAX_FRAME, "frame cap");
+#define AT(T, field, off) _Static_assert(offsetof(T, field) == (off), #T "." #field)
+AT(tf_ofx_order, quantity, 40);
+AT(tf_ofx_order, side, 48);
+AT(tf_ofx_order, type, 49);
+AT(tf_ofx_order, tif, 50);
+AT(tf_ofx_order, flags, 51);
+AT(tf_ofx_replace_by_client, quantity, 40);
+AT(tf_ofx_accepted, quantity, 64);
+AT(tf_ofx_accepted, side, 72);
+AT(tf_ofx_accepted, type, 73);
+AT(tf_ofx_accepted, tif, 74);
+AT(tf_ofx_accepted, flags, 75);
+AT(tf_ofx_replaced, filled, 80);
+AT(tf_ofx_replaced, side, 88);
+AT(tf_ofx_canceled, filled, 72);
+AT(tf_ofx_canceled, side, 80);
+AT(tf_ofx_canceled, reason, 81);
+AT(tf_ofx_fill, maker_filled, 104);
+AT(tf_ofx_fill, taker_side, 112);
+AT(tf_ofx_rejected, client_order_id, 32);
+AT(tf_ofx_rejected, reason, 40);
+#undef AT
+
+/* Payload size of a gateway kind byte, or 0 for any other byte (no gateway payload is empty). */
+static int gw_len(int kind)
+{
+    switch (kind) {
+#define LEN_ROW(NAME, str, member, n8)                                                             \
+    case TF_OFX_##NAME:                                                                            \
+        return TF_OFX_##NAME##_LEN;
+        OFX_KINDS(LEN_ROW)
+#undef LEN_ROW
+    default:
+        return 0;
+    }
+}
+
+static int side_bad(uint8_t v)
+{
+    return v > TF_OFL_SELL;
+}
+
+/* The error of a gateway payload's byte fields, 0 when they are valid. p holds the payload in
+ * wire layout, which is also the struct's (so the encoder checks the struct in place). */
+static int bytes_error(int kind, const uint8_t *p)
+{
+    switch (kind) {
+    case TF_OFX_ORDER: /* type, tif and flags are the engine's to judge */
+        return side_bad(p[offsetof(tf_ofx_order, side)]) ? TF_E_OFL_INVALID_SIDE : 0;
+    case TF_OFX_ACCEPTED:
+        if (side_bad(p[offsetof(tf_ofx_accepted, side)]))
+            return TF_E_OFL_INVALID_SIDE;
+        if (p[offsetof(tf_ofx_accepted, type)] > TF_OFX_MARKET ||
+            p[offsetof(tf_ofx_accepted, tif)] > TF_OFX_FOK ||
+            (p[offsetof(tf_ofx_accepted, flags)] & ~TF_OFX_FLAGS))
+            return TF_E_OFL_INVALID_ORDER_TYPE;
+        return 0;
+    case TF_OFX_REPLACED:
+        return side_bad(p[offsetof(tf_ofx_replaced, side)]) ? TF_E_OFL_INVALID_SIDE : 0;
+    case TF_OFX_CANCELED:
+        if (side_bad(p[offsetof(tf_ofx_canceled, side)]))
+            return TF_E_OFL_INVALID_SIDE;
+        return p[offsetof(tf_ofx_canceled, reason)] > TF_OFX_CANCEL_ACCOUNT
+                   ? TF_E_OFL_INVALID_REASON
+                   : 0;
+    case TF_OFX_FILL:
+        return side_bad(p[offsetof(tf_ofx_fill, taker_side)]) ? TF_E_OFL_INVALID_SIDE : 0;
+    case TF_OFX_REJECTED:
+        return tfo_ofx_reject_reason_name(p[offsetof(tf_ofx_rejected, reason)])
+                   ? 0
+                   : TF_E_OFL_INVALID_REASON;
+    default: /* Cancel, ReplaceByClient: no byte field */
+        return 0;
+    }
+}
+
+int tf_ofx_is_gateway_kind(int kind)
+{
+    return gw_len(kind) > 0;
+}
+
+int tf_ofx_payload_size(int kind)
+{
+    int n = gw_len(kind);
+    return n ? n : tf_ofl_payload_size(kind);
+}
+
+int tf_ofx_frame_size(int kind)
+{
+    int n = tf_ofx_payload_size(kind);
+    return n < 0 ? n : TF_OFL_FRAME_HEADER_LEN + n;
+}
+
+const char *tf_ofx_kind_name(int kind)
+{
+    switch (kind) {
+#define NAME_ROW(NAME, str, member, n8)                                                            \
+    case TF_OFX_##NAME:                                                                            \
+        return str;
+        OFX_KINDS(NAME_ROW)
+#undef NAME_ROW
+    default:
+        return tf_ofl_kind_name(kind);
+    }
+}
+
+const char *tfo_ofx_type_name(int type)
+{
+    return type == TF_OFX_LIMIT ? "Limit" : type == TF_OFX_MARKET ? "Market" : NULL;
+}
+
+const char *tfo_ofx_tif_name(int tif)
+{
+    static const char *const names[] = {"GTC", "IOC", "FOK"};
+    return tif >= 0 && tif <= TF_OFX_FOK ? names[tif] : NULL;
+}
+
+const char *tfo_ofx_cancel_reason_name(int reason)
+{
+    static const char *const names[] = {"Requested", "Unfilled", "NotFillable", "SelfTrade",
+                                        "Account"};
+    return reason >= 0 && reason <= TF_OFX_CANCEL_ACCOUNT ? names[reason] : NULL;
+}
+
+const char *tfo_ofx_reject_reason_name(int reason)
+{
+    switch (reason) {
+    case TF_OFX_REASON_WOULD_CROSS:
+        return "WouldCross";
+    case TF_OFX_REASON_INVALID_TIF:
+        return "InvalidTif";
+    default:
+        return tf_ofl_reason_name(reason);
+    }
+}
+
+/* ---- fields, for generic readers ------------------------------------------------------------ */
+
+/* One field a line, in wire order. */
+/* clang-format off */
+#define F(member, field, type)                                                                     \
+    {#field, OFL_T_##type,                                                                         \
+     (uint8_t)(offsetof(tf_ofl_msg, member.field) - offsetof(tf_ofl_msg, member)),                 \
+     (uint8_t)sizeof(((tf_ofl_msg *)0)->member.field)},
+#define END {NULL, 0, 0, 0}
+static const tfo_field f_order[] = {
+    F(order, command_seq, U64)
+    F(order, account_id, U64)
+    F(order, client_order_id, U64)
+    F(order, instrument_id, U64)
+    F(order, price, I64)
+    F(order, quantity, U64)
+    F(order, side, SIDE)
+    F(order, type, TYPE)
+    F(order, tif, TIF)
+    F(order, flags, U8)
+    END};
+static const tfo_field f_cancel[] = {
+    F(cancel, command_seq, U64)
+    F(cancel, account_id, U64)
+    F(cancel, client_order_id, U64)
+    END};
+static const tfo_field f_replace_by_client[] = {
+    F(replace_by_client, command_seq, U64)
+    F(replace_by_client, account_id, U64)
+    F(replace_by_client, client_order_id, U64)
+    F(replace_by_client, new_client_order_id, U64)
+    F(replace_by_client, price, I64)
+    F(replace_by_client, quantity, U64)
+    END};
+static const tfo_field f_accepted[] = {
+    F(accepted_ex, event_seq, U64)
+    F(accepted_ex, command_seq, U64)
+    F(accepted_ex, timestamp_ns, U64)
+    F(accepted_ex, order_id, U64)
+    F(accepted_ex, client_order_id, U64)
+    F(accepted_ex, account_id, U64)
+    F(accepted_ex, instrument_id, U64)
+    F(accepted_ex, price, I64)
+    F(accepted_ex, quantity, U64)
+    F(accepted_ex, side, SIDE)
+    F(accepted_ex, type, TYPE)
+    F(accepted_ex, tif, TIF)
+    F(accepted_ex, flags, U8)
+    END};
+static const tfo_field f_replaced[] = {
+    F(replaced_ex, event_seq, U64)
+    F(replaced_ex, command_seq, U64)
+    F(replaced_ex, timestamp_ns, U64)
+    F(replaced_ex, order_id, U64)
+    F(replaced_ex, client_order_id, U64)
+    F(replaced_ex, orig_client_order_id, U64)
+    F(replaced_ex, account_id, U64)
+    F(replaced_ex, instrument_id, U64)
+    F(replaced_ex, price, I64)
+    F(replaced_ex, remaining, U64)
+    F(replaced_ex, filled, U64)
+    F(replaced_ex, side, SIDE)
+    END};
+static const tfo_field f_canceled[] = {
+    F(canceled_ex, event_seq, U64)
+    F(canceled_ex, command_seq, U64)
+    F(canceled_ex, timestamp_ns, U64)
+    F(canceled_ex, order_id, U64)
+    F(canceled_ex, client_order_id, U64)
+    F(canceled_ex, account_id, U64)
+    F(canceled_ex, instrument_id, U64)
+    F(canceled_ex, price, I64)
+    F(canceled_ex, remaining, U64)
+    F(canceled_ex, filled, U64)
+    F(canceled_ex, side, SIDE)
+    F(canceled_ex, reason, CANCEL_REASON)
+    END};
+static const tfo_field f_fill[] = {
+    F(fill, event_seq, U64)
+    F(fill, command_seq, U64)
+    F(fill, timestamp_ns, U64)
+    F(fill, maker_order_id, U64)
+    F(fill, taker_order_id, U64)
+    F(fill, maker_client_order_id, U64)
+    F(fill, taker_client_order_id, U64)
+    F(fill, maker_account_id, U64)
+    F(fill, taker_account_id, U64)
+    F(fill, instrument_id, U64)
+    F(fill, price, I64)
+    F(fill, quantity, U64)
+    F(fill, maker_remaining, U64)
+    F(fill, maker_filled, U64)
+    F(fill, taker_side, SIDE)
+    END};
+static const tfo_field f_rejected[] = {
+    F(rejected_ex, event_seq, U64)
+    F(rejected_ex, command_seq, U64)
+    F(rejected_ex, timestamp_ns, U64)
+    F(rejected_ex, account_id, U64)
+    F(rejected_ex, client_order_id, U64)
+    F(rejected_ex, reason, EX_REASON)
+    END};
+/* clang-format on */
+#undef F
+#undef END
+_Static_assert(sizeof f_fill / sizeof f_fill[0] <= OFX_MAX_FIELDS, "OFX_MAX_FIELDS");
+
+const tfo_field *tfo_ofx_kind_fields(int kind)
+{
+    switch (kind) {
+    case TF_OFX_ORDER:
+        return f_order;
+    case TF_OFX_CANCEL:
+        return f_cancel;
+    case TF_OFX_REPLACE_BY_CLIENT:
+        return f_replace_by_client;
+    case TF_OFX_ACCEPTED:
+        return f_accepted;
+    case TF_OFX_REPLACED:
+        return f_replaced;
+    case TF_OFX_CANCELED:
+        return f_canceled;
+    case TF_OFX_FILL:
+        return f_fill;
+    case TF_OFX_REJECTED:
+        return f_rejected;
+    default:
+        return NULL;
+    }
+}
+
+/* ---- stream frame --------------------------------------------------------------------------- */
+
+int tf_ofx_frame_decode(const void *buf, size_t len, tf_ofl_msg *out)
+{
+    const uint8_t *b = buf;
+    if (!b)
+        return len ? TF_E_NULL_ARG : TF_E_OFL_HEADER_TOO_SHORT;
+    if (!out)
+        return TF_E_NULL_ARG;
+    if (len < TF_OFL_FRAME_HEADER_LEN || !gw_len(b[2]))
+        return tf_ofl_frame_decode(buf, len, out);
+    /* A gateway kind: the envelope checks of tf_ofl_frame_decode, in its order. */
+    size_t flen = ofl_ld16(b);
+    if (flen < TF_OFL_FRAME_LEN_BASE)
+        return TF_E_OFL_FRAME_LENGTH_TOO_SMALL;
+    if (flen + 2 > TF_OFL_MAX_FRAME)
+        return TF_E_OFL_FRAME_TOO_LARGE;
+    if (len < flen + 2)
+        return TF_E_OFL_PAYLOAD_TOO_SHORT;
+    int kind = b[2];
+    size_t n = (size_t)gw_len(kind);
+    if (flen - TF_OFL_FRAME_LEN_BASE != n)
+        return TF_E_OFL_PAYLOAD_LENGTH;
+    const uint8_t *p = b + TF_OFL_FRAME_HEADER_LEN;
+    int rc = bytes_error(kind, p);
+    if (rc)
+        return rc;
+    uint64_t seq = ofl_ld64(b + 3); /* before the copy: out may not alias b, but say it once */
+    memcpy(&out->order, p, n);      /* every gateway member starts at the union's start */
+    out->kind = (uint8_t)kind;
+    out->journal_seq = seq;
+    out->session_id = 0;
+    return (int)(flen + 2);
+}
+
+int tf_ofx_frame_encode(void *buf, size_t cap, const tf_ofl_msg *msg)
+{
+    if (!msg || (!buf && cap))
+        return TF_E_NULL_ARG;
+    int kind = msg->kind;
+    size_t n = (size_t)gw_len(kind);
+    if (!n)
+        return tf_ofl_frame_encode(buf, cap, msg);
+    const uint8_t *u = (const uint8_t *)&msg->order;
+    int rc = bytes_error(kind, u);
+    if (rc)
+        return rc;
+    size_t need = TF_OFL_FRAME_HEADER_LEN + n;
+    if (cap < need)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    uint8_t *b = buf;
+    ofl_st16(b, (uint16_t)(TF_OFL_FRAME_LEN_BASE + n));
+    b[2] = (uint8_t)kind;
+    ofl_st64(b + 3, msg->journal_seq);
+    memcpy(b + TF_OFL_FRAME_HEADER_LEN, u, n);
+    return (int)need;
+}
