@@ -155,7 +155,7 @@ fuzz-smoke: fuzz
 	    echo "fuzz $$n: $$(grep -o 'Done [0-9]* runs in [0-9]* second' $(FUZZ)/$$n.log), no crash"; \
 	    rm -rf $$tmp; \
 	done
-# The CLI, libtollfree.so.0.2 (SONAME + version), include/tollfree/, lib/pkgconfig/tollfree.pc,
+# The CLI, libtollfree.so.0.3 (SONAME + version), include/tollfree/, lib/pkgconfig/tollfree.pc,
 # share/doc/tollfree/ and the Python package for `sweep --report` (CMakeLists.txt).
 PREFIX ?= /usr/local
 install: build web

@@ -45,10 +45,10 @@ def test_make_install_and_pkg_config(tmp_path):
     # The Makefile's target, on the build these tests run against (up to date: no rebuild).
     sh("make", "-C", ROOT, "install", f"BUILD={build_dir()}", f"PREFIX={prefix}")
     lib = prefix / "lib"
-    real = lib / "libtollfree.so.0.2.0"
-    assert real.is_file() and os.readlink(lib / "libtollfree.so.0.2") == real.name
-    assert os.readlink(lib / "libtollfree.so") == "libtollfree.so.0.2"
-    assert "SONAME               libtollfree.so.0.2\n" in sh("objdump", "-p", real).stdout
+    real = lib / "libtollfree.so.0.3.0"
+    assert real.is_file() and os.readlink(lib / "libtollfree.so.0.3") == real.name
+    assert os.readlink(lib / "libtollfree.so") == "libtollfree.so.0.3"
+    assert "SONAME               libtollfree.so.0.3\n" in sh("objdump", "-p", real).stdout
     for f in ("bin/tollfree", "include/tollfree/kernel.h", "include/tollfree/client.h",
               "lib/pkgconfig/tollfree.pc", "share/doc/tollfree/README.md",
               "share/doc/tollfree/definition.md", "share/tollfree/python/tollfree/__init__.py"):

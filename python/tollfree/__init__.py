@@ -16,7 +16,7 @@ the release; pip's ``tollfree`` command (or ``python -m tollfree``) runs the C p
 """
 # The release, as pyproject.toml, CMakeLists.txt's project() and `tollfree --version` say it
 # (python/tests/test_first_hour.py checks that all four agree).
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 from tollfree import grid, orders, strategies, v1  # noqa: E402,F401
 from tollfree.binding import Series, Strategy, sweep, sweep_stats  # noqa: E402
