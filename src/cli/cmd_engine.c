@@ -264,12 +264,6 @@ static int write_events(void *ctx, const tf_ofl_msg *ev, size_t n)
     return 0;
 }
 
-/* An OFL1 or a gateway command (every command's payload starts with its command_seq). */
-static int is_command(uint8_t kind)
-{
-    return tfv_is_command(kind);
-}
-
 /* One record through the venue layer (docs/venue.md), as the service applied it live: an
  * extension record (a Keyed command of a session, a gateway command, docs/engine.md) is decoded
  * from the reader's frame; a Keyed record's inner command counts as a command. */
@@ -284,7 +278,7 @@ static int apply_one(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_msg 
         return 0;
     }
     const tf_ofl_msg *c = &vm.ofl;
-    if (is_command(c->kind)) {
+    if (tfv_is_command(c->kind)) {
         st->commands++;
         if (c->new_limit.command_seq <= covered) {
             st->covered++;
@@ -293,7 +287,7 @@ static int apply_one(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_msg 
     }
     if ((rc = tfv_apply(v, &vm, sink)) < 0)
         return rc;
-    return upto && is_command(c->kind) && c->new_limit.command_seq == upto;
+    return upto && tfv_is_command(c->kind) && c->new_limit.command_seq == upto;
 }
 
 /* Applies every valid record of the image; whole records that do not decode are malformed and
@@ -324,7 +318,7 @@ static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto,
             st->records++;
             st->malformed++;
             uint8_t k = b->r.frame[2];
-            st->commands += is_command(k) || k == 0x06 || k == 0x40;
+            st->commands += tfv_is_command(k) || k == 0x06 || k == 0x40;
             continue;
         }
         if (n <= 0) {

@@ -123,13 +123,6 @@ static int offset_of_record(const char *path, uint64_t keep, uint64_t *off)
     return rc;
 }
 
-/* A gateway command (Order, Cancel, ReplaceByClient: docs/engine.md); the gateway events are not
- * commands. */
-static int is_gateway_command(int kind)
-{
-    return kind >= TF_OFX_ORDER && kind <= TF_OFX_REPLACE_BY_CLIENT;
-}
-
 /* One record through the venue layer, as the service applied it live: an extension record (a
  * Keyed command, a gateway command, a risk record) is decoded from the reader's frame, which
  * views it. */
@@ -171,8 +164,8 @@ static int replay_covered(tfv_venue *v, const tf_journal_map *m, uint64_t from, 
         const uint8_t *p = m->data + pos;
         size_t fsize = 2 + ((size_t)p[0] | (size_t)p[1] << 8);
         if (fsize + TF_JOURNAL_CRC_LEN > end - pos)
-            return TF_E_OFL_TORN_RECORD; /* not the prefix the open checked */
-        if (tfv_is_ext_kind(p[2]) && !is_gateway_command(p[2])) {
+            return TF_E_OFL_TORN_RECORD;                      /* not the prefix the open checked */
+        if (tfv_is_ext_kind(p[2]) && !tfv_is_command(p[2])) { /* not a gateway command */
             tf_ofl_msg msg = {.kind = p[2], .journal_seq = seq};
             r.frame = p;
             r.frame_len = fsize;
