@@ -1,4 +1,4 @@
-/* Boundary floors of the engine service from the C client: round trips per transport, the
+/* Boundary floors of the sweep service from the C client: round trips per transport, the
  * per-bar session call, and the batch sweep across a Unix socket against the in-process call.
  * Starts its own `tollfree serve` (a separate process, as always) and prints one JSON object per
  * line on stdout; never fails on timing.

@@ -77,7 +77,9 @@ TF_API void tf_progress_cancel(tf_progress *p);
 /* Options of a sweep. Zero-initialise, then set what you need: zero means "the default" for every
  * field. `size` makes the struct extensible: 0 or sizeof(tf_sweep_opts) = this layout; a caller
  * built against an older, shorter layout passes its own sizeof and the fields it lacks take their
- * defaults; a longer one is accepted only if the bytes this library does not know are all zero. */
+ * defaults; a longer one is accepted only if the bytes this library does not know are all zero.
+ * This is the one size rule of every growable struct (docs/api.md, "Growable structs"); a binary
+ * that may run against a newer library sets sizeof, not 0. */
 typedef struct tf_sweep_opts {
     size_t size;       /* 0, or sizeof(tf_sweep_opts) as the caller knows it */
     int threads;       /* 0 = all online cores; 1 = run on the calling thread */
@@ -125,7 +127,7 @@ TF_API const char *tf_isa_name(tf_isa isa);
 /* Parses a name above; returns 0 and sets *out, or TF_E_INVALID_ARG. */
 TF_API int tf_isa_parse(const char *name, tf_isa *out);
 
-/* ---- Prepared series: a dataset swept many times (the engine service's datasets). ----
+/* ---- Prepared series: a dataset swept many times (the sweep service's datasets). ----
  *
  * A tf_series keeps, for one immutable close series, the first-stage WMAs it has computed (one
  * n_bars array per distinct length, up to cache_bytes), so later sweeps on it, one-combo calls

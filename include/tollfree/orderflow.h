@@ -379,6 +379,44 @@ TF_API int tf_ofx_frame_encode(void *buf, size_t cap, const tf_ofl_msg *msg);
 /* Bytes a stream frame of this kind takes (11 + payload), or the kind error. */
 TF_API int tf_ofx_frame_size(int kind);
 
+/* ---- the kind table (docs/orderflow.md "The kind table") -------------------------------------
+ *
+ * One row per kind byte of the stream-frame envelope: the OFL1 kinds, the gateway extension
+ * kinds, the venue's records (docs/venue.md "Extension records") and the reserved bytes. Code
+ * that must tell a command from an event asks here instead of testing byte ranges. */
+typedef enum {
+    TF_OFL_CLASS_NONE = 0,    /* not a kind: unknown or reserved */
+    TF_OFL_CLASS_COMMAND = 1, /* an order command the engine applies: OFL1 0x01-0x05, gateway
+                                 0x14-0x16 (what a Keyed record may wrap) */
+    TF_OFL_CLASS_EVENT = 2,   /* an event: OFL1 0x81-0x85, gateway 0x91-0x95, VenueRejected 0x90 */
+    TF_OFL_CLASS_CONTROL = 3  /* neither: Heartbeat, the venue's Keyed envelope (0x10: its inner
+                                 kind is the command), RiskLimits, KillSwitch, CancelOnDisconnect */
+} tf_ofl_kind_class_t;
+
+typedef enum {
+    TF_OFL_FAMILY_NONE = 0,     /* a byte outside the table */
+    TF_OFL_FAMILY_OFL1 = 1,     /* read by the OFL1 codec (tf_ofl_*) */
+    TF_OFL_FAMILY_GATEWAY = 2,  /* the gateway extension kinds (tf_ofx_*) */
+    TF_OFL_FAMILY_VENUE = 3,    /* the venue's records: 0x10-0x13, 0x90 */
+    TF_OFL_FAMILY_RESERVED = 4, /* 0x06 (iceberg), 0x40, 0xA0: decoding one is an error */
+} tf_ofl_kind_family_t;
+
+/* A row. Static storage: the pointer stays valid for the life of the process. */
+typedef struct tf_ofl_kind_info {
+    const char *name;   /* "NewLimit", "Fill", "Keyed", ...; NULL for a reserved or unknown byte */
+    uint8_t kind_class; /* tf_ofl_kind_class_t */
+    uint8_t family;     /* tf_ofl_kind_family_t */
+    uint8_t reserved_for; /* a reserved byte: the class its range holds it for (0x06 and 0x40
+                             COMMAND, 0xA0 EVENT); else TF_OFL_CLASS_NONE */
+    int16_t payload_len;  /* the payload's fixed size; -1 when not fixed (Keyed: an 18-byte head
+                             and the inner command's payload) or not a kind */
+} tf_ofl_kind_info;
+
+/* The class of any int (a value outside 0..255 is TF_OFL_CLASS_NONE). */
+TF_API int tf_ofl_kind_class(int kind);
+/* The row of any int; never NULL (an all-NONE row with payload_len -1 outside the table). */
+TF_API const tf_ofl_kind_info *tf_ofl_kind_info_of(int kind);
+
 /* ---- kinds ---------------------------------------------------------------------------------- */
 
 /* Payload size of a kind, or TF_E_OFL_UNKNOWN_KIND / TF_E_OFL_RESERVED_KIND. */

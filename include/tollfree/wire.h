@@ -1,5 +1,5 @@
-/* tollfree engine wire protocol (docs/protocol.md): frame layouts, opcodes, limits, and a pure
- * request decoder (no I/O, no allocation: what the fuzzer drives).
+/* tollfree sweep service wire protocol (docs/protocol.md): frame layouts, opcodes, limits, and a
+ * pure request decoder (no I/O, no allocation: what the fuzzer drives).
  *
  * A frame is [u32 body_len][body], little-endian. v1 bodies start [u8 op][u32 n_bars][u32
  * n_combos]; v2 bodies start with a 12-byte header [u8 op][u8 version=2][u16 reserved=0][u64

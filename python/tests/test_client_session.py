@@ -6,7 +6,7 @@ import pytest
 
 import tollfree
 from tollfree import wire
-from tollfree.errors import EngineError
+from tollfree.errors import SweepError
 from conftest import DEADLINE, wait_until  # noqa: E402
 
 N_BARS = 12_000
@@ -61,7 +61,7 @@ def test_session_close_returns_final_state_and_frees_it(server):
         final = s.close()
         assert final["bars"] == 200
         assert c.stats()["sessions_open"] == before - 1
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             s.on_bar(1.0)
         assert ei.value.code == wire.E_UNKNOWN_SESSION
         assert s.close() is None

@@ -14,7 +14,7 @@ import tollfree
 from tollfree import wire
 from tollfree.client import Dataset, ShmClient
 from tollfree.client._shm import ShmTransport
-from tollfree.errors import EngineError, EngineTimeout
+from tollfree.errors import SweepError, SweepTimeout
 from conftest import DEADLINE  # noqa: E402
 
 KINDS = ["unix", "tcp", "shm", "spawn"]
@@ -187,10 +187,10 @@ def test_datasets_are_content_addressed_and_shared(server):
         after = a.stats()
         assert after["datasets"] == before["datasets"] - 1
         for c in (a, b, s):
-            with pytest.raises(EngineError) as ei:
+            with pytest.raises(SweepError) as ei:
                 c.sweep(d1, params)
             assert ei.value.code == wire.E_UNKNOWN_DATASET
-            with pytest.raises(EngineError) as ei:
+            with pytest.raises(SweepError) as ei:
                 c.run_one(d1, params[0])
             assert ei.value.code == wire.E_UNKNOWN_DATASET
             assert_same(c.sweep(close, params), want)  # the connection is still fine
@@ -198,14 +198,14 @@ def test_datasets_are_content_addressed_and_shared(server):
         assert d5 == d1 and d5.created
         assert_same(a.sweep(d5, params), want)
         s.drop(d5)
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             a.drop(Dataset(d5.handle ^ 1, 1))
         assert ei.value.code == wire.E_UNKNOWN_DATASET
 
 
 def test_load_fd_needs_a_unix_socket(server):
     with tollfree.connect(server.url("tcp")) as c:
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             c.load(np.ones(5), via_fd=True)
         assert ei.value.code == wire.E_BAD_FD
 
@@ -230,17 +230,17 @@ def test_server_errors_keep_the_connection(server, kind):
     if kind == "spawn":
         pytest.skip("no session over spawn")
     with tollfree.connect(server.url(kind), timeout=DEADLINE) as c:
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             c.session([(1 << 24) + 1, 1, 1, 1, 1, 1])
         assert ei.value.code == wire.E_WINDOW_TOO_LONG and ei.value.message
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             c.sweep(Dataset(12345, 10), np.ones((1, 6), np.int64))
         assert ei.value.code == wire.E_UNKNOWN_DATASET
         bogus = tollfree.client.Session(c, 987654321, [1] * 6)
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             bogus.on_bar(1.0)
         assert ei.value.code == wire.E_UNKNOWN_SESSION
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             bogus.query()
         assert ei.value.code == wire.E_UNKNOWN_SESSION
         assert not c.closed
@@ -255,7 +255,7 @@ def test_big_sweep_over_a_small_shm_ring(server, default_case):
         assert_same(c.sweep(close, params), (pnl, trades))
         got = c.sweep(close[:1000], many)
         assert_same(got, tollfree.sweep(close[:1000], many))
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             c.echo(np.ones(10_000))
         assert ei.value.code == wire.E_SHM_TOO_BIG
         assert bits_equal(c.echo(np.ones(100)), np.ones(100))  # nothing was sent
@@ -288,7 +288,7 @@ def test_closed_client_raises(server, kind):
     c.close()
     c.close()
     assert c.closed
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         c.echo(np.ones(2))
     assert ei.value.code == -errno.EBADF
 
@@ -317,11 +317,11 @@ def test_timeout_raises_engine_timeout(tmp_path):
     ls, held = _silent_unix_server(path)
     try:
         c = tollfree.connect(f"unix:{path}", timeout=0.2)
-        with pytest.raises(EngineTimeout) as ei:
+        with pytest.raises(SweepTimeout) as ei:
             c.hello()
         assert isinstance(ei.value, socket.timeout) and ei.value.code == -errno.ETIMEDOUT
         assert c.closed
-        with pytest.raises(EngineTimeout):
+        with pytest.raises(SweepTimeout):
             tollfree.v1.Client(path, timeout=0.2).echo(np.ones(3))
     finally:
         ls.close()
@@ -353,7 +353,7 @@ def _fake_shm_server(path, behaviour):
 def test_shm_timeout_and_dead_peer(tmp_path):
     path = str(tmp_path / "shm-silent.sock")
     ls, st, th = _fake_shm_server(path, lambda c: None)
-    with pytest.raises(EngineTimeout):  # connect() asks HELLO first
+    with pytest.raises(SweepTimeout):  # connect() asks HELLO first
         tollfree.connect(f"shm:{path}", timeout=0.3, spin=1000)
     th.join()
     st["conn"].close()
@@ -362,7 +362,7 @@ def test_shm_timeout_and_dead_peer(tmp_path):
     path = str(tmp_path / "shm-silent2.sock")
     ls, st, th = _fake_shm_server(path, lambda c: None)
     c = ShmClient(ShmTransport(path, timeout=0.3, spin=1000), "shm:fake")
-    with pytest.raises(EngineTimeout):
+    with pytest.raises(SweepTimeout):
         c.echo(np.ones(2))
     assert c.closed
     th.join()
@@ -372,7 +372,7 @@ def test_shm_timeout_and_dead_peer(tmp_path):
     path2 = str(tmp_path / "shm-dies.sock")
     ls, st, th = _fake_shm_server(path2, lambda conn: threading.Timer(0.2, conn.close).start())
     c = ShmClient(ShmTransport(path2, spin=1000), "shm:fake")  # no timeout: still detected
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         c.echo(np.ones(2))
     assert ei.value.code == wire.E_SHM_PEER_GONE
     ls.close()
@@ -393,7 +393,7 @@ def test_shm_handshake_refused(tmp_path):
         c.close()
 
     threading.Thread(target=run, daemon=True).start()
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         tollfree.connect(f"shm:{path}", timeout=DEADLINE)
     assert ei.value.code == wire.E_SHM_LIMIT
     ls.close()
@@ -404,13 +404,13 @@ def test_frame_limit(server_factory):
     close = np.ones(200_000)  # 1.6 MB
     params = np.array([[5, 3, 2, 3, 1, 2]], np.int64)
     with tollfree.connect(srv.url("unix"), timeout=DEADLINE) as c:
-        with pytest.raises(EngineError) as ei:  # the server refuses and closes
+        with pytest.raises(SweepError) as ei:  # the server refuses and closes
             c.sweep(close, params)
         assert ei.value.code == wire.E_FRAME_TOO_LARGE
         assert c.closed
     with tollfree.connect(srv.url("unix"), timeout=DEADLINE) as c:
         assert c.hello()["max_frame"] == 1 << 20
-        with pytest.raises(EngineError) as ei:  # known limit: refused before sending
+        with pytest.raises(SweepError) as ei:  # known limit: refused before sending
             c.sweep(close, params)
         assert ei.value.code == wire.E_FRAME_TOO_LARGE and not c.closed
         ds = c.load(close, via_fd=True)  # a dataset by fd is not bounded by the frame

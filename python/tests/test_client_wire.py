@@ -1,5 +1,5 @@
 """Client-side checks that need no server: wire layouts against the C headers, URL parsing,
-input validation, EngineError."""
+input validation, SweepError."""
 from __future__ import annotations
 
 import errno
@@ -14,7 +14,7 @@ import pytest
 import tollfree
 from tollfree import wire
 from tollfree.client import parse_url
-from tollfree.errors import EngineError, EngineTimeout
+from tollfree.errors import SweepError, SweepTimeout
 
 INC = Path(__file__).resolve().parents[2] / "include" / "tollfree"
 
@@ -217,7 +217,7 @@ def test_frame_vectors(vec):
         raise AssertionError(f"unknown call {call}")
 
     if "error" in result:
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             make_call()
         assert ei.value.code == int(result["error"])
         assert ei.value.message == result["message"].replace("_", " ")
@@ -231,31 +231,31 @@ def test_frame_vectors(vec):
 
 
 def test_engine_error():
-    e = EngineError(wire.E_UNKNOWN_DATASET, "no such dataset")
+    e = SweepError(wire.E_UNKNOWN_DATASET, "no such dataset")
     assert isinstance(e, Exception)
     assert (e.code, e.message, e.name) == (-1206, "no such dataset", "UNKNOWN_DATASET")
     assert "UNKNOWN_DATASET" in str(e) and "-1206" in str(e)
-    assert EngineError(-errno.EPIPE).name == "EPIPE"
+    assert SweepError(-errno.EPIPE).name == "EPIPE"
     e2 = pickle.loads(pickle.dumps(e))
     assert (e2.code, e2.message) == (e.code, e.message)
-    t = EngineTimeout()
-    assert isinstance(t, EngineError) and isinstance(t, TimeoutError)
+    t = SweepTimeout()
+    assert isinstance(t, SweepError) and isinstance(t, TimeoutError)
     assert isinstance(t, socket.timeout) and t.code == -errno.ETIMEDOUT
-    assert tollfree.EngineError is EngineError
+    assert tollfree.SweepError is SweepError
 
 
 def test_connect_errors_without_server(tmp_path):
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         tollfree.connect(f"unix:{tmp_path}/nothing.sock")
     assert ei.value.code == -errno.ENOENT
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         tollfree.connect(f"shm:{tmp_path}/nothing.sock")
     assert ei.value.code == -errno.ENOENT
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         tollfree.connect(f"tcp:127.0.0.1:{port}")
     assert ei.value.code == -errno.ECONNREFUSED
     with pytest.raises(ValueError):
@@ -263,7 +263,7 @@ def test_connect_errors_without_server(tmp_path):
     with pytest.raises(ValueError):
         tollfree.connect(f"shm:{tmp_path}/x", spin=-1)
     c = tollfree.connect(f"spawn:{tmp_path}/no-such-binary")
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         c.hello()
     assert ei.value.code == -errno.ENOENT
 
@@ -299,6 +299,41 @@ def test_inputs_checked_before_anything_is_sent(tmp_path):
     with pytest.raises(TypeError):
         as_combo(["a"] * 6)
     assert as_combo((5, 3, 2, 3, 1, 2)).tolist() == [5, 3, 2, 3, 1, 2]
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         c.session([5, 3, 2, 3, 1, 2])
     assert ei.value.code == wire.E_UNSUPPORTED
+
+
+REPLY_VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "v2_replies.txt"
+
+
+def _reply_vectors():
+    return [line.split(" ") for line in REPLY_VECTORS.read_text().splitlines()
+            if line and not line.startswith("#")]
+
+
+def _reply_value(text: str):
+    return float.fromhex(text) if "0x" in text or "p" in text else int(text)
+
+
+@pytest.mark.parametrize("vec", _reply_vectors(), ids=lambda v: f"{v[0]}-{v[2][:16]}")
+def test_reply_vectors(vec):
+    """Each v2 reply payload decodes with the client's struct to the fields the C decoder gives,
+    and the fields encode to the bytes the C encoder writes (tests/unit/test_wire.c reads the same
+    file)."""
+    name, fields, payload = vec[0], _fields(vec[1]), bytes.fromhex(vec[2])
+    want = {k: _reply_value(v) for k, v in fields.items()}
+    S, names = wire.REPLIES[name]
+    assert S.size == len(payload)
+    got = wire.decode_reply(name, payload)
+    assert set(got) == set(want)
+    for k, v in want.items():
+        if isinstance(v, float):  # the same bits (-0.0 included)
+            assert wire.F64.pack(got[k]) == wire.F64.pack(v), k
+        else:
+            assert got[k] == v, k
+    assert wire.encode_reply(name, want) == payload
+
+
+def test_reply_vectors_cover_every_reply():
+    assert {v[0] for v in _reply_vectors()} == set(wire.REPLIES)

@@ -19,7 +19,7 @@ import pytest
 
 import tollfree
 from tollfree import binding, wire
-from tollfree.errors import EngineError
+from tollfree.errors import SweepError
 from conftest import DEADLINE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

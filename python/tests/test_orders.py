@@ -19,7 +19,7 @@ from conftest import DEADLINE
 from engine_service import engine_service
 from tollfree import orders as o
 from tollfree._lib import bin_path
-from tollfree.errors import EngineError, EngineTimeout
+from tollfree.errors import EngineServiceError, EngineServiceTimeout
 
 VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "ofl_frames.txt"
 
@@ -149,11 +149,11 @@ def test_stream_vectors(tmp_path, name, n, seqs, evs, fills, err, raw):
     c = o.connect(f.url, timeout=DEADLINE)
     cmds = [o.NewLimit(7, k + 1, 1, o.BUY, 100, 1) for k in range(n)]
     if err:
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(EngineServiceError) as ei:
             c.send_many(cmds)
         assert ei.value.code == err, ei.value
         assert c.closed
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(EngineServiceError) as ei:
             c.cancel(1)
         assert ei.value.code == -errno.ENOTCONN
     else:
@@ -183,7 +183,7 @@ def test_client_errors(tmp_path):
         o.connect("tcp:127.0.0.1")
     with pytest.raises(TypeError):
         o.connect(None)
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(EngineServiceError) as ei:
         o.connect(f"unix:{tmp_path}/missing.sock")
     assert ei.value.code == -errno.ENOENT
     # a server that never answers: a timeout, then the client is closed
@@ -193,11 +193,11 @@ def test_client_errors(tmp_path):
         c.new_limit(1, 1, 1, "sideways", 100, 1)  # before anything is sent
     with pytest.raises(TypeError):
         c.call(o.Accepted(1, 1, 1, 1, 1, 1))
-    with pytest.raises(EngineTimeout) as ei:
+    with pytest.raises(EngineServiceTimeout) as ei:
         c.new_limit(1, 1, 1, "buy", 100, 1)
     assert ei.value.code == -errno.ETIMEDOUT and isinstance(ei.value, TimeoutError)
     assert c.closed
-    with pytest.raises(EngineError):
+    with pytest.raises(EngineServiceError):
         c.fills()
     f.join()
 
@@ -661,6 +661,127 @@ def test_gateway_commands_under_risk(tmp_path):
             assert isinstance(r[0], o.VenueRejected) and r[0].reason_name == "MaxQuantity"
             r = a.replace_by_client(1, 2, 3, 100, 50)  # only reduces: always allowed
             assert isinstance(r[0], o.ReplacedEx) and r[0].remaining == 50
+        stopped = v.stop()
+    except BaseException:
+        v.kill()
+        raise
+    run = subprocess.run([bin_path(), "engine", "run", str(tmp_path / "j" / "commands.ofl"),
+                          "--quiet"], capture_output=True, text=True, timeout=DEADLINE)
+    assert stopped["state_hash"] in run.stdout, run.stdout + run.stderr
+
+
+# ---------------------------------------------------------------- send now, recv later
+
+def test_pipeline_replies_in_order_with_fills_between(tmp_path):
+    """send() three commands; the answer: a fill, reply 1, a fill, reply 2 (its own two
+    Trades), reply 3, a fill. Each recv() returns its command's reply; fills() while replies
+    are owed returns the fills up to the next reply and leaves that reply for recv()."""
+    answer = (_trade(1, 70) + _reply(71) + _trade(2, 70) + _reply(72, _trade(3, 72) + _trade(4, 72))
+              + _reply(73) + _trade(5, 72))
+    f = Fake(tmp_path, 3, answer)
+    cmds = [o.NewLimit(7, 1, 1, o.SELL, 100, 1), o.NewLimit(8, 2, 1, o.BUY, 100, 2),
+            o.CancelByClient(7, 1)]
+    with o.connect(f.url, timeout=DEADLINE) as c:
+        with pytest.raises(ValueError):
+            c.recv()  # nothing owed
+        assert c.send(cmds) == 3 and c.unanswered == 3
+        with pytest.raises(ValueError):
+            c.call(cmds[0])  # the next reply is not its own
+        with pytest.raises(ValueError):
+            c.send_many(cmds)
+        deadline = time.monotonic() + DEADLINE
+        got = []
+        while not got and time.monotonic() < deadline:
+            got = c.fills()
+        assert [t.event_seq for t in got] == [1] and c.unanswered == 3
+        r1 = c.recv()
+        assert r1.command_seq == 71 and len(r1) == 1 and c.unanswered == 2
+        r2 = c.recv()
+        assert r2.command_seq == 72 and [type(e) for e in r2] == [o.Accepted, o.Trade, o.Trade]
+        assert [t.event_seq for t in c.fills()] == [2]
+        assert c.recv().command_seq == 73 and c.unanswered == 0
+        assert [t.event_seq for t in c.fills(timeout=DEADLINE)] == [5]
+    assert f.cmds == cmds  # sent in order, as given
+    f.join()
+
+
+def test_pipeline_errors(tmp_path):
+    f = Fake(tmp_path, 2, b"", hold=True)
+    c = o.connect(f.url, timeout=0.2, max_inflight=2)
+    with pytest.raises(TypeError):
+        c.send([o.NewLimit(7, 1, 1, o.BUY, 100, 1), o.Accepted(1, 1, 1, 1, 1, 1)])
+    with pytest.raises(ValueError):
+        c.send([o.NewLimit(7, 1, 1, 5, 100, 1)])  # a bad side: nothing is sent
+    assert c.unanswered == 0
+    assert c.send([]) == 0
+    assert c.send([o.CancelByOrder(k + 1) for k in range(3)]) == 2  # the window: 2 of 3
+    assert c.send([o.CancelByOrder(9)]) == 0 and c.unanswered == 2
+    with pytest.raises(EngineServiceTimeout):
+        c.recv()
+    assert c.closed and c.unanswered == 2  # what a resend starts from
+    with pytest.raises(EngineServiceError) as ei:
+        c.send([o.CancelByOrder(1)])
+    assert ei.value.code == -errno.ENOTCONN
+    f.join()
+    # a server that answers the first of two and closes
+    f = Fake(tmp_path, 2, _reply(5), hold=False)
+    with o.connect(f.url, timeout=DEADLINE) as c:
+        assert c.send([o.CancelByOrder(1), o.CancelByOrder(2)]) == 2
+        assert c.recv().command_seq == 5
+        with pytest.raises(EngineServiceError) as ei:
+            c.recv()
+        assert ei.value.code == -errno.ECONNRESET and c.unanswered == 1
+    f.join()
+
+
+@pytest.mark.parametrize("kind", ["unix", "tcp"])
+def test_service_pipeline(svc, kind):
+    """A resting order and the order that crosses it in one send(): applied in that order, the
+    Trade is in the second reply; then 400 commands through a window of 8."""
+    base = 300 if kind == "unix" else 400
+    with o.connect(svc.url(kind), timeout=DEADLINE) as c:
+        assert c.send([o.NewLimit(17, base, 1, o.SELL, 3000, 1),
+                       o.NewLimit(18, base, 1, o.BUY, 3000, 1)]) == 2
+        rest, cross = c.recv(), c.recv()
+        assert isinstance(rest[0], o.Accepted) and cross.command_seq == rest.command_seq + 1
+        assert isinstance(cross[1], o.Trade) and cross[1].maker_order_id == rest[0].order_id
+        assert c.fills() == []  # the maker is this connection: no unsolicited copy
+    with o.connect(svc.url(kind), timeout=DEADLINE, max_inflight=8) as c:
+        cmds = []
+        for k in range(200):
+            cmds.append(o.NewLimit(19, 10**7 + base + k, 1, o.BUY, 10, 1))
+            cmds.append(o.CancelByClient(19, 10**7 + base + k))
+        sent, replies = 0, []
+        while len(replies) < len(cmds):
+            sent += c.send(cmds[sent:])
+            assert c.unanswered <= 8
+            replies.append(c.recv())
+        seqs = [r.command_seq for r in replies]
+        assert seqs == sorted(seqs) and len(set(seqs)) == 400
+        assert all(isinstance(r[0], o.Canceled if k % 2 else o.Accepted)
+                   for k, r in enumerate(replies))
+
+
+def test_session_pipeline_resend(tmp_path):
+    """A logged-on session numbers each command send() takes with the next client_seq; after a
+    broken connection the unanswered count says what to resend, and a resend of the same
+    commands from their first client_seq gets the original replies (applied once)."""
+    from engine_service import VenueProcess
+
+    v = VenueProcess(tmp_path, _SESSIONS)
+    v.start()
+    try:
+        cmds = [o.NewLimit(2, 50, 1, o.SELL, 700, 1), o.NewLimit(1, 50, 1, o.BUY, 700, 1)]
+        with _session(v, "alpha") as a:
+            first = a.next_client_seq
+            assert a.send(cmds) == 2 and a.next_client_seq == first + 2
+            rest, cross = a.recv(), a.recv()
+            assert isinstance(cross[1], o.Trade) and cross[1].maker_order_id == rest[0].order_id
+        # as after a broken connection: log on again and resend from the first client_seq
+        with _session(v, "alpha") as b:
+            assert b.send(cmds, first_client_seq=first) == 2
+            assert [b.recv(), b.recv()] == [rest, cross]  # the originals, not applied again
+            assert isinstance(b.call(o.NewLimit(2, 51, 1, o.SELL, 701, 1))[0], o.Accepted)
         stopped = v.stop()
     except BaseException:
         v.kill()

@@ -45,9 +45,9 @@ def test_signals_stop_cleanly(server_factory, sig):
     s.session([5, 3, 2, 3, 1, 2]).on_bar(1.0)
     assert srv.stop(sig) == 0, srv.log()[-2000:]
     assert not os.path.exists(srv.unix_path) and not os.path.exists(srv.shm_path)
-    with pytest.raises(tollfree.EngineError):
+    with pytest.raises(tollfree.SweepError):
         c.echo(np.ones(3))
-    with pytest.raises(tollfree.EngineError):
+    with pytest.raises(tollfree.SweepError):
         s.echo(np.ones(3))
     c.close()
     s.close()
@@ -63,7 +63,7 @@ def test_sigterm_during_a_sweep(server_factory, default_case):
         try:
             with tollfree.connect(srv.url("unix"), timeout=DEADLINE) as c:
                 box["r"] = c.sweep(close, big)
-        except tollfree.EngineError as e:
+        except tollfree.SweepError as e:
             box["e"] = e
 
     th = threading.Thread(target=call)

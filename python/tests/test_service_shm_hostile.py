@@ -18,7 +18,7 @@ import tollfree
 from tollfree import wire
 from tollfree.client import _shm
 from tollfree.client._shm import ShmTransport
-from tollfree.errors import EngineError, EngineTimeout
+from tollfree.errors import SweepError, SweepTimeout
 from conftest import DEADLINE, wait_until  # noqa: E402
 
 CLOSE = np.ascontiguousarray(100 + np.cumsum(np.random.default_rng(5).normal(size=1500)))
@@ -182,7 +182,7 @@ def test_head_moving_backwards_and_bad_resp_tail(server, good):
     frame = _echo_frame(99)
     t.sendv([frame], len(frame))
     assert _dropped(t)
-    with pytest.raises(EngineError) as ei:
+    with pytest.raises(SweepError) as ei:
         c.echo(np.arange(4.0))
     # The client checks resp_head against the tail it reads (the poked one) before anything else.
     assert ei.value.code == wire.E_SHM_CORRUPT, ei.value
@@ -202,13 +202,13 @@ def test_framing_errors_in_the_ring_are_answered(server, good):
             (struct.pack("<BBHQ", wire.SESSION_OPEN, 2, 0, 1) + bytes(48), wire.E_WINDOW_TOO_SHORT),
         ]:
             t.sendv([struct.pack("<I", len(body)) + body], 4 + len(body))
-            with pytest.raises(EngineError) as ei:
+            with pytest.raises(SweepError) as ei:
                 c._recv(body[0] if body else 0, 1, 0)
             assert ei.value.code == code
         # the largest frame a ring takes: align8(4 + body_len) <= ring_bytes - 8
         most = np.frombuffer(os.urandom(RING - 24), np.uint8)
         assert np.array_equal(c.echo(most), most)
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             c.echo(np.frombuffer(os.urandom(RING - 23), np.uint8))
         assert ei.value.code == wire.E_SHM_TOO_BIG
         assert np.array_equal(bits(c.echo(np.arange(5.0))), bits(np.arange(5.0)))
@@ -249,7 +249,7 @@ def test_peer_that_stops_reading_replies(server, good):
     c = tollfree.connect(server.url("shm"), timeout=0.5, ring_bytes=RING)
     t = c._t
     payload = np.ones(1000)
-    with pytest.raises(EngineTimeout):
+    with pytest.raises(SweepTimeout):
         for i in range(1000):  # never consume: the response ring, then the request ring fill up
             c._send(wire.ECHO, [memoryview(payload).cast("B")], payload.nbytes)
     good()
@@ -260,7 +260,7 @@ def test_peer_that_stops_reading_replies(server, good):
 def test_shm_connection_limit(server, good):
     held = []
     try:
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(SweepError) as ei:
             for _ in range(80):
                 held.append(tollfree.connect(server.url("shm"), timeout=DEADLINE, ring_bytes=RING, spin=0))
         assert ei.value.code == wire.E_SHM_LIMIT
@@ -282,7 +282,7 @@ def test_shm_connection_limit(server, good):
         try:
             good()
             return True
-        except EngineError as e:
+        except SweepError as e:
             if e.code != wire.E_SHM_LIMIT:
                 raise
             return False
@@ -300,7 +300,7 @@ def test_idle_shm_client_is_closed_by_the_idle_timeout(server_factory):
         c = tollfree.connect(srv.url("shm"))
         assert c.hello()["version"] == 2
         wait_until(lambda: "idle timeout (--idle-timeout)" in srv.log(), "the idle ring's close")
-        with pytest.raises(EngineError) as e:
+        with pytest.raises(SweepError) as e:
             c.hello()
         assert e.value.code == wire.E_SHM_PEER_GONE
         c.close()

@@ -20,7 +20,7 @@ from tollfree import wire
 from tollfree._lib import bin_path, lib_path
 from tollfree.binding import STAT_NAMES, STATS_DTYPE
 from tollfree.client import Dataset
-from tollfree.errors import EngineError
+from tollfree.errors import SweepError
 from conftest import DEADLINE, Server  # noqa: E402
 
 BUILTINS = ("sma_cross", "ema_cross", "donchian", "rsi", "bollinger")
@@ -269,13 +269,13 @@ def test_session_equals_stream(client, name):
 
 
 def test_session_refusals(client):
-    with pytest.raises(EngineError) as e:
+    with pytest.raises(SweepError) as e:
         client.session([9, 3], strategy="sma_cross")  # fast >= slow: init refuses
     assert e.value.code == wire.E_STRATEGY
-    with pytest.raises(EngineError) as e:
+    with pytest.raises(SweepError) as e:
         client.session([9, 3, 1], strategy="sma_cross")
     assert e.value.code == wire.E_STRATEGY and "takes 2 parameters" in e.value.message
-    with pytest.raises(EngineError) as e:
+    with pytest.raises(SweepError) as e:
         client.session([5], strategy="nosuch")
     assert e.value.code == wire.E_STRATEGY and "nosuch" in e.value.message
     client.echo(np.arange(4.0))  # the connection goes on
@@ -284,17 +284,17 @@ def test_session_refusals(client):
 # ---- refusals through the client -----------------------------------------------------------------
 def test_refusals_name_what_is_wrong(client):
     close = series(300)
-    with pytest.raises(EngineError) as e:
+    with pytest.raises(SweepError) as e:
         client.sweep(close, [[2, 5]], strategy="nosuch")
     assert e.value.code == wire.E_STRATEGY
     assert "'nosuch'" in e.value.message and "sma_cross" in e.value.message
-    with pytest.raises(EngineError) as e:
+    with pytest.raises(SweepError) as e:
         client.sweep(close, [[2, 5, 7]], strategy="sma_cross")
     assert "takes 2 parameters (fast, slow)" in e.value.message
-    with pytest.raises(EngineError) as e:
+    with pytest.raises(SweepError) as e:
         client.sweep(close, [[2, 5], [2, 9], [8, 3]], strategy="sma_cross")
     assert e.value.code == wire.E_STRATEGY and "2" in e.value.message
-    with pytest.raises(EngineError) as e:
+    with pytest.raises(SweepError) as e:
         client.sweep(Dataset(0x1234, 300), [[2, 5]], strategy="sma_cross")
     assert e.value.code == wire.E_UNKNOWN_DATASET
     # the client's own checks
@@ -324,7 +324,7 @@ def test_spawn_offers_hma_only(srv):
     want = ref_sweep("hma", close, params)
     pnl, trades = c.sweep(close, params, strategy="hma")
     assert np.array_equal(bits(pnl), bits(want[0])) and np.array_equal(trades, want[1])
-    with pytest.raises(EngineError) as e:
+    with pytest.raises(SweepError) as e:
         c.sweep(close, [[2, 5]], strategy="sma_cross")
     assert e.value.code == wire.E_STRATEGY
 
@@ -417,7 +417,7 @@ def test_state_above_max_memory_is_refused_before_it_is_allocated(server_factory
                 (lambda: c.sweep(series(100), [[2, 5], [1, 4_000_000]], strategy="sma_cross"),
                  wire.E_LIMIT),
                 (lambda: c.session([1, 4_000_000], strategy="sma_cross"), wire.E_SESSION_LIMIT)):
-            with pytest.raises(EngineError) as e:
+            with pytest.raises(SweepError) as e:
                 call()
             assert e.value.code == code
             assert "combo" in e.value.message and "bytes of state" in e.value.message

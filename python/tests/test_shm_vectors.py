@@ -19,7 +19,7 @@ from tollfree import wire
 from tollfree.client._shm import (Q_REQ_HEAD, Q_REQ_TAIL, Q_RESP_HEAD, Q_RESP_TAIL,
                                   ShmTransport)
 from tollfree.client._v2 import ShmClient, ShmSession
-from tollfree.errors import EngineError
+from tollfree.errors import SweepError
 
 VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "shm_ring.txt"
 BAR_POSITION = -1          # what the played server answers a bar with
@@ -92,7 +92,7 @@ def _read(t, call) -> list:
         return ["frame", call()]
     except _Empty:
         return ["empty", str(t.cq[Q_RESP_TAIL])]
-    except EngineError as e:
+    except SweepError as e:
         assert e.code == wire.E_SHM_CORRUPT, e
         return ["corrupt"]
 
@@ -105,7 +105,7 @@ def _write(call) -> tuple:
         return "written", call()
     except _Full:
         return "full", None
-    except EngineError as e:
+    except SweepError as e:
         assert e.code in names, e
         return names[e.code], None
 

@@ -39,11 +39,9 @@ def test_wait_constants_match_shm_h():
     assert _shm.DEFAULT_SPIN == d["TF_SHM_DEFAULT_SPIN"]
 
 
-@pytest.mark.parametrize("which", ["libtollfree", "syscall fallback"])
-def test_futex_wake_reaches_every_waiter(which):
-    wait, wake = _shm._futex_fns() if which == "libtollfree" else _shm._syscall_futex()
-    if which == "libtollfree":
-        assert isinstance(wait, ctypes._CFuncPtr)  # tf_futex_wait itself, not the fallback
+def test_futex_wake_reaches_every_waiter():
+    wait, wake = _shm._futex_fns()
+    assert isinstance(wait, ctypes._CFuncPtr)  # tf_futex_wait itself
     word = ctypes.c_uint32(0)
     addr = ctypes.addressof(word)
     tids, rcs = [], []
@@ -68,17 +66,20 @@ def test_futex_wake_reaches_every_waiter(which):
 
 
 def test_wait_value_changed_returns_at_once():
-    for wait, _ in (_shm._futex_fns(), _shm._syscall_futex()):
-        word = ctypes.c_uint32(5)
-        assert wait(ctypes.addressof(word), 4, int(DEADLINE * 1e9)) == 0
+    wait, _ = _shm._futex_fns()
+    word = ctypes.c_uint32(5)
+    assert wait(ctypes.addressof(word), 4, int(DEADLINE * 1e9)) == 0
 
 
 @pytest.mark.parametrize("spin", [0, 64, _shm.DEFAULT_SPIN])
-def test_session_loses_no_wakeup(server_factory, spin):
+def test_session_loses_no_wakeup(server_factory, monkeypatch, spin):
     """Every bar sleeps on the futex (spin 0 on both sides) or nearly: 4,000 round trips through
-    the wake path give the in-process positions, and no futex wait comes back empty more than
-    twice (a lost wake-up would cost one 100 ms timeout each; two allow a rare long stall)."""
+    the wake path give the in-process positions. Each wait is bounded by the test deadline
+    instead of the client's 100 ms step, so a lost wake-up costs the deadline (the round trip
+    fails), not a guess at how long a reply may take."""
     from tollfree.data import synthetic_close
+
+    monkeypatch.setattr(_shm, "_SLEEP_NS", int(DEADLINE * 1e9))
 
     srv = server_factory(unix=False, tcp=False, extra=["--spin", str(spin), "--quiet"])
     close = synthetic_close(4000, seed=11)
@@ -90,7 +91,12 @@ def test_session_loses_no_wakeup(server_factory, spin):
         got = [s.on_bar(x) for x in close.tolist()]
         t = c._t
         assert got == want
-        assert t.empty_wakes <= 2
+        # A lost wake-up would cost the test deadline (SweepTimeout above), never a count here.
+        # A wait may still come back without its reply: the server's wake for the reply before,
+        # issued after the client had already seen that reply, lands on the next wait (benign,
+        # at most about one per reply). The count is printed, not asserted.
+        print(f"spin {spin}: {t.empty_wakes} empty wakes in {len(got)} round trips")
+        assert t.empty_wakes < len(got)
         if spin == 0:
             assert t.sleeps > 0 and t.yields_won == 0 and t.contentions == 0
             assert t.fast == [0] and t.budget == 0

@@ -200,7 +200,7 @@ def test_service_refuses_bad_flags_and_fees(server):
     close, params = data.default_close()[:2000], grid.default_grid()[:2]
     with tollfree.connect(server.url("unix")) as c:
         ds = c.load(close)
-        with pytest.raises(tollfree.EngineError) as e:
+        with pytest.raises(tollfree.SweepError) as e:
             c._sweep_stats_rows(ds, params, float("nan"))  # past the client's own check
         assert e.value.code == -1002  # TF_E_INVALID_ARG
         got = c.sweep_stats(ds, params)

@@ -24,7 +24,7 @@ from conftest import DEADLINE
 from engine_service import VenueProcess
 from tollfree import orders
 from tollfree._lib import bin_path
-from tollfree.errors import EngineError
+from tollfree.errors import EngineServiceError
 
 SECRET_A = "alpha-secret-0123456789"
 SECRET_B = "bravo-secret-9876543210"
@@ -54,12 +54,12 @@ def test_logon(venue, monkeypatch):
         assert c.new_limit(3, 1, 1, "buy", 100, 1)[0].KIND == orders.Accepted.KIND
     codes = []
     for name, secret in (("alpha", SECRET_B), ("nobody", SECRET_A)):
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(EngineServiceError) as ei:
             orders.connect(venue.url, session=name, secret=secret, timeout=DEADLINE)
         codes.append((ei.value.code, "logon refused" in str(ei.value)))
     assert codes[0] == codes[1] == (-13, True)  # the same answer: -EACCES
     with orders.connect(venue.url, timeout=DEADLINE) as plain:  # no logon
-        with pytest.raises(EngineError):
+        with pytest.raises(EngineServiceError):
             plain.new_limit(1, 1, 1, "buy", 100, 1)
     until = time.monotonic() + DEADLINE
     while "a frame before logon" not in venue.log() and time.monotonic() < until:

@@ -26,7 +26,7 @@ from engine_service import VenueProcess
 from tollfree import orders
 from tollfree._lib import bin_path
 from tollfree.client import parse_url as sweep_parse_url
-from tollfree.errors import EngineError
+from tollfree.errors import EngineServiceError
 
 SECRET_A = "alpha-secret-0123456789"
 SECRET_B = "bravo-secret-9876543210"
@@ -175,7 +175,7 @@ def test_paper_over_tls(venue, tmp_path):
 def test_wrong_ca_refused(venue, certs, monkeypatch):
     monkeypatch.delenv("TOLLFREE_TLS_CA", raising=False)
     for ca in (certs["other"], None):  # another CA; the system store
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(EngineServiceError) as ei:
             orders.connect(venue.tls_url, ca=ca, timeout=DEADLINE)
         assert ei.value.code == -errno.EPROTO
         assert "TLS handshake" in str(ei.value)
@@ -211,7 +211,7 @@ def test_tls_url_to_a_plain_port_refused(tmp_path_factory):
     from engine_service import engine_service
     svc = engine_service(tmp_path_factory)
     try:
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(EngineServiceError) as ei:
             orders.connect(f"tls:127.0.0.1:{svc.tcp_port}", timeout=DEADLINE)
         assert ei.value.code == -errno.EPROTO
         with orders.connect(svc.url("tcp"), timeout=DEADLINE) as c:  # the service goes on
@@ -229,7 +229,7 @@ def test_host_not_named_refused(tmp_path, certs):
     try:
         v.wait_log("listening tcp")
         port = int(re.search(r"listening tcp 0\.0\.0\.0:(\d+) \(TLS\)", v.log()).group(1))
-        with pytest.raises(EngineError) as ei:
+        with pytest.raises(EngineServiceError) as ei:
             orders.connect(f"tls:127.0.0.2:{port}", ca=v.ca, timeout=DEADLINE)
         assert ei.value.code == -errno.EPROTO
         with orders.connect(f"tls://localhost:{port}", session="alpha", secret=SECRET_A,

@@ -2,10 +2,12 @@
 
 In-process: :func:`sweep`, :func:`sweep_stats` / :func:`sweep_frame` (the statistics) and
 :class:`Strategy` (libtollfree via ctypes, zero-copy, GIL released).
-Out of process: :func:`connect` (v2 over unix/tcp/shm/spawn) and :class:`tollfree.v1.Client`;
-failures raise :class:`EngineError`.
-Orders: :func:`tollfree.orders.connect` (OFL1 to ``tollfree engine serve``) and the paper-trading
-loop :func:`tollfree.paper.run`.
+Out of process: :func:`connect` (v2 over unix/tcp/shm/spawn) and :class:`tollfree.v1.Client`, the
+clients of the sweep service (``tollfree serve``); failures raise :class:`SweepError`.
+Orders: :func:`tollfree.orders.connect` (OFL1 to the engine service, ``tollfree engine serve``;
+failures raise :class:`EngineServiceError`) and the paper-trading loop :func:`tollfree.paper.run`.
+``EngineError``/``EngineTimeout`` are deprecated names of the two errors' common base
+(:mod:`tollfree.errors`).
 Many instruments: :func:`sweep_panel` in-process, :func:`tollfree.distributed.sweep` on Dask.
 Any strategy: ``strategy=`` on every path takes a built-in name (:func:`strategies.builtins`), a
 plugin .so, or :func:`define` (numba functions, run by the C sweep without the GIL); grids by
@@ -21,15 +23,17 @@ __version__ = "0.3.0"
 from tollfree import grid, orders, strategies, v1  # noqa: E402,F401
 from tollfree.binding import Series, Strategy, sweep, sweep_stats  # noqa: E402
 from tollfree.client import connect  # noqa: E402
-from tollfree.errors import EngineError, EngineTimeout  # noqa: E402
+from tollfree.errors import (EngineServiceError, EngineServiceTimeout, ServiceError,  # noqa: E402
+                             ServiceTimeout, SweepError, SweepTimeout)
 from tollfree.research import walk_forward  # noqa: E402
 from tollfree.stats import sweep_frame  # noqa: E402
 from tollfree.strategies import define  # noqa: E402
 from tollfree.trade_list import trades  # noqa: E402
 
 
-__all__ = ["sweep", "sweep_stats", "sweep_frame", "Strategy", "connect", "EngineError",
-           "EngineTimeout", "v1", "orders", "paper", "walk_forward", "report", "sweep_panel",
+__all__ = ["sweep", "sweep_stats", "sweep_frame", "Strategy", "connect", "SweepError",
+           "SweepTimeout", "EngineServiceError", "EngineServiceTimeout", "ServiceError",
+           "ServiceTimeout", "v1", "orders", "paper", "walk_forward", "report", "sweep_panel",
            "Series", "strategies", "define", "trades"]
 
 # Imported on first use (PEP 562), not with the package: `python -m tollfree.paper`,
@@ -49,7 +53,9 @@ def __getattr__(name: str):
         value = m if attr is None else getattr(m, attr)
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'tollfree' has no attribute {name!r}")
+    from tollfree import errors
+
+    return errors.deprecated(name, "tollfree")  # EngineError, EngineTimeout; else AttributeError
 
 
 def __dir__():

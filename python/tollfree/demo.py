@@ -1,5 +1,5 @@
 """`make demo`: the default sweep, computed by the C engine in-process from Python, next to the
-published fingerprint and to numba; then the same sweep across the engine service, and the
+published fingerprint and to numba; then the same sweep across the sweep service, and the
 boundary benchmark's headline table when `make bench` has written one (``--verbose``: a quick
 benchmark run when it has not)."""
 from __future__ import annotations
@@ -76,7 +76,7 @@ def service_section(close, params, pnl, trades):
                 raise RuntimeError("tollfree serve did not start: "
                                    + proc.stderr.read().decode(errors="replace"))
             time.sleep(0.01)
-        print("\nthe same sweep through the engine service (tollfree serve, a separate process):")
+        print("\nthe same sweep through the sweep service (tollfree serve, a separate process):")
         rows = []
         with tollfree.v1.Client(unix) as v1c:
             rows.append(("v1 over unix (the published protocol)",

@@ -18,12 +18,13 @@ Events are small frozen dataclasses with the spec's field names (``event_seq``, 
 ``maker_order_id``, ``taker_order_id``, ``instrument_id``, ``price``, ``quantity``). Each command
 method returns a :class:`Reply`: a list of its events with ``.command_seq`` set.
 
-Errors are :class:`tollfree.EngineError` (code + message), as in the sweep client: ``-errno`` for
-OS failures (``-ECONNREFUSED``; ``-ECONNRESET`` when the server closed between replies),
+Errors are :class:`tollfree.EngineServiceError` (code + message, like the sweep client's
+:class:`tollfree.SweepError`; both are a :class:`tollfree.ServiceError`): ``-errno`` for OS
+failures (``-ECONNREFUSED``; ``-ECONNRESET`` when the server closed between replies),
 ``TRUNCATED`` (-1210) when it closed inside a frame or a reply, ``PROTOCOL`` (-1213) for a frame
-or reply the protocol does not allow, and :class:`tollfree.EngineTimeout` past ``timeout``. After
-any of those the client is closed. Bad arguments raise ``ValueError``/``TypeError`` before anything
-is sent. A reject is an event (:class:`Rejected`), never an exception.
+or reply the protocol does not allow, and :class:`tollfree.EngineServiceTimeout` past
+``timeout``. After any of those the client is closed. Bad arguments raise
+``ValueError``/``TypeError`` before anything is sent. A reject is an event (:class:`Rejected`), never an exception.
 
 Sessions (a service started with ``--sessions``, docs/venue.md): ``connect(url, session=NAME,
 secret=...)`` logs on (challenge-response, HMAC-SHA256: the secret never crosses the wire; when
@@ -59,7 +60,7 @@ from dataclasses import dataclass, fields
 from typing import Iterable, Sequence, Union
 
 from tollfree import urls
-from tollfree.errors import EngineError, EngineTimeout, os_error
+from tollfree.errors import EngineServiceError, EngineServiceTimeout, os_error
 
 __all__ = ["connect", "Client", "Reply", "NewLimit", "NewMarket", "CancelByOrder", "CancelByClient",
            "Replace", "Accepted", "Rejected", "Replaced", "Canceled", "Trade", "Heartbeat",
@@ -704,7 +705,7 @@ class Client:
         except OSError as e:
             self._sock.close()
             self._sock = None
-            raise os_error(e, f"connect {url}") from None
+            raise os_error(e, f"connect {url}", EngineServiceError) from None
         if family != socket.AF_UNIX:
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls:
@@ -738,27 +739,27 @@ class Client:
         wait = 5.0 if self.timeout is None else min(self.timeout, 5.0)
         try:
             ch = self._read_exact(40, time.monotonic() + wait)
-        except EngineTimeout:
-            raise EngineError(E_PROTOCOL, f"{self.url}: no logon challenge (is the service "
+        except EngineServiceTimeout:
+            raise EngineServiceError(E_PROTOCOL, f"{self.url}: no logon challenge (is the service "
                                           "started with --sessions?)") from None
         if ch[:3] != b"\x26\x00\x01" or ch[3:7] != b"TFV1" or ch[7] != 1:
-            self._fail(EngineError(E_PROTOCOL, "not a logon challenge"))
+            self._fail(EngineServiceError(E_PROTOCOL, "not a logon challenge"))
         mac = hmac.new(secret, LOGON_LABEL + ch[8:40] + nb, hashlib.sha256).digest()
         body = bytes([0x02, len(nb)]) + nb + mac
         try:
             self._sock.sendall(struct.pack("<H", len(body)) + body)
         except OSError as e:
-            self._fail(os_error(e, f"send to {self.url}"))
+            self._fail(os_error(e, f"send to {self.url}", EngineServiceError))
         try:
             res = self._read_exact(20, self._deadline())
-        except EngineError as e:
+        except EngineServiceError as e:
             if e.code in (-errno.ECONNRESET, E_TRUNCATED):
-                raise EngineError(-errno.EACCES, f"{self.url}: logon refused") from None
+                raise EngineServiceError(-errno.EACCES, f"{self.url}: logon refused") from None
             raise
         if res[:3] != b"\x12\x00\x03":
-            self._fail(EngineError(E_PROTOCOL, "not a logon result"))
+            self._fail(EngineServiceError(E_PROTOCOL, "not a logon result"))
         if res[3] != 0:
-            self._fail(EngineError(-errno.EACCES, f"{self.url}: logon refused (an unknown "
+            self._fail(EngineServiceError(-errno.EACCES, f"{self.url}: logon refused (an unknown "
                                                   "session or a wrong secret)"))
         self.logon_client_seq = struct.unpack_from("<Q", res, 12)[0]
         self.next_client_seq = self.logon_client_seq + 1
@@ -776,7 +777,7 @@ class Client:
 
     # -- plumbing
 
-    def _fail(self, err: EngineError):
+    def _fail(self, err: EngineServiceError):
         self.close()
         raise err
 
@@ -786,21 +787,23 @@ class Client:
     def _recv(self, deadline: float | None, inside: bool) -> None:
         """One recv into the buffer, bounded by the deadline."""
         if self._sock is None:
-            raise EngineError(-errno.ENOTCONN, "the connection is closed")
+            raise EngineServiceError(-errno.ENOTCONN, "the connection is closed")
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
-                self._fail(EngineTimeout(message=f"{self.url}: timed out waiting for the engine"))
+                self._fail(EngineServiceTimeout(
+                    message=f"{self.url}: timed out waiting for the engine service"))
             self._sock.settimeout(left)
         try:
             data = self._sock.recv(65536)
         except OSError as e:
-            self._fail(os_error(e, f"recv from {self.url}"))
+            self._fail(os_error(e, f"recv from {self.url}", EngineServiceError))
         if not data:
             if self._rx or inside:
-                self._fail(EngineError(E_TRUNCATED, "the engine closed the connection inside a "
-                                                    "frame or a reply"))
-            self._fail(EngineError(-errno.ECONNRESET, "the engine closed the connection"))
+                self._fail(EngineServiceError(E_TRUNCATED, "the engine service closed the "
+                                              "connection inside a frame or a reply"))
+            self._fail(EngineServiceError(-errno.ECONNRESET,
+                                          "the engine service closed the connection"))
         self._rx += data
 
     def _frames(self):
@@ -816,7 +819,7 @@ class Client:
                 yield r[0], r[1]
         except FrameError as e:
             del buf[:off]
-            self._fail(EngineError(E_PROTOCOL, f"the engine sent a bad frame: {e}"))
+            self._fail(EngineServiceError(E_PROTOCOL, f"the engine sent a bad frame: {e}"))
         del buf[:off]
 
     def _queue_fill(self, t: Trade) -> None:
@@ -827,7 +830,10 @@ class Client:
     def _exchange(self, frames: Sequence[bytes], n: int) -> list[Reply]:
         """Sends encoded commands (at most max_inflight unanswered) and collects n replies."""
         if self._sock is None:
-            raise EngineError(-errno.ENOTCONN, "the connection is closed")
+            raise EngineServiceError(-errno.ENOTCONN, "the connection is closed")
+        if self._unanswered:
+            raise ValueError(f"{self._unanswered} commands sent with send() are unanswered: "
+                             "recv() their replies first")
         deadline = self._deadline()
         replies: list[Reply] = []
         cur: Reply | None = None
@@ -840,30 +846,31 @@ class Client:
                         self._sock.settimeout(max(deadline - time.monotonic(), 1e-6))
                     self._sock.sendall(b"".join(frames[sent:k]))
                 except OSError as e:
-                    self._fail(os_error(e, f"send to {self.url}"))
+                    self._fail(os_error(e, f"send to {self.url}", EngineServiceError))
                 sent = k
             self._recv(deadline, cur is not None)
             for msg, jseq in self._frames():
                 kind = msg.KIND
                 if kind == 0:
                     if cur is None or cur.command_seq != jseq:
-                        self._fail(EngineError(E_PROTOCOL, "a Heartbeat that closes no reply"))
+                        self._fail(EngineServiceError(E_PROTOCOL,
+                                                      "a Heartbeat that closes no reply"))
                     replies.append(cur)
                     cur = None
                 elif kind < 0x81:
-                    self._fail(EngineError(E_PROTOCOL, f"the engine sent a command "
+                    self._fail(EngineServiceError(E_PROTOCOL, f"the engine sent a command "
                                                        f"({ALL_KIND_NAMES[kind]})"))
                 elif cur is None:
                     if kind in (0x85, 0x94):  # a Trade or a Fill of a resting order
                         self._queue_fill(msg)
                         continue
                     if len(replies) >= sent:
-                        self._fail(EngineError(E_PROTOCOL, "a reply to no command"))
+                        self._fail(EngineServiceError(E_PROTOCOL, "a reply to no command"))
                     cur = Reply([msg])
                     cur.command_seq = msg.command_seq
                 else:
                     if msg.command_seq != cur.command_seq:
-                        self._fail(EngineError(E_PROTOCOL, "an event of another command "
+                        self._fail(EngineServiceError(E_PROTOCOL, "an event of another command "
                                                            "inside a reply"))
                     cur.append(msg)
         return replies
@@ -929,6 +936,24 @@ class Client:
             return []
         return self._exchange(frames, len(frames))
 
+    # pipelining (tollfree.orders_pipeline, the C client's tf_orders_send / tf_orders_recv)
+
+    _unanswered = 0  # commands send() took whose replies recv() has not returned
+
+    def send(self, cmds: Iterable[Command], first_client_seq: int | None = None) -> int:
+        """Sends commands without waiting for their replies (at most ``max_inflight``
+        unanswered); returns how many it took. Each :meth:`recv` returns the next reply."""
+        return _pipeline.send(self, cmds, first_client_seq)
+
+    def recv(self) -> Reply:
+        """The reply of the oldest command :meth:`send` sent and no recv has returned."""
+        return _pipeline.recv(self)
+
+    @property
+    def unanswered(self) -> int:
+        """Commands :meth:`send` took whose replies :meth:`recv` has not returned."""
+        return self._unanswered
+
     def _read_nowait(self) -> bool:
         """Reads whatever has arrived without waiting; False when the server has closed."""
         try:
@@ -945,26 +970,31 @@ class Client:
             finally:
                 self._sock.settimeout(self.timeout)
         except OSError as e:
-            self._fail(os_error(e, f"recv from {self.url}"))
+            self._fail(os_error(e, f"recv from {self.url}", EngineServiceError))
 
     def fills(self, timeout: float | None = 0.0, max: int | None = None) -> list[Trade]:
         """The unsolicited Trades (and gateway Fills) received so far (oldest first), taken
         from the queue. When none is queued, waits up to ``timeout`` seconds (``None`` = until
         one comes) for one. If the server has closed, the queued Trades are returned first and
-        the next call raises."""
+        the next call raises. While commands sent with :meth:`send` are unanswered it does not
+        wait: it returns what was read up to the next reply (tollfree.orders_pipeline)."""
+        if self._unanswered:
+            return _pipeline.fills(self, max)
         deadline = None if timeout is None else time.monotonic() + timeout
         while self._sock is not None:
             alive = self._read_nowait()
             for msg, _ in self._frames():
                 if msg.KIND not in (0x85, 0x94):
-                    self._fail(EngineError(E_PROTOCOL, f"unexpected {ALL_KIND_NAMES[msg.KIND]} "
-                                                       "with no command outstanding"))
+                    self._fail(EngineServiceError(
+                        E_PROTOCOL,
+                        f"unexpected {ALL_KIND_NAMES[msg.KIND]} with no command outstanding"))
                 self._queue_fill(msg)
             if not alive:
                 if self._fills:
                     self.close()
                     break
-                self._fail(EngineError(-errno.ECONNRESET, "the engine closed the connection"))
+                self._fail(EngineServiceError(-errno.ECONNRESET,
+                                              "the engine service closed the connection"))
             if self._fills or timeout == 0:
                 break
             left = None if deadline is None else deadline - time.monotonic()
@@ -973,7 +1003,7 @@ class Client:
             if not select.select([self._sock], [], [], left)[0]:
                 break
         if self._sock is None and not self._fills:
-            raise EngineError(-errno.ENOTCONN, "the connection is closed")
+            raise EngineServiceError(-errno.ENOTCONN, "the connection is closed")
         out = []
         while self._fills and (max is None or len(out) < max):
             out.append(self._fills.popleft())
@@ -1008,6 +1038,9 @@ class Client:
             pass
 
 
+from tollfree import orders_pipeline as _pipeline  # noqa: E402 (it uses this module's names)
+
+
 def _tls_wrap(sock: socket.socket, host: str, ca: str | None, url: str) -> ssl.SSLSocket:
     """The TLS handshake over a connected socket (closed when it fails): TLS 1.2 or later, the
     server's certificate checked against ``ca`` (else ``TOLLFREE_TLS_CA``, else the system's CA
@@ -1019,10 +1052,10 @@ def _tls_wrap(sock: socket.socket, host: str, ca: str | None, url: str) -> ssl.S
         return ctx.wrap_socket(sock, server_hostname=host)
     except ssl.SSLError as e:
         sock.close()
-        raise EngineError(-errno.EPROTO, f"TLS handshake with {url} failed: {e}") from None
+        raise EngineServiceError(-errno.EPROTO, f"TLS handshake with {url} failed: {e}") from None
     except OSError as e:
         sock.close()
-        raise os_error(e, f"TLS with {url}") from None
+        raise os_error(e, f"TLS with {url}", EngineServiceError) from None
 
 
 def connect(url: str, timeout: float | None = 30.0, max_fills: int = 4096,

@@ -5,7 +5,7 @@
 
 v1 has no error replies of its own: tollfree answers a malformed v1 request with a v2 error frame
 (body starting with 0x7F) whose length differs from the reply this client expects; it is raised
-as :class:`~tollfree.errors.EngineError` with the frame's code.
+as :class:`~tollfree.errors.SweepError` with the frame's code.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from tollfree import wire
 from tollfree.binding import as_close, as_params
-from tollfree.errors import EngineError
+from tollfree.errors import SweepError
 
 __all__ = ["Client"]
 
@@ -48,7 +48,7 @@ class Client:
 
     def _transport(self):
         if self._closed:
-            raise EngineError(-errno.EBADF, "the client is closed")
+            raise SweepError(-errno.EBADF, "the client is closed")
         if self._spawn is None:
             return self._t
         from tollfree.client._stream import PipeTransport
@@ -85,18 +85,18 @@ class Client:
     def _error(self, t, blen: int, expect: int):
         if blen < 20 or blen > 20 + wire.MAX_ERROR_MSG:
             t.close()
-            raise EngineError(wire.E_PROTOCOL, f"v1 reply of {blen} bytes (expected {expect})")
+            raise SweepError(wire.E_PROTOCOL, f"v1 reply of {blen} bytes (expected {expect})")
         buf = bytearray(blen)
         t.read(memoryview(buf))
         t.end_reply()
         code, mlen = wire.ERROR_REP.unpack_from(buf, wire.V2_HDR_BODY)
         if buf[0] != wire.ERROR or mlen != blen - 20:
             t.close()
-            raise EngineError(wire.E_PROTOCOL, f"v1 reply of {blen} bytes (expected {expect})")
+            raise SweepError(wire.E_PROTOCOL, f"v1 reply of {blen} bytes (expected {expect})")
         msg = bytes(buf[20:]).decode("utf-8", "replace")
         if code in wire.CLOSING_CODES:
             t.close()
-        raise EngineError(code, msg)
+        raise SweepError(code, msg)
 
     def sweep(self, close: np.ndarray, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(pnl float64[m], trades int64[m])``, bit-identical to :func:`tollfree.sweep`."""

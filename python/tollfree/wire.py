@@ -1,4 +1,4 @@
-"""Engine wire protocol layouts, opcodes and codes, in one place (docs/protocol.md).
+"""Sweep service wire protocol layouts, opcodes and codes, in one place (docs/protocol.md).
 
 Everything is little-endian. A frame is ``[u32 body_len][body]``. v1 bodies start with
 ``[u8 opcode][u32 n_bars][u32 n_combos]``; v2 bodies start with a 12-byte header
@@ -231,3 +231,30 @@ STRATEGIES_REP = struct.Struct("<II")      # count, text_len, then "name param .
 # bytes; [n_bars x f64 closes]; n_combos x n_params x f64 params. Reply: as SWEEP_DS.
 SWEEP_WITH_REQ = struct.Struct("<QQIIII")
 SESSION_OPEN_WITH_REQ = struct.Struct("<II")  # n_params, name_len; the name padded; n_params x f64
+
+# Every v2 reply payload's decoder (the structs above) with its field names, reserved fields
+# None: what tests/vectors/v2_replies.txt pins against the C codecs (src/wire/reply.c).
+REPLIES = {
+    "hello": (HELLO_REP, ("version", "caps", "max_frame", "max_memory", "max_datasets", "threads")),
+    "load": (LOAD_REP, ("handle", "n_bars", "created", None)),
+    "sweep": (SWEEP_REP_FLAGS, ("n_combos", "flags")),
+    "run_one": (RUN_ONE_REP, ("pnl", "trades")),
+    "session_open": (SESSION_OPEN_REP, ("session",)),
+    "session_bar": (SESSION_BAR_REP, ("position", None, "trades", "pnl")),
+    "session_state": (SESSION_STATE_REP, ("position", None, "trades", "pnl", "bars")),
+    "stats": (STATS_REP, STATS_FIELDS),
+    "strategies": (STRATEGIES_REP, ("count", "text_len")),
+    "error": (ERROR_REP, ("code", "msg_len")),
+}
+
+
+def decode_reply(name: str, payload) -> dict:
+    """The fields of a v2 reply payload (the bytes after the v2 header, before any array)."""
+    S, names = REPLIES[name]
+    return {k: v for k, v in zip(names, S.unpack_from(payload)) if k is not None}
+
+
+def encode_reply(name: str, fields: dict) -> bytes:
+    """The payload of a v2 reply (reserved fields 0): the server's layout, for tests."""
+    S, names = REPLIES[name]
+    return S.pack(*(0 if k is None else fields[k] for k in names))

@@ -113,7 +113,8 @@ int tf_cli_out_begin(tf_cli_out *o, const char *cmd, const char *path, int force
                      uint64_t per_record, uint64_t fixed);
 /* ok: the writer finished and synced o->tmp. Renames it over PATH (and syncs the directory), or
  * (not ok, interrupted, or the rename failed) removes it and says why. Restores the default
- * signal handlers. Returns 0 when PATH was written. */
+ * signal handlers. Returns 0 when PATH was written; -1 with a line on stderr otherwise, and when
+ * PATH is in place but its directory could not be synced (tfu_sync_parent_dir). */
 int tf_cli_out_commit(tf_cli_out *o, int ok);
 
 /* The Python side of a command (python.c): argv = {interpreter, "-m", module, args..., NULL}

@@ -317,8 +317,10 @@ static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto,
         if (n == 1 && b->skipped) {
             st->records++;
             st->malformed++;
-            uint8_t k = b->r.frame[2];
-            st->commands += tfv_is_command(k) || k == 0x06 || k == 0x40;
+            /* a command, or a byte reserved for one (the kind table's row) */
+            const tf_ofl_kind_info *k = tf_ofl_kind_info_of(b->r.frame[2]);
+            st->commands +=
+                k->kind_class == TF_OFL_CLASS_COMMAND || k->reserved_for == TF_OFL_CLASS_COMMAND;
             continue;
         }
         if (n <= 0) {

@@ -1,5 +1,4 @@
 /* `tollfree engine serve`: the order engine as a durable service (docs/engine-service.md). */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,8 @@ static const char usage[] =
     "                             [--sessions FILE] [--risk FILE]\n"
     "                             [--tls-cert PEM --tls-key PEM]\n"
     "\n"
-    "Serve the order engine to clients over Unix or TCP sockets (docs/engine-service.md).\n"
+    "Run the engine service: the order engine for clients over Unix or TCP sockets\n"
+    "(docs/engine-service.md; the sweep service is 'tollfree serve').\n"
     "Clients send OFL1 command frames; the sequencer numbers each command (command_seq),\n"
     "appends it to DIR/commands.ofl, applies it, appends its events to DIR/events.ofl and\n"
     "answers the sender with the events, then a Heartbeat carrying the command_seq. A Trade\n"
@@ -66,8 +66,9 @@ static const char usage[] =
     "                       session_id, journal_seq = its place in events.ofl); best effort:\n"
     "                       readers fill gaps from DIR/events.ofl\n"
     "  --max-orders N       live orders at once (default 1000000); NewLimit beyond is Rejected\n"
-    "  --snapshot-every N   write DIR/snapshot.tfs every N commands (default 0 = never); a\n"
-    "                       start then replays only the commands after it\n"
+    "  --snapshot-every N   write DIR/snapshot.tfs every N commands and at a clean stop\n"
+    "                       (default 1000000; 0 = never); a start then replays only the\n"
+    "                       commands after it\n"
     "";
 
 /* Split: ISO C bounds a string literal to 4095 bytes. */
@@ -82,7 +83,8 @@ static const char usage_tls[] =
     "\n";
 
 static const char usage_limits[] =
-    "connections (the limits are those of tollfree serve too):\n"
+    "connections (the limits are those of tollfree serve too, with the same suffixes and\n"
+    "messages):\n"
     "  --max-conns N        connections at once (default 4096; more are refused)\n"
     "  --max-conns-per-peer N  connections of one peer (a process on Unix sockets; on TCP an IPv4\n"
     "                       address or an IPv6 /64) at once (default: max-conns minus the\n"
@@ -120,35 +122,17 @@ static const char usage_limits[] =
     "Example:\n"
     "  tollfree engine serve --journal /tmp/eng --unix /tmp/eng.sock --snapshot-every 1000000\n";
 
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!s || s[0] == '-' || s[0] == '+')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* The connection limits (the same parser and wording as tollfree serve's, common/opts_size.h):
- * 1 taken, 0 not a limit option, -1 a bad value (msg says why). */
+/* The limits: the engine service's own rows, then the connection limits both servers share
+ * (src/net/config.c), one parser and wording (common/opts_size.h): 1 taken, 0 not a limit
+ * option, -1 a bad value (msg says why). */
 static int limit_option(const char *a, const char *v, tfes_config *cfg, char *msg, size_t cap)
 {
     const tfu_limit_opt lims[] = {
-        {"--max-conns", 0, 1, 1000000, &cfg->max_conns, NULL, 0},
-        {"--max-conns-per-peer", 0, 1, 1000000, &cfg->max_conns_per_peer, NULL, 0},
-        {"--conn-reserve", 0, 0, 1000000, &cfg->conn_reserve, NULL, 1},
-        {"--stall-timeout", 0, 0, 86400 * 365, &cfg->stall_timeout_s, NULL, 0},
-        {"--idle-timeout", 0, 0, 86400 * 365, &cfg->idle_timeout_s, NULL, 0},
-        {"--idle-timeout-full", 0, 0, 86400 * 365, &cfg->idle_full_timeout_s, NULL, 0},
-        {"--min-rate", 1, 0, UINT64_MAX / 2, NULL, &cfg->min_rate, 0},
-        {"--max-memory", 1, (uint64_t)1 << 20, UINT64_MAX / 2, NULL, &cfg->max_memory, 0},
-        {"--max-output", 1, 4096, (uint64_t)1 << 34, NULL, &cfg->max_output, 0},
+        {.name = "--max-orders", .lo = 1, .hi = TF_ENGINE_MAX_ORDERS, .u32 = &cfg->max_orders},
+        {.name = "--snapshot-every", .hi = UINT64_MAX / 2, .u = &cfg->snapshot_every},
     };
-    return tfu_limit_take(lims, sizeof lims / sizeof lims[0], a, v, msg, cap);
+    int r = tfu_limit_take(lims, sizeof lims / sizeof lims[0], a, v, msg, cap);
+    return r ? r : tfn_limits_option(&cfg->net, a, v, msg, cap);
 }
 
 /* 1 when every address HOST of "[HOST:]PORT" resolves to is a loopback one (or no HOST). */
@@ -186,28 +170,119 @@ static int loopback_only(const char *spec)
     return ok;
 }
 
-int tf_cmd_engine_serve(int argc, char **argv)
+/* What the options must say together: 0, or 2 (bad usage) after a line on stderr. */
+static int check_config(const tfes_config *cfg)
 {
-    tfes_config cfg;
-    tfes_config_init(&cfg);
+    if (!cfg->dir) {
+        fputs("tollfree engine serve: --journal DIR is required (try --help)\n", stderr);
+        return 2;
+    }
+    if (!cfg->listen.n_unix && !cfg->listen.n_tcp) {
+        fputs("tollfree engine serve: give at least one listener (--unix PATH, --tcp PORT)\n",
+              stderr);
+        return 2;
+    }
+    if (!cfg->tls_cert != !cfg->tls_key) {
+        fprintf(stderr, "tollfree engine serve: %s goes with %s (try --help)\n",
+                cfg->tls_cert ? "--tls-cert" : "--tls-key",
+                cfg->tls_cert ? "--tls-key" : "--tls-cert");
+        return 2;
+    }
+    if (cfg->tls_cert && !cfg->listen.n_tcp) {
+        fputs("tollfree engine serve: --tls-cert/--tls-key apply to --tcp listeners; there is "
+              "none (Unix sockets stay plain)\n",
+              stderr);
+        return 2;
+    }
+    for (int i = 0; i < cfg->listen.n_tcp; i++) {
+        if ((cfg->sessions && cfg->tls_cert) || loopback_only(cfg->listen.tcp_addrs[i]))
+            continue;
+        /* Name what is missing: logons and orders in the clear, or anyone acting for anyone. */
+        const char *missing = !cfg->tls_cert && !cfg->sessions
+                                  ? "--sessions and --tls-cert/--tls-key"
+                              : !cfg->tls_cert ? "--tls-cert/--tls-key"
+                                               : "--sessions";
+        fprintf(stderr,
+                "tollfree engine serve: --tcp %s: not a loopback address: it needs %s (%s); "
+                "or listen on 127.0.0.1 or a Unix socket\n",
+                cfg->listen.tcp_addrs[i], missing,
+                !cfg->tls_cert ? "without TLS, logons and orders would cross the network in the "
+                                 "clear"
+                               : "without sessions, anyone could act for any account");
+        return 2;
+    }
+    return 0;
+}
+
+/* An option with its value: 0 taken, 2 bad usage (said). */
+static int value_option(const char *a, const char *v, tfes_config *cfg)
+{
+    char msg[256];
+    int lim;
+    if (!strcmp(a, "--journal")) {
+        cfg->dir = v;
+    } else if (!strcmp(a, "--instruments")) {
+        cfg->instruments = v;
+    } else if (!strcmp(a, "--unix") || !strcmp(a, "--tcp")) {
+        int is_unix = a[2] == 'u';
+        int *cnt = is_unix ? &cfg->listen.n_unix : &cfg->listen.n_tcp;
+        if (*cnt >= TFN_MAX_LISTENERS) {
+            fprintf(stderr, "tollfree engine serve: at most %d %s listeners\n", TFN_MAX_LISTENERS,
+                    a);
+            return 2;
+        }
+        (is_unix ? cfg->listen.unix_paths : cfg->listen.tcp_addrs)[(*cnt)++] = v;
+    } else if (!strcmp(a, "--durability")) {
+        if (!strcmp(v, "none"))
+            cfg->durability = TF_JOURNAL_NONE;
+        else if (!strcmp(v, "group"))
+            cfg->durability = TF_JOURNAL_GROUP;
+        else if (!strcmp(v, "every"))
+            cfg->durability = TF_JOURNAL_EVERY;
+        else {
+            fprintf(stderr, "tollfree engine serve: --durability is none, group or every\n");
+            return 2;
+        }
+    } else if (!strcmp(a, "--feed")) {
+        cfg->feed = v;
+    } else if (!strcmp(a, "--sessions")) {
+        cfg->sessions = v;
+    } else if (!strcmp(a, "--risk")) {
+        cfg->risk = v;
+    } else if (!strcmp(a, "--tls-cert")) {
+        cfg->tls_cert = v;
+    } else if (!strcmp(a, "--tls-key")) {
+        cfg->tls_key = v;
+    } else if ((lim = limit_option(a, v, cfg, msg, sizeof msg)) != 0) {
+        if (lim < 0) {
+            fprintf(stderr, "tollfree engine serve: %s (try --help)\n", msg);
+            return 2;
+        }
+    } else {
+        fprintf(stderr, "tollfree engine serve: bad option or value: %s %s (try --help)\n", a, v);
+        return 2;
+    }
+    return 0;
+}
+
+/* The command line into cfg: 0, 1 (--help said: exit 0) or 2 (bad usage, said). */
+static int parse_options(int argc, char **argv, tfes_config *cfg)
+{
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t n;
-        char msg[256];
-        int lim;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
             fputs(usage_tls, stdout);
             fputs(usage_limits, stdout);
-            return 0;
+            return 1;
         }
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            cfg.quiet = 1;
+            cfg->net.quiet = 1;
             continue;
         }
         if (!strcmp(a, "--repair-journal")) {
-            cfg.repair_journal = 1;
+            cfg->repair_journal = 1;
             continue;
         }
         if (!v) {
@@ -216,92 +291,19 @@ int tf_cmd_engine_serve(int argc, char **argv)
             return 2;
         }
         i++;
-        if (!strcmp(a, "--journal")) {
-            cfg.dir = v;
-        } else if (!strcmp(a, "--instruments")) {
-            cfg.instruments = v;
-        } else if (!strcmp(a, "--unix") || !strcmp(a, "--tcp")) {
-            int is_unix = a[2] == 'u';
-            int *cnt = is_unix ? &cfg.n_unix : &cfg.n_tcp;
-            if (*cnt >= TFES_MAX_LISTEN) {
-                fprintf(stderr, "tollfree engine serve: at most %d %s listeners\n", TFES_MAX_LISTEN,
-                        a);
-                return 2;
-            }
-            (is_unix ? cfg.unix_paths : cfg.tcp_addrs)[(*cnt)++] = v;
-        } else if (!strcmp(a, "--durability")) {
-            if (!strcmp(v, "none"))
-                cfg.durability = TF_JOURNAL_NONE;
-            else if (!strcmp(v, "group"))
-                cfg.durability = TF_JOURNAL_GROUP;
-            else if (!strcmp(v, "every"))
-                cfg.durability = TF_JOURNAL_EVERY;
-            else {
-                fprintf(stderr, "tollfree engine serve: --durability is none, group or every\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--feed")) {
-            cfg.feed = v;
-        } else if (!strcmp(a, "--sessions")) {
-            cfg.sessions = v;
-        } else if (!strcmp(a, "--risk")) {
-            cfg.risk = v;
-        } else if (!strcmp(a, "--tls-cert")) {
-            cfg.tls_cert = v;
-        } else if (!strcmp(a, "--tls-key")) {
-            cfg.tls_key = v;
-        } else if (!strcmp(a, "--max-orders") && !parse_u64(v, 1, TF_ENGINE_MAX_ORDERS, &n)) {
-            cfg.max_orders = (uint32_t)n;
-        } else if (!strcmp(a, "--snapshot-every") && !parse_u64(v, 0, UINT64_MAX / 2, &n)) {
-            cfg.snapshot_every = n;
-        } else if ((lim = limit_option(a, v, &cfg, msg, sizeof msg)) != 0) {
-            if (lim < 0) {
-                fprintf(stderr, "tollfree engine serve: %s (try --help)\n", msg);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "tollfree engine serve: bad option or value: %s %s (try --help)\n", a,
-                    v);
+        if (value_option(a, v, cfg))
             return 2;
-        }
     }
-    if (!cfg.dir) {
-        fputs("tollfree engine serve: --journal DIR is required (try --help)\n", stderr);
-        return 2;
-    }
-    if (!cfg.n_unix && !cfg.n_tcp) {
-        fputs("tollfree engine serve: give at least one listener (--unix PATH, --tcp PORT)\n",
-              stderr);
-        return 2;
-    }
-    if (!cfg.tls_cert != !cfg.tls_key) {
-        fprintf(stderr, "tollfree engine serve: %s goes with %s (try --help)\n",
-                cfg.tls_cert ? "--tls-cert" : "--tls-key",
-                cfg.tls_cert ? "--tls-key" : "--tls-cert");
-        return 2;
-    }
-    if (cfg.tls_cert && !cfg.n_tcp) {
-        fputs("tollfree engine serve: --tls-cert/--tls-key apply to --tcp listeners; there is "
-              "none (Unix sockets stay plain)\n",
-              stderr);
-        return 2;
-    }
-    for (int i = 0; i < cfg.n_tcp; i++) {
-        if ((cfg.sessions && cfg.tls_cert) || loopback_only(cfg.tcp_addrs[i]))
-            continue;
-        /* Name what is missing: logons and orders in the clear, or anyone acting for anyone. */
-        const char *missing = !cfg.tls_cert && !cfg.sessions ? "--sessions and --tls-cert/--tls-key"
-                              : !cfg.tls_cert                ? "--tls-cert/--tls-key"
-                                                             : "--sessions";
-        fprintf(stderr,
-                "tollfree engine serve: --tcp %s: not a loopback address: it needs %s (%s); "
-                "or listen on 127.0.0.1 or a Unix socket\n",
-                cfg.tcp_addrs[i], missing,
-                !cfg.tls_cert ? "without TLS, logons and orders would cross the network in the "
-                                "clear"
-                              : "without sessions, anyone could act for any account");
-        return 2;
-    }
+    return check_config(cfg);
+}
+
+int tf_cmd_engine_serve(int argc, char **argv)
+{
+    tfes_config cfg;
+    tfes_config_init(&cfg);
+    int rc = parse_options(argc, argv, &cfg);
+    if (rc)
+        return rc == 1 ? 0 : 2;
     tfn_tls *tls = NULL;
     if (cfg.tls_cert) {
         char err[768];
@@ -312,7 +314,7 @@ int tf_cmd_engine_serve(int argc, char **argv)
         cfg.tls = tls; /* every TCP listener of the service */
     }
     tfes_summary sum;
-    int rc = tfes_run(&cfg, &sum);
+    rc = tfes_run(&cfg, &sum);
     tfn_tls_close(tls);
     if (rc)
         return 1;

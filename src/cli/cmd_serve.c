@@ -1,17 +1,19 @@
-/* `tollfree serve`: the engine service (docs/protocol.md). */
+/* `tollfree serve`: the sweep service (docs/protocol.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "common/opts_size.h"
+#include "net/net.h"
 #include "server/server.h"
 
 static const char usage[] =
     "usage: tollfree serve [--unix PATH] [--tcp [HOST:]PORT] [--stdio] [--shm PATH] [options]\n"
     "\n"
-    "Serve the sweep kernel to other processes: the v1 protocol byte for byte and the stateful\n"
-    "v2 protocol (docs/protocol.md). Several transports may be given at once.\n"
+    "Run the sweep service: the sweep kernel for other processes, over the v1 protocol byte for\n"
+    "byte and the stateful v2 protocol (docs/protocol.md). Several transports may be given at\n"
+    "once. (The order engine's service is 'tollfree engine serve'.)\n"
     "\n"
     "transports:\n"
     "  --unix PATH          Unix stream socket (file mode 0600; a stale socket is replaced,\n"
@@ -37,6 +39,8 @@ static const char usage[] =
     "                       for S seconds (default 60, 0 = never)\n"
     "  --idle-timeout S     close a connection idle between frames for S seconds (default\n"
     "                       300, 0 = never; shared-memory connections are exempt)\n"
+    "  --idle-timeout-full S  the same, but only while the server is full (only the reserve\n"
+    "                       left): idle connections make room (default 0 = off)\n"
     "  --min-rate BYTES     a frame still arriving after 10 s must have averaged this many\n"
     "                       bytes a second, else its connection is closed (default 1K, 0 = off)\n"
     "  --max-conns N        socket connections at once (default 4096)\n"
@@ -46,6 +50,9 @@ static const char usage[] =
     "  --conn-reserve N     the last N slots only go to peers holding fewer than 4\n"
     "                       connections, so a new client gets in when others fill the server\n"
     "                       (default max-conns/16, 0 = none)\n"
+    "  --max-output BYTES   a connection's replies queued in the server's own buffer beyond\n"
+    "                       this close it: the peer does not read (default 16M, at least 4K;\n"
+    "                       arrays sent without a copy do not count)\n"
     "  --strategy NAME|PATH.so  offer this strategy too (repeatable): a built-in (sma_cross,\n"
     "                       ema_cross, donchian, rsi, bollinger) or a C plugin, loaded at\n"
     "                       start (one that cannot be loaded: the server does not start,\n"
@@ -62,24 +69,27 @@ static const char usage[] =
     "  tollfree serve --unix /tmp/tf.sock --shm /tmp/tf-shm.sock --tcp 127.0.0.1:7070\n"
     "  tollfree serve --unix /tmp/tf.sock --strategy sma_cross --strategy ./my_strategy.so\n";
 
-/* The limits (the same parser and wording as engine serve's, common/opts_size.h): 1 taken, 0 not
- * a limit option, -1 a bad value (msg says why). */
+/* The limits: the sweep service's own rows, then the connection limits both servers share
+ * (src/net/config.c), one parser and wording (common/opts_size.h): 1 taken, 0 not a limit
+ * option, -1 a bad value (msg says why). */
 static int limit_option(const char *a, const char *v, srv_config *cfg, char *msg, size_t cap)
 {
     const tfu_limit_opt lims[] = {
-        {"--threads", 0, 0, TF_MAX_THREADS, &cfg->threads, NULL, 0},
-        {"--max-frame", 1, 1, TF_WIRE_MAX_FRAME_LIMIT, NULL, &cfg->max_frame, 0},
-        {"--max-memory", 1, TF_SERVER_MIN_MEMORY, UINT64_MAX / 2, NULL, &cfg->max_memory, 0},
-        {"--dataset-cache", 1, 0, UINT64_MAX / 2, NULL, &cfg->dataset_cache, 0},
-        {"--spin", 0, 0, 1000000000, &cfg->spin, NULL, 0},
-        {"--stall-timeout", 0, 0, 86400 * 365, &cfg->stall_timeout_s, NULL, 0},
-        {"--idle-timeout", 0, 0, 86400 * 365, &cfg->idle_timeout_s, NULL, 0},
-        {"--min-rate", 1, 0, UINT64_MAX / 2, NULL, &cfg->min_rate, 0},
-        {"--max-conns", 0, 1, 1000000, &cfg->max_conns, NULL, 0},
-        {"--max-conns-per-peer", 0, 1, 1000000, &cfg->max_conns_per_peer, NULL, 0},
-        {"--conn-reserve", 0, 0, 1000000, &cfg->conn_reserve, NULL, 1},
+        {.name = "--threads", .hi = TF_MAX_THREADS, .i = &cfg->threads},
+        {.name = "--max-frame",
+         .sized = 1,
+         .lo = 1,
+         .hi = TF_WIRE_MAX_FRAME_LIMIT,
+         .u = &cfg->max_frame},
+        {.name = "--max-datasets",
+         .lo = 1,
+         .hi = TF_SERVER_MAX_DATASETS_LIMIT,
+         .u32 = &cfg->max_datasets},
+        {.name = "--dataset-cache", .sized = 1, .hi = UINT64_MAX / 2, .u = &cfg->dataset_cache},
+        {.name = "--spin", .hi = 1000000000, .i = &cfg->spin},
     };
-    return tfu_limit_take(lims, sizeof lims / sizeof lims[0], a, v, msg, cap);
+    int r = tfu_limit_take(lims, sizeof lims / sizeof lims[0], a, v, msg, cap);
+    return r ? r : tfn_limits_option(&cfg->net, a, v, msg, cap);
 }
 
 int tf_cmd_serve(int argc, char **argv)
@@ -100,7 +110,7 @@ int tf_cmd_serve(int argc, char **argv)
             continue;
         }
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            cfg.quiet = 1;
+            cfg.net.quiet = 1;
             continue;
         }
         if (!v) {
@@ -111,19 +121,18 @@ int tf_cmd_serve(int argc, char **argv)
         const char **slot = NULL;
         int *count = NULL;
         if (!strcmp(a, "--unix")) {
-            slot = cfg.unix_paths;
-            count = &cfg.n_unix;
+            slot = cfg.listen.unix_paths;
+            count = &cfg.listen.n_unix;
         } else if (!strcmp(a, "--tcp")) {
-            slot = cfg.tcp_addrs;
-            count = &cfg.n_tcp;
+            slot = cfg.listen.tcp_addrs;
+            count = &cfg.listen.n_tcp;
         } else if (!strcmp(a, "--shm")) {
             slot = cfg.shm_paths;
             count = &cfg.n_shm;
         }
         if (slot) {
-            if (*count >= TF_SERVER_MAX_LISTEN) {
-                fprintf(stderr, "tollfree serve: at most %d %s listeners\n", TF_SERVER_MAX_LISTEN,
-                        a);
+            if (*count >= TFN_MAX_LISTENERS) {
+                fprintf(stderr, "tollfree serve: at most %d %s listeners\n", TFN_MAX_LISTENERS, a);
                 return 2;
             }
             slot[(*count)++] = v;
@@ -134,13 +143,6 @@ int tf_cmd_serve(int argc, char **argv)
                 return 2;
             }
             cfg.strategies[cfg.n_strategies++] = v;
-        } else if (!strcmp(a, "--max-datasets")) {
-            uint64_t n;
-            if (tfu_parse_count(a, v, 1, TF_SERVER_MAX_DATASETS_LIMIT, &n, msg, sizeof msg)) {
-                fprintf(stderr, "tollfree serve: %s (try --help)\n", msg);
-                return 2;
-            }
-            cfg.max_datasets = (uint32_t)n;
         } else if ((lim = limit_option(a, v, &cfg, msg, sizeof msg)) != 0) {
             if (lim < 0) {
                 fprintf(stderr, "tollfree serve: %s (try --help)\n", msg);
@@ -151,7 +153,7 @@ int tf_cmd_serve(int argc, char **argv)
             return 2;
         }
     }
-    if (!cfg.n_unix && !cfg.n_tcp && !cfg.n_shm && !cfg.stdio) {
+    if (!cfg.listen.n_unix && !cfg.listen.n_tcp && !cfg.n_shm && !cfg.stdio) {
         fputs("tollfree serve: give at least one transport (--unix, --tcp, --stdio, --shm)\n"
               "Run 'tollfree serve --help' for the options.\n",
               stderr);

@@ -12,7 +12,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  sweep     run the parameter sweep on a close series (default: the embedded data)\n"
-    "  serve     run the engine service (unix, tcp, stdio, shared memory)\n"
+    "  serve     run the sweep service (unix, tcp, stdio, shared memory)\n"
     "  journal   generate, verify and dump OFL1 journals\n"
     "  engine    the order engine: run, gen, snapshot, serve\n"
     "  paper     paper-trade a combo through the order engine, with backtest parity\n"

@@ -1,6 +1,5 @@
 /* Output files the CLI generates (journal gen, engine gen): written whole or not at all. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/dirsync.h"
 
 volatile sig_atomic_t tf_cli_interrupted;
 
@@ -85,18 +85,15 @@ int tf_cli_out_commit(tf_cli_out *o, int ok)
         rc = -1;
     }
     if (!rc) {
-        /* The file was synced by its writer; the rename becomes durable with its directory. */
-        char dir[sizeof o->tmp];
-        snprintf(dir, sizeof dir, "%s", o->path);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            slash[slash == dir] = '\0';
-        else
-            snprintf(dir, sizeof dir, ".");
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0) {
-            (void)fsync(fd); /* best effort: some file systems refuse it */
-            close(fd);
+        /* The file was synced by its writer; the rename becomes durable with its directory (a
+         * file system that cannot sync a directory, EINVAL, counts as done). The file is in
+         * place either way, but a failed sync (EIO) means it may not survive a crash: say so. */
+        int drc = tfu_sync_parent_dir(o->path, NULL);
+        if (drc) {
+            fprintf(stderr, "tollfree %s: %s: written, but its directory was not synced: %s\n",
+                    o->cmd, o->path, strerror(-drc));
+            handle_signals(0);
+            return -1;
         }
     }
     if (rc) {

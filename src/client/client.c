@@ -265,14 +265,14 @@ static int sock_call(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len,
         rc = recv_buf(c, e, rlen - TF_WIRE_V2_HEADER, deadline, NULL);
         if (rc)
             return fail(c, rc);
-        int32_t code = (int32_t)tf_le32(e);
-        uint32_t msg_len = tf_le32(e + 4);
-        if (code >= 0 || msg_len != rlen - ERR_FIXED)
+        tfw_error_reply er;
+        tfw_get_error_fixed(e, &er);
+        if (er.code >= 0 || er.msg_len != rlen - ERR_FIXED)
             return fail(c, TF_E_PROTOCOL);
-        set_msg(c, e + 8, msg_len);
-        if (code == TF_E_FRAME_TOO_LARGE || code == TF_E_SHUTTING_DOWN)
+        set_msg(c, e + TF_WIRE_ERROR_FIXED, er.msg_len);
+        if (er.code == TF_E_FRAME_TOO_LARGE || er.code == TF_E_SHUTTING_DOWN)
             c->broken = 1; /* the server closes after these */
-        return code;
+        return er.code;
     }
     if (sp->narr < 0 ? !tail_fits(sp, rlen) : rlen != TF_WIRE_V2_HEADER + spec_len(sp))
         return fail(c, TF_E_PROTOCOL);
@@ -536,12 +536,14 @@ int tf_client_hello(tf_client *c, tf_server_info *info)
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_HELLO, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc && info) {
-        info->version = tf_le32(rep);
-        info->caps = tf_le32(rep + 4);
-        info->max_frame = tf_le64(rep + 8);
-        info->max_memory = tf_le64(rep + 16);
-        info->max_datasets = tf_le32(rep + 24);
-        info->threads = tf_le32(rep + 28);
+        tfw_hello_reply h;
+        tfw_get_hello(rep, &h);
+        info->version = h.version;
+        info->caps = h.caps;
+        info->max_frame = h.max_frame;
+        info->max_memory = h.max_memory;
+        info->max_datasets = h.max_datasets;
+        info->threads = h.threads;
     }
     return rc;
 }
@@ -558,10 +560,12 @@ int tf_client_echo(tf_client *c, const void *data, size_t n, void *out)
 
 static int load_reply(const uint8_t *rep, uint64_t *handle, int *created)
 {
+    tfw_load_reply r;
+    tfw_get_load(rep, &r);
     if (handle)
-        *handle = tf_le64(rep);
+        *handle = r.handle;
     if (created)
-        *created = (int)tf_le32(rep + 16);
+        *created = (int)r.created;
     return 0;
 }
 
@@ -645,9 +649,11 @@ static int sweep_common(tf_client *c, uint8_t op, uint8_t *hdr, size_t hdr_len, 
                      {{pnl, 8 * (size_t)n_combos}, {trades, 8 * (size_t)n_combos}},
                      n_combos ? 2 : 0};
     int rc = call(c, op, hdr, hdr_len, arr, narr, -1, &sp);
-    if (!rc && tf_le32(rep) != n_combos)
-        return fail(c, TF_E_PROTOCOL);
-    return rc;
+    if (rc)
+        return rc;
+    tfw_sweep_reply r;
+    tfw_get_sweep(rep, &r);
+    return r.n_combos != n_combos ? fail(c, TF_E_PROTOCOL) : 0;
 }
 
 int tf_client_sweep(tf_client *c, uint64_t handle, const int64_t *params, uint32_t n_combos,
@@ -685,9 +691,11 @@ int tf_client_sweep_stats(tf_client *c, uint64_t handle, const int64_t *params, 
                      n_combos ? 3 : 0};
     int rc = call(c, TF_OP_SWEEP_DS, hdr, TF_WIRE_REQ_SWEEP_DS + (fee ? 8 : 0), &arr,
                   n_combos ? 1 : 0, -1, &sp);
-    if (!rc && (tf_le32(rep) != n_combos || tf_le32(rep + 4) != TF_SWEEP_STATS))
-        return fail(c, TF_E_PROTOCOL);
-    return rc;
+    if (rc)
+        return rc;
+    tfw_sweep_reply r;
+    tfw_get_sweep(rep, &r);
+    return r.n_combos != n_combos || r.flags != TF_SWEEP_STATS ? fail(c, TF_E_PROTOCOL) : 0;
 }
 
 int tf_client_sweep_inline(tf_client *c, const double *close, uint32_t n_bars,
@@ -718,10 +726,12 @@ int tf_client_run_one(tf_client *c, uint64_t handle, const int64_t params[6], do
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_RUN_ONE, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc) {
+        tfw_run_one_reply r;
+        tfw_get_run_one(rep, &r);
         if (pnl)
-            memcpy(pnl, rep, 8);
+            *pnl = r.pnl;
         if (trades)
-            *trades = (int64_t)tf_le64(rep + 8);
+            *trades = r.trades;
     }
     return rc;
 }
@@ -744,8 +754,7 @@ int tf_client_stats(tf_client *c, uint64_t *stats)
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_STATS, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc)
-        for (int i = 0; i < TF_STAT_COUNT; i++)
-            stats[i] = tf_le64(rep + 8 * i);
+        tfw_get_stats(rep, stats);
     return rc;
 }
 
@@ -758,7 +767,7 @@ int tf_client_session_open(tf_client *c, const int64_t params[6], uint64_t *sess
     reply_spec sp = {rep, sizeof rep, {{0}}, 0};
     int rc = call(c, TF_OP_SESSION_OPEN, hdr, sizeof hdr, NULL, 0, -1, &sp);
     if (!rc)
-        *session = tf_le64(rep);
+        *session = tfw_get_session_open(rep);
     return rc;
 }
 
@@ -766,10 +775,12 @@ static void get_state(const uint8_t *p, int with_bars, tf_session_state *st)
 {
     if (!st)
         return;
-    st->position = (int32_t)tf_le32(p);
-    st->trades = (int64_t)tf_le64(p + 8);
-    memcpy(&st->pnl, p + 16, 8);
-    st->bars = with_bars ? (int64_t)tf_le64(p + 24) : -1;
+    tfw_session_reply r;
+    tfw_get_session(p, with_bars, &r);
+    st->position = r.position;
+    st->trades = r.trades;
+    st->pnl = r.pnl;
+    st->bars = r.bars;
 }
 
 int tf_client_session_bar(tf_client *c, uint64_t session, double close, tf_session_state *st)
@@ -826,7 +837,10 @@ int tf_client_strategies(tf_client *c, char *text, size_t cap, size_t *len)
     reply_spec sp = {rep, sizeof rep, {{buf, room}}, -1};
     int rc = call(c, TF_OP_STRATEGIES, hdr, sizeof hdr, NULL, 0, -1, &sp);
     size_t n = sp.arr[0].iov_len;
-    if (!rc && tf_le32(rep + 4) != n)
+    tfw_strategies_reply r = {0, 0};
+    if (!rc)
+        tfw_get_strategies(rep, &r);
+    if (!rc && r.text_len != n)
         rc = fail(c, TF_E_PROTOCOL);
     if (!rc) {
         if (len)
@@ -836,7 +850,7 @@ int tf_client_strategies(tf_client *c, char *text, size_t cap, size_t *len)
             memcpy(text, buf, k);
             text[k] = 0;
         }
-        rc = (int)tf_le32(rep) < 0 ? fail(c, TF_E_PROTOCOL) : (int)tf_le32(rep);
+        rc = (int)r.count < 0 ? fail(c, TF_E_PROTOCOL) : (int)r.count;
     }
     free(buf);
     return rc;
@@ -893,9 +907,12 @@ int tf_client_sweep_with(tf_client *c, const char *strategy, uint64_t handle, co
                       {rows, TF_WIRE_STATS_ROW * (size_t)n_combos}},
                      n_combos ? (rows ? 3 : 2) : 0};
     int rc = call(c, TF_OP_SWEEP_WITH, hdr, at + (size_t)pad, arr, narr, -1, &sp);
-    if (!rc && (tf_le32(rep) != n_combos || tf_le32(rep + 4) != (rows ? TF_SWEEP_STATS : 0)))
-        return fail(c, TF_E_PROTOCOL);
-    return rc;
+    if (rc)
+        return rc;
+    tfw_sweep_reply r;
+    tfw_get_sweep(rep, &r);
+    return r.n_combos != n_combos || r.flags != (rows ? TF_SWEEP_STATS : 0) ? fail(c, TF_E_PROTOCOL)
+                                                                            : 0;
 }
 
 int tf_client_session_open_with(tf_client *c, const char *strategy, const double *params,
@@ -917,11 +934,19 @@ int tf_client_session_open_with(tf_client *c, const char *strategy, const double
     int rc = call(c, TF_OP_SESSION_OPEN_WITH, hdr, TF_WIRE_REQ_SESSION_OPEN_WITH + (size_t)pad,
                   &arr, 1, -1, &sp);
     if (!rc)
-        *session = tf_le64(rep);
+        *session = tfw_get_session_open(rep);
     return rc;
 }
 
 /* ---------------------------------------------------------------- v1 */
+
+/* An error frame's fixed part: a negative code and the message length the body has. */
+static int error_fixed_ok(const uint8_t *p, uint64_t body_len)
+{
+    tfw_error_reply e;
+    tfw_get_error_fixed(p, &e);
+    return e.code < 0 && e.msg_len == body_len - ERR_FIXED;
+}
 
 /* v1 has no error frames of its own: a failure comes back as a v2 error frame (request_id 0).
  * A reply is taken for one only if it is exactly one, whatever its length. */
@@ -929,8 +954,7 @@ static int looks_like_error(const uint8_t *b, uint64_t len)
 {
     return len >= ERR_FIXED && len <= ERR_FIXED + TF_WIRE_MAX_ERROR_MSG && b[0] == TF_OP_ERROR &&
            b[1] == TF_WIRE_VERSION && b[2] == 0 && b[3] == 0 && tf_le64(b + 4) == 0 &&
-           (int32_t)tf_le32(b + TF_WIRE_V2_HEADER) < 0 &&
-           tf_le32(b + TF_WIRE_V2_HEADER + 4) == len - ERR_FIXED;
+           error_fixed_ok(b + TF_WIRE_V2_HEADER, len);
 }
 
 /* Copies k bytes into an iovec sequence, advancing it. */

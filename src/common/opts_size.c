@@ -121,6 +121,8 @@ int tfu_limit_take(const tfu_limit_opt *t, size_t n, const char *opt, const char
             return -1;
         if (t[k].u)
             *t[k].u = v;
+        else if (t[k].u32)
+            *t[k].u32 = (uint32_t)v;
         else
             *t[k].i = t[k].zero_is_none && v == 0 ? -1 : (int)v;
         return 1;

@@ -1,5 +1,6 @@
-/* Growable public option structs (tf_sweep_opts, tf_client_opts, tf_journal_opts): one rule for
- * their `size` field, in one place. Not installed.
+/* Growable public structs (tf_sweep_opts, tf_client_opts, tf_journal_opts, tf_prices_opts,
+ * tf_oos_opts, tf_time_opts, tf_paper_config): one rule for their `size` field, in one place
+ * (docs/api.md, "Growable structs"). Not installed.
  *
  * Such a struct starts with `size_t size`: 0 means the layout this library was built with; a
  * caller built against an older, shorter layout passes its own sizeof and the fields it lacks
@@ -40,7 +41,10 @@ int tfu_parse_count(const char *opt, const char *val, uint64_t lo, uint64_t hi, 
                     char *msg, size_t cap);
 
 /* One limit option of a server's table: its name, a size (K/M/G) or a count, its range, and where
- * the value goes (an int or a u64). zero_is_none: 0 is stored as -1 ("none", --conn-reserve). */
+ * the value goes (an int i, a u64 u, or a u32 u32: exactly one is set; hi must fit it).
+ * zero_is_none: 0 is stored as -1 ("none", --conn-reserve; int only). Every limit option of
+ * `serve` and `engine serve` is a row of such a table (src/net/config.c has the rows both
+ * servers share), so they read and refuse values alike. */
 typedef struct tfu_limit_opt {
     const char *name;
     int sized;
@@ -48,6 +52,7 @@ typedef struct tfu_limit_opt {
     int *i;
     uint64_t *u;
     int zero_is_none;
+    uint32_t *u32;
 } tfu_limit_opt;
 
 /* Option `opt` with value `val` against the table: 1 taken (stored), 0 not in the table, -1 a bad

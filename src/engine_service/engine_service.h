@@ -13,35 +13,30 @@
 #ifndef TF_ENGINE_SERVICE_H
 #define TF_ENGINE_SERVICE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/net.h"
 #include "tollfree/engine.h"
 #include "tollfree/journal.h"
 
-#define TFES_MAX_LISTEN 8
+/* The default --snapshot-every: a start replays at most about this many commands (a tenth of a
+ * second or so), and a clean stop writes one, so a clean restart replays none. */
+#define TFES_SNAPSHOT_EVERY 1000000
 
 typedef struct tfes_config {
     const char *dir;         /* --journal DIR (created when missing) */
     const char *instruments; /* --instruments LIST (NULL: "1-16") */
-    const char *unix_paths[TFES_MAX_LISTEN];
-    int n_unix;
-    const char *tcp_addrs[TFES_MAX_LISTEN];
-    int n_tcp;
+    tfn_listeners listen;    /* --unix, --tcp (src/net/net.h: the sweep service's too) */
     int durability;          /* tf_journal_durability: NONE, GROUP (default), EVERY */
     const char *feed;        /* "udp:HOST:PORT" or NULL */
     uint32_t max_orders;     /* 0: TF_ENGINE_DEFAULT_MAX_ORDERS */
-    uint64_t snapshot_every; /* commands between snapshots (0: never) */
-    int max_conns;           /* 0: 4096 */
-    int max_conns_per_peer;  /* per UID (unix) or address (tcp); 0: max_conns - reserve */
-    int conn_reserve;        /* slots for peers with few connections; 0: max_conns/16, -1: none */
-    int stall_timeout_s;     /* 0: never */
-    int idle_timeout_s;      /* 0: never */
-    int idle_full_timeout_s; /* the same while the service is full (only the reserve left) */
-    uint64_t min_rate;       /* bytes/s a frame in progress must average (0: off) */
-    uint64_t max_output;     /* bytes queued for one peer before it is closed (0: 4 MiB) */
-    uint64_t max_memory;     /* replies held and queued for all connections (0: 1 GiB) */
-    int quiet;
+    uint64_t snapshot_every; /* commands between snapshots, and one at a clean stop (0: never) */
+    /* The connection limits, --max-memory (replies held and queued for all connections; 0:
+     * 1 GiB), --max-output (one connection's replies held; 0: 4 MiB) and --quiet: the options
+     * and meanings the sweep service has too (src/net/net.h, tfn_limits). */
+    tfn_limits net;
     const char *sessions; /* --sessions FILE (NULL: no logon, plain commands) */
     const char *risk;     /* --risk FILE (docs/venue.md "Risk"; NULL: no limits) */
     int repair_journal;   /* --repair-journal: cut commands.ofl at damage that is not a torn tail */
@@ -77,12 +72,26 @@ typedef struct tfes_recovered {
     uint64_t session_id;
     uint64_t replayed; /* commands applied on start (after the snapshot, if one was used) */
     int from_snapshot;
+    uint64_t snapshot_records; /* records of commands.ofl the snapshot used covers (0: none) */
 } tfes_recovered;
 
+/* Where recovery's lines go: the caller's logger (the service's, which prefixes its name), one
+ * line per call without the newline. The library never prints. */
+enum {
+    TFES_LOG_ERROR = 0, /* why the start stops */
+    TFES_LOG_WARN = 1,  /* something was cut, rebuilt, regenerated or not used */
+    TFES_LOG_INFO = 2
+};
+typedef struct tfes_log {
+    void (*logv)(void *ctx, int level, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
+    void *ctx;
+} tfes_log;
+
 /* Opens DIR's journals (creating them), loads the snapshot when it is usable, replays the
- * commands after it, cuts or completes events.ofl, and reports what it did on stderr (with the
- * prefix `name`). Returns 0 or a negative code (printed). */
-int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out);
+ * commands after it, cuts or completes events.ofl, and says what it did through log (NULL: says
+ * nothing). Returns 0 or a negative code (said). */
+int tfes_recover(const tfes_config *cfg, const tfes_log *log, tfes_recovered *out);
 void tfes_recovered_fini(tfes_recovered *r);
 
 /* DIR/NAME into buf (4096 bytes). */

@@ -14,6 +14,7 @@
  * leaves it untouched and refuses the start, unless --repair-journal.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -164,8 +165,9 @@ static int replay_covered(tfv_venue *v, const tf_journal_map *m, uint64_t from, 
         const uint8_t *p = m->data + pos;
         size_t fsize = 2 + ((size_t)p[0] | (size_t)p[1] << 8);
         if (fsize + TF_JOURNAL_CRC_LEN > end - pos)
-            return TF_E_OFL_TORN_RECORD;                      /* not the prefix the open checked */
-        if (tfv_is_ext_kind(p[2]) && !tfv_is_command(p[2])) { /* not a gateway command */
+            return TF_E_OFL_TORN_RECORD; /* not the prefix the open checked */
+        if (tfv_is_ext_kind(p[2]) &&
+            tf_ofl_kind_class(p[2]) != TF_OFL_CLASS_COMMAND) { /* not a gateway command */
             tf_ofl_msg msg = {.kind = p[2], .journal_seq = seq};
             r.frame = p;
             r.frame_len = fsize;
@@ -297,42 +299,67 @@ int tfes_journal_check(const char *path, tfes_damage *dmg)
     return rc;
 }
 
-/* commands.ofl, whose valid prefix ends before its end (`rec`, from an open that cut nothing):
- * a torn tail may be cut by the open that follows (reported after it); other damage refuses the
- * start unless --repair-journal. 0 (torn), 1 (repairing), or an error after a line on stderr. */
-static int check_commands(const tfes_config *cfg, const char *name, const char *path,
-                          const tf_journal_recovery *jr)
+/* One start's state: what tfes_recover builds before it hands it to `out`, freed in one place
+ * (start_free) whatever step fails. */
+typedef struct start {
+    const tfes_config *cfg;
+    const tfes_log *log;
+    tfes_recovered *out;
+    char cmd_path[4096], ev_path[4096], snap_path[4096];
+    uint64_t *ids; /* the instrument list in use */
+    int n_ids;
+    tf_journal_recovery rec;     /* of commands.ofl */
+    int repairing;               /* --repair-journal cut damage that is not a torn tail */
+    tf_engine *snap;             /* the engine from snapshot.tfs, until it becomes out->engine */
+    uint64_t tail_off, tail_seq; /* where the records after the snapshot start */
+    replay_ctx ev;               /* events.ofl: its whole records, the handle appends go to */
+} start;
+
+/* A line through the caller's logger (none: dropped). The library never prints. */
+static void say(const start *st, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(const start *st, int level, const char *fmt, ...)
 {
+    if (!st->log || !st->log->logv)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    st->log->logv(st->log->ctx, level, fmt, ap);
+    va_end(ap);
+}
+
+/* commands.ofl, whose valid prefix ends before its end (st->rec, from an open that cut nothing):
+ * a torn tail may be cut by the open that follows (reported after it); other damage refuses the
+ * start unless --repair-journal. 0 (torn), 1 (repairing), or an error after a line. */
+static int check_commands(const start *st)
+{
+    const char *path = st->cmd_path;
     tf_journal_map m;
     int rc = tf_journal_map_open(path, &m);
     if (rc) {
-        fprintf(stderr, "%s: %s: %s\n", name, path, tf_strerror(rc));
+        say(st, TFES_LOG_ERROR, "%s: %s", path, tf_strerror(rc));
         return rc;
     }
     tfes_damage dd, *d = &dd;
-    tfes_damage_at(m.data, m.len, jr->valid_bytes, jr->records, jr->reason, d);
+    tfes_damage_at(m.data, m.len, st->rec.valid_bytes, st->rec.records, st->rec.reason, d);
     tf_journal_map_close(&m);
     if (d->torn)
         return 0;
     unsigned long long rec = (unsigned long long)d->record, off = (unsigned long long)d->offset;
     unsigned long long drop = (unsigned long long)d->following + 1;
-    if (cfg->repair_journal) {
-        fprintf(stderr,
-                "%s: %s: record %llu at offset %llu: %s; --repair-journal: cutting the journal "
-                "there: drops %llu records (acknowledged commands: this one and %llu after it), "
-                "keeps %llu\n",
-                name, path, rec, off, tf_strerror(d->reason), drop,
-                (unsigned long long)d->following, rec);
+    if (st->cfg->repair_journal) {
+        say(st, TFES_LOG_WARN,
+            "%s: record %llu at offset %llu: %s; --repair-journal: cutting the journal there: "
+            "drops %llu records (acknowledged commands: this one and %llu after it), keeps %llu",
+            path, rec, off, tf_strerror(d->reason), drop, (unsigned long long)d->following, rec);
         return 1;
     }
-    fprintf(stderr,
-            "%s: %s: record %llu at offset %llu: %s, and %llu records with a good CRC follow it: "
-            "this is not a torn tail (a crash only damages the end), so the journal is left "
-            "as it is and the service does not start. Check the disk and any backup copy; start "
-            "with --repair-journal to cut the journal at record %llu (drops %llu acknowledged "
-            "commands)\n",
-            name, path, rec, off, tf_strerror(d->reason), (unsigned long long)d->following, rec,
-            drop);
+    say(st, TFES_LOG_ERROR,
+        "%s: record %llu at offset %llu: %s, and %llu records with a good CRC follow it: this is "
+        "not a torn tail (a crash only damages the end), so the journal is left as it is and the "
+        "service does not start. Check the disk and any backup copy; start with "
+        "--repair-journal to cut the journal at record %llu (drops %llu acknowledged commands)",
+        path, rec, off, tf_strerror(d->reason), (unsigned long long)d->following, rec, drop);
     return d->reason;
 }
 
@@ -424,21 +451,18 @@ static const char *bind_mismatch(const uint8_t *t, const char *cmd_path, uint64_
     return NULL;
 }
 
-/* The engine from snapshot.tfs when it is bound to this commands.ofl (and where the records it
- * does not cover start: *tail_off, *tail_seq); else NULL after a line on stderr saying why (the
- * caller replays the whole journal). The image is read straight from the mapped file (no copy:
- * the copy's first-touch page faults were a large part of a big snapshot's load). */
-static tf_engine *load_snapshot(const tfes_config *cfg, const char *name, const char *snap_path,
-                                const char *cmd_path, uint64_t session,
-                                const tf_journal_recovery *rec, uint64_t *tail_off,
-                                uint64_t *tail_seq)
+/* The engine from snapshot.tfs when it is bound to this commands.ofl (into st->snap, and where
+ * the records it does not cover start: st->tail_off, st->tail_seq); else none, after a line
+ * saying why (the whole journal is replayed). The image is read straight from the mapped file
+ * (no copy: the copy's first-touch page faults were a large part of a big snapshot's load). */
+static void load_snapshot(start *st)
 {
     tf_journal_map map; /* any regular file maps */
-    int rc = tf_journal_map_open(snap_path, &map);
+    int rc = tf_journal_map_open(st->snap_path, &map);
     if (rc) {
-        fprintf(stderr, "%s: %s: unusable (%s): replaying the whole journal\n", name, snap_path,
-                tf_strerror(rc));
-        return NULL;
+        say(st, TFES_LOG_WARN, "%s: unusable (%s): replaying the whole journal", st->snap_path,
+            tf_strerror(rc));
+        return;
     }
     const uint8_t *buf = map.data;
     size_t n = map.len;
@@ -449,24 +473,25 @@ static tf_engine *load_snapshot(const tfes_config *cfg, const char *name, const 
     else if (tf_crc32c(0, t, 36) != ld32le(t + 36))
         why = "its binding block is damaged";
     tf_engine *e = NULL;
-    tf_engine_config over = {.size = sizeof over, .max_orders = cfg->max_orders};
+    tf_engine_config over = {.size = sizeof over, .max_orders = st->cfg->max_orders};
     if (!why && (rc = tf_engine_snapshot_read(buf, n - BIND_LEN, &over, &e)))
         why = tf_strerror(rc);
     if (why) {
-        fprintf(stderr, "%s: %s: unusable (%s): replaying the whole journal\n", name, snap_path,
-                why);
+        say(st, TFES_LOG_WARN, "%s: unusable (%s): replaying the whole journal", st->snap_path,
+            why);
         tf_journal_map_close(&map);
-        return NULL;
+        return;
     }
-    why = bind_mismatch(t, cmd_path, session, rec, tail_off, tail_seq);
+    why =
+        bind_mismatch(t, st->cmd_path, st->out->session_id, &st->rec, &st->tail_off, &st->tail_seq);
     tf_journal_map_close(&map);
     if (why) {
-        fprintf(stderr, "%s: %s: not used (%s): replaying the whole journal\n", name, snap_path,
-                why);
+        say(st, TFES_LOG_WARN, "%s: not used (%s): replaying the whole journal", st->snap_path,
+            why);
         tf_engine_destroy(e);
-        return NULL;
+        return;
     }
-    return e;
+    st->snap = e;
 }
 
 void tfes_recovered_fini(tfes_recovered *r)
@@ -482,52 +507,48 @@ void tfes_recovered_fini(tfes_recovered *r)
  * run` replays with. Without --instruments the stored list is used; a --instruments that differs
  * from it is refused (the journal's commands were applied to those books). A list of another
  * session (commands.ofl was replaced) or none yet: the one in use is stored. 0, or an error after
- * a line on stderr. */
-static int keep_instruments(const tfes_config *cfg, const char *name, const char *cmd_path,
-                            uint64_t session, uint64_t *ids, int *n_ids)
+ * a line. */
+static int keep_instruments(start *st)
 {
-    uint64_t *stored = malloc(TF_ENGINE_MAX_INSTRUMENTS * sizeof *stored);
+    const char *path = st->cmd_path, *sfx = TF_JOURNAL_INSTRUMENTS_SUFFIX;
+    uint64_t *stored = malloc(TF_ENGINE_MAX_INSTRUMENTS * sizeof *stored), s_session = 0;
     if (!stored)
         return TF_E_NOMEM;
-    uint64_t s_session = 0;
     uint32_t ns = 0;
-    int rc =
-        tf_journal_instruments_load(cmd_path, &s_session, stored, TF_ENGINE_MAX_INSTRUMENTS, &ns);
-    if (rc == 0 && s_session == session) {
-        int same = ns == (uint32_t)*n_ids && !memcmp(stored, ids, ns * sizeof *ids);
-        if (!same && cfg->instruments) {
-            char have[256];
-            if (tf_journal_instruments_format(stored, ns, have, sizeof have) < 0)
-                memcpy(have + sizeof have - 4, "...", 4);
-            fprintf(stderr,
-                    "%s: --instruments %s: %s was written by an engine with instruments %s "
-                    "(%s%s): start without --instruments (the stored list is used) or with a "
-                    "new --journal DIR\n",
-                    name, cfg->instruments, cmd_path, have, cmd_path,
-                    TF_JOURNAL_INSTRUMENTS_SUFFIX);
-            free(stored);
-            return TF_E_INVALID_ARG;
+    int rc = tf_journal_instruments_load(path, &s_session, stored, TF_ENGINE_MAX_INSTRUMENTS, &ns);
+    if (rc == 0 && s_session == st->out->session_id) { /* this journal's list */
+        if (ns != (uint32_t)st->n_ids || memcmp(stored, st->ids, ns * sizeof *stored)) {
+            if (st->cfg->instruments) {
+                char have[256];
+                if (tf_journal_instruments_format(stored, ns, have, sizeof have) < 0)
+                    memcpy(have + sizeof have - 4, "...", 4);
+                say(st, TFES_LOG_ERROR,
+                    "--instruments %s: %s was written by an engine with instruments %s (%s%s): "
+                    "start without --instruments (the stored list is used) or with a new "
+                    "--journal DIR",
+                    st->cfg->instruments, path, have, path, sfx);
+                rc = TF_E_INVALID_ARG;
+            } else {
+                memcpy(st->ids, stored, ns * sizeof *stored);
+                st->n_ids = (int)ns;
+            }
         }
-        memcpy(ids, stored, ns * sizeof *ids);
-        *n_ids = (int)ns;
         free(stored);
-        return 0;
+        return rc;
     }
     free(stored);
     if (rc != 0 && rc != -ENOENT && rc != TF_E_BAD_INPUT) {
-        fprintf(stderr, "%s: %s%s: %s\n", name, cmd_path, TF_JOURNAL_INSTRUMENTS_SUFFIX,
-                tf_strerror(rc));
+        say(st, TFES_LOG_ERROR, "%s%s: %s", path, sfx, tf_strerror(rc));
         return rc;
     }
     /* None (a new journal, or one from before the list was kept), another session's, or a
      * damaged one: the list in use is the journal's from now on. */
     if (rc == TF_E_BAD_INPUT || rc == 0)
-        fprintf(stderr, "%s: %s%s: %s: replaced with the list in use\n", name, cmd_path,
-                TF_JOURNAL_INSTRUMENTS_SUFFIX, rc ? "damaged" : "another journal's (session)");
-    rc = tf_journal_instruments_save(cmd_path, session, ids, (uint32_t)*n_ids);
+        say(st, TFES_LOG_WARN, "%s%s: %s: replaced with the list in use", path, sfx,
+            rc ? "damaged" : "another journal's (session)");
+    rc = tf_journal_instruments_save(path, st->out->session_id, st->ids, (uint32_t)st->n_ids);
     if (rc)
-        fprintf(stderr, "%s: %s%s: %s\n", name, cmd_path, TF_JOURNAL_INSTRUMENTS_SUFFIX,
-                tf_strerror(rc));
+        say(st, TFES_LOG_ERROR, "%s%s: %s", path, sfx, tf_strerror(rc));
     return rc;
 }
 
@@ -555,225 +576,232 @@ static void *ev_open_main(void *arg)
 }
 
 /* commands.ofl opened (damage judged, a torn tail cut), its instrument list kept, and the
- * snapshot loaded when it is bound to it (*snap, *tail_off, *tail_seq). 0 or an error (printed). */
-static int open_commands(const tfes_config *cfg, const char *name, const char *cmd_path,
-                         const char *snap_path, uint64_t *ids, int *n_ids, tfes_recovered *out,
-                         tf_journal_recovery *rec, int *repairing, tf_engine **snap,
-                         uint64_t *tail_off, uint64_t *tail_seq)
+ * snapshot loaded when it is bound to it. 0 or an error (said). */
+static int open_commands(start *st)
 {
     /* Damage other than a torn tail stops here, the file untouched (unless --repair-journal);
      * then its valid prefix is kept and the rest cut. */
-    struct stat st;
-    int existing = stat(cmd_path, &st) == 0 && st.st_size > 0;
+    struct stat sb;
+    int existing = stat(st->cmd_path, &sb) == 0 && sb.st_size > 0;
     tf_journal_opts jo = {.durability = TF_JOURNAL_NONE,
                           .session_id = existing ? 0 : new_session_id(),
                           .flags = TF_JOURNAL_NO_TRUNCATE};
-    int rc = tf_journal_open(cmd_path, &jo, &out->commands, rec);
-    if (rc && rc == rec->reason && rec->valid_bytes) {
+    tfes_recovered *out = st->out;
+    int rc = tf_journal_open(st->cmd_path, &jo, &out->commands, &st->rec);
+    if (rc && rc == st->rec.reason && st->rec.valid_bytes) {
         /* Damage after the header: judged before anything is cut (the file is untouched). */
-        *repairing = check_commands(cfg, name, cmd_path, rec);
-        if (*repairing < 0)
-            return *repairing;
+        st->repairing = check_commands(st);
+        if (st->repairing < 0)
+            return st->repairing;
         jo.flags = 0;
-        rc = tf_journal_open(cmd_path, &jo, &out->commands, rec);
+        rc = tf_journal_open(st->cmd_path, &jo, &out->commands, &st->rec);
     }
     if (rc) {
-        fprintf(stderr, "%s: %s: %s\n", name, cmd_path, tf_strerror(rc));
+        say(st, TFES_LOG_ERROR, "%s: %s", st->cmd_path, tf_strerror(rc));
         return rc;
     }
-    if (rec->reason && !*repairing)
-        fprintf(stderr,
-                "%s: %s: damaged tail cut at byte %llu (journal_seq %llu): %s (a torn tail, "
-                "what an interrupted append leaves); %llu bytes dropped, %llu commands kept\n",
-                name, cmd_path, (unsigned long long)rec->valid_bytes,
-                (unsigned long long)rec->records, tf_strerror(rec->reason),
-                (unsigned long long)(rec->file_bytes - rec->valid_bytes),
-                (unsigned long long)rec->records);
+    if (st->rec.reason && !st->repairing)
+        say(st, TFES_LOG_WARN,
+            "%s: damaged tail cut at byte %llu (journal_seq %llu): %s (a torn tail, what an "
+            "interrupted append leaves); %llu bytes dropped, %llu commands kept",
+            st->cmd_path, (unsigned long long)st->rec.valid_bytes,
+            (unsigned long long)st->rec.records, tf_strerror(st->rec.reason),
+            (unsigned long long)(st->rec.file_bytes - st->rec.valid_bytes),
+            (unsigned long long)st->rec.records);
     out->session_id = tf_journal_header(out->commands)->session_id;
-    rc = keep_instruments(cfg, name, cmd_path, out->session_id, ids, n_ids);
-    if (rc)
+    rc = keep_instruments(st);
+    if (!rc && stat(st->snap_path, &sb) == 0)
+        load_snapshot(st);
+    return rc;
+}
+
+/* The paths, the directory (created when missing) and the instrument list in use. */
+static int prepare(start *st)
+{
+    const tfes_config *cfg = st->cfg;
+    tfes_path(st->cmd_path, sizeof st->cmd_path, cfg->dir, "commands.ofl");
+    tfes_path(st->ev_path, sizeof st->ev_path, cfg->dir, "events.ofl");
+    tfes_path(st->snap_path, sizeof st->snap_path, cfg->dir, "snapshot.tfs");
+    if (mkdir(cfg->dir, 0755) != 0 && errno != EEXIST) {
+        int e = errno;
+        say(st, TFES_LOG_ERROR, "--journal %s: %s", cfg->dir, strerror(e));
+        return -e;
+    }
+    st->ids = malloc(TF_ENGINE_MAX_INSTRUMENTS * sizeof *st->ids);
+    if (!st->ids)
+        return TF_E_NOMEM;
+    const char *list = cfg->instruments ? cfg->instruments : "1-16";
+    st->n_ids = tf_engine_parse_instruments(list, st->ids, TF_ENGINE_MAX_INSTRUMENTS);
+    if (st->n_ids > 0)
+        return 0;
+    int rc = st->n_ids ? st->n_ids : TF_E_INVALID_ARG;
+    say(st, TFES_LOG_ERROR, "--instruments %s: %s", list, tf_strerror(rc));
+    return rc;
+}
+
+/* Both journals opened at once (events.ofl on a second thread); then how many of events.ofl's
+ * records are whole and this journal's (st->ev.have; another session's file is removed). */
+static int open_journals(start *st)
+{
+    ev_open es = {.path = st->ev_path};
+    pthread_t th;
+    int threaded = pthread_create(&th, NULL, ev_open_main, &es) == 0;
+    if (!threaded)
+        ev_open_main(&es); /* no thread: the same, in turn */
+    int rc = open_commands(st);
+    if (threaded)
+        pthread_join(th, NULL);
+    st->ev = (replay_ctx){.ev_path = st->ev_path, .session_id = st->out->session_id};
+    if (rc || !es.present) {
+        tf_journal_close(es.j);
         return rc;
-    if (stat(snap_path, &st) == 0)
-        *snap =
-            load_snapshot(cfg, name, snap_path, cmd_path, out->session_id, rec, tail_off, tail_seq);
+    }
+    uint64_t session = es.j ? tf_journal_header(es.j)->session_id : 0;
+    if (es.rc || session != st->out->session_id) {
+        say(st, TFES_LOG_WARN, "%s: not the events of this journal (%s): rebuilt", st->ev_path,
+            es.rc ? tf_strerror(es.rc) : "another session");
+        tf_journal_close(es.j);
+        unlink(st->ev_path);
+        return 0;
+    }
+    st->ev.have = es.rec.records;
+    st->ev.events = es.j;
+    if (es.rec.reason)
+        say(st, TFES_LOG_WARN, "%s: damaged tail cut after %llu events: %s", st->ev_path,
+            (unsigned long long)es.rec.records, tf_strerror(es.rec.reason));
     return 0;
 }
 
-int tfes_recover(const tfes_config *cfg, const char *name, tfes_recovered *out)
+/* The engine (out->engine) from the snapshot when it is usable (it must not be ahead of either
+ * journal), else a new one; then the venue over it. */
+static int make_engine(start *st)
 {
-    memset(out, 0, sizeof *out);
-    char cmd_path[4096], ev_path[4096], snap_path[4096];
-    tfes_path(cmd_path, sizeof cmd_path, cfg->dir, "commands.ofl");
-    tfes_path(ev_path, sizeof ev_path, cfg->dir, "events.ofl");
-    tfes_path(snap_path, sizeof snap_path, cfg->dir, "snapshot.tfs");
-    if (mkdir(cfg->dir, 0755) != 0 && errno != EEXIST) {
-        int e = errno;
-        fprintf(stderr, "%s: --journal %s: %s\n", name, cfg->dir, strerror(e));
-        return -e;
-    }
-
-    uint64_t *ids = malloc(TF_ENGINE_MAX_INSTRUMENTS * sizeof *ids);
-    if (!ids)
-        return TF_E_NOMEM;
-    const char *list = cfg->instruments ? cfg->instruments : "1-16";
-    int n_ids = tf_engine_parse_instruments(list, ids, TF_ENGINE_MAX_INSTRUMENTS);
-    if (n_ids <= 0) {
-        fprintf(stderr, "%s: --instruments %s: %s\n", name, list,
-                tf_strerror(n_ids ? n_ids : TF_E_INVALID_ARG));
-        free(ids);
-        return n_ids ? n_ids : TF_E_INVALID_ARG;
-    }
-
-    ev_open es = {.path = ev_path};
-    pthread_t ev_thread;
-    int ev_threaded = pthread_create(&ev_thread, NULL, ev_open_main, &es) == 0;
-    if (!ev_threaded)
-        ev_open_main(&es); /* no thread: the same, in turn */
-    tf_journal_recovery rec;
-    tf_engine *e = NULL;
-    uint64_t tail_off = 0, tail_seq = 0;
-    int repairing = 0;
-    int rc = open_commands(cfg, name, cmd_path, snap_path, ids, &n_ids, out, &rec, &repairing, &e,
-                           &tail_off, &tail_seq);
-    if (ev_threaded)
-        pthread_join(ev_thread, NULL);
-    if (rc) {
-        tf_journal_close(es.j);
-        tf_engine_destroy(e);
-        free(ids);
-        tfes_recovered_fini(out);
-        return rc;
-    }
-
-    /* events.ofl: how many of its events are whole and belong to this journal. */
-    uint64_t have = 0;
-    if (es.present) {
-        uint64_t session = es.j ? tf_journal_header(es.j)->session_id : 0;
-        if (es.rc || session != out->session_id) {
-            fprintf(stderr, "%s: %s: not the events of this journal (%s): rebuilt\n", name, ev_path,
-                    es.rc ? tf_strerror(es.rc) : "another session");
-            tf_journal_close(es.j);
-            es.j = NULL;
-            unlink(ev_path);
-        } else {
-            have = es.rec.records;
-            if (es.rec.reason)
-                fprintf(stderr, "%s: %s: damaged tail cut after %llu events: %s\n", name, ev_path,
-                        (unsigned long long)es.rec.records, tf_strerror(es.rec.reason));
-        }
-    }
-
-    /* The engine: from the snapshot when it is usable, else empty. */
-    if (e) {
+    tfes_recovered *out = st->out;
+    if (st->snap) {
         tf_engine_counters c;
-        tf_engine_get_counters(e, &c);
-        const char *why = NULL;
-        if (c.last_command_seq > rec.records)
-            why = "it is ahead of commands.ofl";
-        else if (c.next_event_seq - 1 > have)
-            why = "events.ofl does not reach it";
+        tf_engine_get_counters(st->snap, &c);
+        const char *why = c.last_command_seq > st->rec.records ? "it is ahead of commands.ofl"
+                          : c.next_event_seq - 1 > st->ev.have ? "events.ofl does not reach it"
+                                                               : NULL;
         if (why) {
-            fprintf(stderr, "%s: %s: not used (%s): replaying the whole journal\n", name, snap_path,
-                    why);
-            tf_engine_destroy(e);
-            e = NULL;
-        } else {
-            out->from_snapshot = 1;
+            say(st, TFES_LOG_WARN, "%s: not used (%s): replaying the whole journal", st->snap_path,
+                why);
+            tf_engine_destroy(st->snap);
+            st->snap = NULL;
         }
     }
-    if (!e) {
-        tail_off = tail_seq = 0;
+    out->from_snapshot = st->snap != NULL;
+    out->snapshot_records = st->snap ? st->tail_seq : 0;
+    out->engine = st->snap;
+    st->snap = NULL;
+    if (!out->engine) {
+        st->tail_off = st->tail_seq = 0;
         tf_engine_config ec = {.size = sizeof ec,
-                               .instruments = ids,
-                               .n_instruments = (uint32_t)n_ids,
-                               .max_orders = cfg->max_orders ? cfg->max_orders
-                                                             : TF_ENGINE_DEFAULT_MAX_ORDERS};
-        rc = tf_engine_create(&ec, &e);
+                               .instruments = st->ids,
+                               .n_instruments = (uint32_t)st->n_ids,
+                               .max_orders = st->cfg->max_orders ? st->cfg->max_orders
+                                                                 : TF_ENGINE_DEFAULT_MAX_ORDERS};
+        int rc = tf_engine_create(&ec, &out->engine);
         if (rc) {
-            fprintf(stderr, "%s: cannot create the engine: %s\n", name, tf_strerror(rc));
-            free(ids);
-            tf_journal_close(es.j);
-            tfes_recovered_fini(out);
+            say(st, TFES_LOG_ERROR, "cannot create the engine: %s", tf_strerror(rc));
             return rc;
         }
     }
-    free(ids);
-    out->engine = e;
-    if ((rc = tfv_open(e, &out->venue))) {
-        tf_journal_close(es.j);
-        tfes_recovered_fini(out);
-        return rc;
-    }
+    return tfv_open(out->engine, &out->venue);
+}
 
-    /* Replay; events past `have` are appended as they come. From a snapshot: the venue's records
-     * among those it covers, then the records after it; else every record. */
-    replay_ctx rctx = {
-        .ev_path = ev_path, .session_id = out->session_id, .have = have, .events = es.j};
+/* The replay; events past st->ev.have are appended as they come. From a snapshot: the venue's
+ * records among those it covers, then the records after it; else every record. */
+static int replay_journal(start *st)
+{
     enum { SINK = 4096 };
+    tfes_recovered *out = st->out;
     tf_ofl_msg *evbuf = malloc(SINK * sizeof *evbuf);
-    if (!evbuf) {
-        tf_journal_close(es.j);
-        tfes_recovered_fini(out);
+    if (!evbuf)
         return TF_E_NOMEM;
-    }
-    tf_engine_sink sink = {.ev = evbuf, .cap = SINK, .flush = replay_sink, .ctx = &rctx};
+    tf_engine_sink sink = {.ev = evbuf, .cap = SINK, .flush = replay_sink, .ctx = &st->ev};
     tf_journal_map cm;
     uint64_t ext_off, ext_seq;
-    rc = tf_journal_map_open(cmd_path, &cm);
-    if (!rc && tail_off && tf_journal_first_ext(out->commands, &ext_off, &ext_seq) == 1 &&
-        ext_off < tail_off)
-        rc = replay_covered(out->venue, &cm, ext_off, ext_seq, tail_off, tail_seq, &sink);
+    int rc = tf_journal_map_open(st->cmd_path, &cm), mapped = !rc;
+    if (!rc && st->tail_off && tf_journal_first_ext(out->commands, &ext_off, &ext_seq) == 1 &&
+        ext_off < st->tail_off)
+        rc = replay_covered(out->venue, &cm, ext_off, ext_seq, st->tail_off, st->tail_seq, &sink);
     if (!rc)
-        rc = replay(out->venue, &cm, tail_off, tail_seq, &sink, &out->replayed);
+        rc = replay(out->venue, &cm, st->tail_off, st->tail_seq, &sink, &out->replayed);
     if (!rc && sink.n)
-        rc = replay_sink(&rctx, evbuf, sink.n);
-    tf_journal_map_close(&cm);
+        rc = replay_sink(&st->ev, evbuf, sink.n);
+    if (mapped)
+        tf_journal_map_close(&cm);
     free(evbuf);
-    if (rc) {
-        fprintf(stderr, "%s: replaying %s: %s\n", name, cmd_path,
-                tf_strerror(rctx.err ? rctx.err : rc));
-        tf_journal_close(rctx.events);
-        tfes_recovered_fini(out);
-        return rc;
-    }
+    if (rc)
+        say(st, TFES_LOG_ERROR, "replaying %s: %s", st->cmd_path,
+            tf_strerror(st->ev.err ? st->ev.err : rc));
+    return rc;
+}
 
+/* events.ofl in line with the replayed commands: events past them cut (never released, or the
+ * events of commands --repair-journal dropped), then synced; out->events. */
+static int finish_events(start *st)
+{
     tf_engine_counters c;
-    tf_engine_get_counters(e, &c);
+    tf_engine_get_counters(st->out->engine, &c);
     uint64_t total = c.next_event_seq - 1;
-    if (rctx.events && have > total) { /* opened before the replay, which appended nothing */
-        tf_journal_close(rctx.events);
-        rctx.events = NULL;
-    }
-    if (!rctx.events) {
-        if (have > total) {
-            uint64_t off = 0;
-            rc = offset_of_record(ev_path, total, &off);
-            if (!rc && truncate(ev_path, (off_t)off) != 0)
-                rc = -errno;
-            if (rc) {
-                fprintf(stderr, "%s: %s: %s\n", name, ev_path, tf_strerror(rc));
-                tfes_recovered_fini(out);
-                return rc;
-            }
-            fprintf(stderr, "%s: %s: cut %llu events past the journaled commands (%s)\n", name,
-                    ev_path, (unsigned long long)(have - total),
-                    repairing ? "the events of the commands --repair-journal dropped"
+    replay_ctx *ev = &st->ev;
+    int rc = 0;
+    if (ev->have > total) { /* opened before the replay, which appended nothing */
+        tf_journal_close(ev->events);
+        ev->events = NULL;
+        uint64_t off = 0;
+        rc = offset_of_record(st->ev_path, total, &off);
+        if (!rc && truncate(st->ev_path, (off_t)off) != 0)
+            rc = -errno;
+        if (!rc)
+            say(st, TFES_LOG_WARN, "%s: cut %llu events past the journaled commands (%s)",
+                st->ev_path, (unsigned long long)(ev->have - total),
+                st->repairing ? "the events of the commands --repair-journal dropped"
                               : "never released");
-            rctx.have = total;
-        }
-        rc = open_events(&rctx);
+        ev->have = total;
     }
+    if (!rc && !ev->events)
+        rc = open_events(ev);
     if (!rc)
-        rc = tf_journal_sync(rctx.events);
+        rc = tf_journal_sync(ev->events);
     if (rc) {
-        fprintf(stderr, "%s: %s: %s\n", name, ev_path, tf_strerror(rc));
-        tf_journal_close(rctx.events);
-        tfes_recovered_fini(out);
+        say(st, TFES_LOG_ERROR, "%s: %s", st->ev_path, tf_strerror(rc));
         return rc;
     }
-    out->events = rctx.events;
-    if (rctx.appended)
-        fprintf(stderr, "%s: %s: regenerated %llu events from the commands\n", name, ev_path,
-                (unsigned long long)rctx.appended);
+    st->out->events = ev->events;
+    ev->events = NULL;
+    if (ev->appended)
+        say(st, TFES_LOG_WARN, "%s: regenerated %llu events from the commands", st->ev_path,
+            (unsigned long long)ev->appended);
     return 0;
+}
+
+int tfes_recover(const tfes_config *cfg, const tfes_log *log, tfes_recovered *out)
+{
+    memset(out, 0, sizeof *out);
+    start *st = calloc(1, sizeof *st);
+    if (!st)
+        return TF_E_NOMEM;
+    st->cfg = cfg;
+    st->log = log;
+    st->out = out;
+    int rc = prepare(st);
+    if (!rc)
+        rc = open_journals(st);
+    if (!rc)
+        rc = make_engine(st);
+    if (!rc)
+        rc = replay_journal(st);
+    if (!rc)
+        rc = finish_events(st);
+    /* one cleanup: what was not handed to `out` */
+    if (rc)
+        tfes_recovered_fini(out);
+    tf_journal_close(st->ev.events);
+    tf_engine_destroy(st->snap);
+    free(st->ids);
+    free(st);
+    return rc;
 }

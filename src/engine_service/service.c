@@ -12,10 +12,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "engine_service/engine_service.h"
@@ -63,20 +63,6 @@ typedef struct slot {
     uint32_t gen;
 } slot;
 
-/* order_id -> (gen << 32 | slot) of the connection that placed a live order: open addressing,
- * linear probing, backward-shift deletion, load <= 1/2. It starts small and doubles with the
- * live orders (up to 2 x max_orders slots): a table sized for a million orders up front would
- * miss the cache on every probe while a handful rest. */
-typedef struct route {
-    uint64_t order_id; /* 0: empty */
-    uint64_t owner;
-} route;
-
-typedef struct touched {
-    uint8_t kind;
-    uint64_t a, b;
-} touched;
-
 typedef struct svc {
     tfes_config cfg;
     tfes_recovered r;
@@ -90,18 +76,14 @@ typedef struct svc {
     uint64_t next_conn_id;
     uint32_t *dirty;
     uint32_t ndirty;
-    /* routes */
-    route *routes;
-    uint64_t route_mask, route_count, route_max;
     /* the command being applied */
     es_conn *sender;
     tf_ofl_msg sink_buf[SINK_EVENTS];
-    touched *touched;
-    size_t ntouched, touched_cap;
     uint64_t batch_commands; /* applied since the last commit */
     size_t held_limit;       /* a connection holding more than this forces a commit */
     int must_commit;
     uint64_t next_snapshot;
+    uint64_t snap_records; /* command records the newest snapshot.tfs covers (0: none) */
     /* feed */
     tf_dgram_sender *feed;
     tf_ofl_msg *feed_q;
@@ -120,89 +102,24 @@ void tfes_config_init(tfes_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->durability = TF_JOURNAL_GROUP;
+    cfg->snapshot_every = TFES_SNAPSHOT_EVERY;
     cfg->max_orders = TF_ENGINE_DEFAULT_MAX_ORDERS;
-    cfg->stall_timeout_s = 60;
-    cfg->idle_full_timeout_s = 300;
-    cfg->min_rate = 1024;
+    cfg->net.stall_timeout_s = 60;
+    cfg->net.idle_full_timeout_s = 300;
+    cfg->net.min_rate = 1024;
 }
 
-/* ---------------------------------------------------------------- routes */
+/* ---------------------------------------------------------------- owners */
 
-static uint64_t mix(uint64_t x)
+/* A connection's owner id, as the venue records it for the orders it places (tfv_msg.conn): its
+ * slot and the slot's generation, so an id outlives its connection harmlessly (never 0: a
+ * generation starts at 1). */
+static uint64_t conn_owner(const es_conn *ec)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
+    return (uint64_t)ec->gen << 32 | ec->slot;
 }
 
-static void route_insert(route *t, uint64_t mask, uint64_t order_id, uint64_t owner, int *added)
-{
-    uint64_t i = mix(order_id) & mask;
-    while (t[i].order_id && t[i].order_id != order_id)
-        i = (i + 1) & mask;
-    *added = !t[i].order_id;
-    t[i].order_id = order_id;
-    t[i].owner = owner;
-}
-
-static int route_put(svc *s, uint64_t order_id, uint64_t owner)
-{
-    if (2 * (s->route_count + 1) > s->route_mask + 1 && s->route_mask + 1 < s->route_max) {
-        uint64_t cap = 2 * (s->route_mask + 1);
-        route *t = calloc(cap, sizeof *t);
-        if (!t)
-            return TF_E_NOMEM;
-        int added;
-        for (uint64_t i = 0; i <= s->route_mask; i++)
-            if (s->routes[i].order_id)
-                route_insert(t, cap - 1, s->routes[i].order_id, s->routes[i].owner, &added);
-        free(s->routes);
-        s->routes = t;
-        s->route_mask = cap - 1;
-    }
-    int added;
-    route_insert(s->routes, s->route_mask, order_id, owner, &added);
-    s->route_count += (uint64_t)added;
-    return 0;
-}
-
-static int route_get(const svc *s, uint64_t order_id, uint64_t *owner)
-{
-    uint64_t i = mix(order_id) & s->route_mask;
-    while (s->routes[i].order_id) {
-        if (s->routes[i].order_id == order_id) {
-            *owner = s->routes[i].owner;
-            return 1;
-        }
-        i = (i + 1) & s->route_mask;
-    }
-    return 0;
-}
-
-static void route_del(svc *s, uint64_t order_id)
-{
-    uint64_t m = s->route_mask, i = mix(order_id) & m;
-    while (s->routes[i].order_id && s->routes[i].order_id != order_id)
-        i = (i + 1) & m;
-    if (!s->routes[i].order_id)
-        return;
-    /* Backward-shift: move later entries of the cluster into the hole when their home allows. */
-    uint64_t j = i;
-    for (;;) {
-        j = (j + 1) & m;
-        if (!s->routes[j].order_id)
-            break;
-        uint64_t home = mix(s->routes[j].order_id) & m;
-        if (((j - home) & m) >= ((j - i) & m)) {
-            s->routes[i] = s->routes[j];
-            i = j;
-        }
-    }
-    s->routes[i].order_id = 0;
-    s->route_count--;
-}
-
+/* The open connection an owner id names, or NULL (closed, its slot reused). */
 static es_conn *owner_conn(svc *s, uint64_t owner)
 {
     uint32_t sl = (uint32_t)owner, gen = (uint32_t)(owner >> 32);
@@ -412,20 +329,17 @@ static void fail(svc *s, const char *what, int rc)
     tfn_loop_stop(s->lp, "journal failure");
 }
 
-static void maybe_snapshot(svc *s)
+/* Writes snapshot.tfs: the engine's state, bound to the last record of commands.ofl. 0, or an
+ * error after a line (the journal is unharmed; a failed sync of events.ofl stops the service). */
+static int write_snapshot(svc *s)
 {
-    if (!s->cfg.snapshot_every)
-        return;
     tf_engine_counters c;
     tf_engine_get_counters(s->r.engine, &c);
-    if (c.last_command_seq < s->next_snapshot)
-        return;
-    s->next_snapshot = c.last_command_seq + s->cfg.snapshot_every;
     /* events.ofl must reach the snapshot for a start from it (recover.c). */
     int rc = tf_journal_sync(s->r.events);
     if (rc) {
         fail(s, "events.ofl", rc);
-        return;
+        return rc;
     }
     /* Bound to the last command record it covers (recover.c uses it only with that journal). */
     char path[4096], cmd_path[4096];
@@ -438,6 +352,30 @@ static void maybe_snapshot(svc *s)
     if (rc)
         tfn_log(s->lp, 1, "snapshot at command_seq %llu failed: %s (the journal is unharmed)",
                 (unsigned long long)c.last_command_seq, tf_strerror(rc));
+    else
+        s->snap_records = b.journal_seq + 1;
+    return rc;
+}
+
+static void maybe_snapshot(svc *s)
+{
+    if (!s->cfg.snapshot_every)
+        return;
+    tf_engine_counters c;
+    tf_engine_get_counters(s->r.engine, &c);
+    if (c.last_command_seq < s->next_snapshot)
+        return;
+    s->next_snapshot = c.last_command_seq + s->cfg.snapshot_every;
+    write_snapshot(s);
+}
+
+/* At a clean stop (the journals synced): a snapshot of the final state unless the newest one
+ * already covers every record, so the next start replays no tail. Snapshots off: none. */
+static int snapshot_at_stop(svc *s)
+{
+    if (!s->cfg.snapshot_every || tf_journal_next_seq(s->r.commands) <= s->snap_records)
+        return 0;
+    return write_snapshot(s);
 }
 
 /* Makes the batch durable, then releases it. */
@@ -517,20 +455,6 @@ static void before_sleep(tfn_loop *lp, void *ud, int more)
 
 /* ---------------------------------------------------------------- applying a command */
 
-static int touch(svc *s, uint8_t kind, uint64_t a, uint64_t b)
-{
-    if (s->ntouched == s->touched_cap) {
-        size_t cap = s->touched_cap ? s->touched_cap * 2 : 256;
-        touched *t = realloc(s->touched, cap * sizeof *t);
-        if (!t)
-            return TF_E_NOMEM;
-        s->touched = t;
-        s->touched_cap = cap;
-    }
-    s->touched[s->ntouched++] = (touched){kind, a, b};
-    return 0;
-}
-
 static int feed_push(svc *s, const tf_ofl_msg *ev)
 {
     if (s->feed_n == s->feed_cap) {
@@ -568,74 +492,18 @@ static int on_events(void *ctx, const tf_ofl_msg *ev, size_t n)
             if ((rc = feed_push(s, &m)))
                 return rc;
         }
-        switch (m.kind) {
-        case TF_OFL_ACCEPTED:
-            rc = touch(s, m.kind, m.accepted.order_id, 0);
-            break;
-        case TF_OFL_REPLACED:
-            rc = touch(s, m.kind, m.replaced.order_id, 0);
-            break;
-        case TF_OFL_CANCELED:
-            rc = touch(s, m.kind, m.canceled.order_id, 0);
-            break;
-        case TF_OFL_TRADE: {
-            uint64_t owner;
-            if (route_get(s, m.trade.maker_order_id, &owner)) {
-                es_conn *maker = owner_conn(s, owner);
-                if (maker && maker != s->sender && (rc = held_event_msg(s, maker, &m, js.bytes)))
-                    return rc;
-            }
-            rc = touch(s, m.kind, m.trade.maker_order_id, m.trade.taker_order_id);
-            break;
-        }
-        /* The gateway reports route as their OFL1 counterparts (update_routes reads the OFL1
-         * kind): a Fill goes to the maker's connection too, like a Trade. */
-        case TF_OFX_ACCEPTED:
-            rc = touch(s, TF_OFL_ACCEPTED, m.accepted_ex.order_id, 0);
-            break;
-        case TF_OFX_REPLACED:
-            rc = touch(s, TF_OFL_REPLACED, m.replaced_ex.order_id, 0);
-            break;
-        case TF_OFX_CANCELED:
-            rc = touch(s, TF_OFL_CANCELED, m.canceled_ex.order_id, 0);
-            break;
-        case TF_OFX_FILL: {
-            uint64_t owner;
-            if (route_get(s, m.fill.maker_order_id, &owner)) {
-                es_conn *maker = owner_conn(s, owner);
-                if (maker && maker != s->sender && (rc = held_event_msg(s, maker, &m, js.bytes)))
-                    return rc;
-            }
-            rc = touch(s, TF_OFL_TRADE, m.fill.maker_order_id, m.fill.taker_order_id);
-            break;
-        }
-        default:
-            break;
-        }
+        /* A Trade or Fill also goes to the maker's connection when it is another open one:
+         * the venue's owner record of the order names it. */
+        uint64_t maker = m.kind == TF_OFL_TRADE  ? m.trade.maker_order_id
+                         : m.kind == TF_OFX_FILL ? m.fill.maker_order_id
+                                                 : 0;
+        es_conn *to = maker ? owner_conn(s, tfv_order_conn(s->r.venue, maker)) : NULL;
+        if (to && to != s->sender)
+            rc = held_event_msg(s, to, &m, js.bytes);
         if (rc)
             return rc;
     }
     return 0;
-}
-
-/* After a command: who owns each order that is live now; forget the ones that are not. */
-static int update_routes(svc *s, es_conn *ec)
-{
-    int rc = 0;
-    for (size_t i = 0; i < s->ntouched; i++) {
-        const touched *t = &s->touched[i];
-        tf_engine_order o;
-        uint64_t ids[2] = {t->a, t->b};
-        for (int k = 0; k < (t->kind == TF_OFL_TRADE ? 2 : 1); k++) {
-            int live = tf_engine_find_order(s->r.engine, ids[k], &o) == 1;
-            if (t->kind == TF_OFL_ACCEPTED && live && !rc)
-                rc = route_put(s, ids[k], (uint64_t)ec->gen << 32 | ec->slot);
-            else if (!live)
-                route_del(s, ids[k]);
-        }
-    }
-    s->ntouched = 0;
-    return rc;
 }
 
 /* A command whose (session, client_seq) was applied before: its original events, read back
@@ -697,6 +565,7 @@ static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd, uint64_t client_
         return;
     }
     s->sender = ec;
+    rec.conn = conn_owner(ec); /* the owner of the order it places, for its Trades */
     tf_engine_sink sink = {.ev = s->sink_buf, .cap = SINK_EVENTS, .flush = on_events, .ctx = s};
     /* Every command through the venue (its risk rules), as recovery replays it (recover.c). */
     rc = tfv_apply(s->r.venue, &rec, &sink);
@@ -706,7 +575,7 @@ static void apply_command(svc *s, es_conn *ec, tf_ofl_msg *cmd, uint64_t client_
         fail(s, "applying a command", rc);
         return;
     }
-    if ((rc = update_routes(s, ec)) || (rc = held_heartbeat(s, ec, seq)))
+    if ((rc = held_heartbeat(s, ec, seq)))
         fail(s, "a reply", rc);
     ec->commands++;
     s->batch_commands++;
@@ -885,7 +754,7 @@ static void es_close(tfn_conn *c, const char *why)
                         (unsigned long long)ec->id, tfn_conn_transport(c), why,
                         (unsigned long long)ec->commands, (unsigned long long)left);
     cancel_on_disconnect(s, ec, why);
-    /* Its routes go stale with the generation; its held replies are dropped (it is gone). */
+    /* Its owner id goes stale with the generation; its held replies are dropped (it is gone). */
     s->slots[ec->slot].conn = NULL;
     s->slots[ec->slot].gen++;
     s->free_slots[s->nfree++] = ec->slot;
@@ -1038,7 +907,7 @@ static int es_frame(tfn_conn *c, int where)
                  psize == TF_E_OFL_RESERVED_KIND ? "reserved" : "unknown", kind);
         return bad_frame(c, ec, what);
     }
-    if (!tfv_is_command((int)kind)) {
+    if (tf_ofl_kind_class(kind) != TF_OFL_CLASS_COMMAND) {
         snprintf(what, sizeof what, "%s (kind 0x%02x) sent as a command",
                  kind == TF_OFL_HEARTBEAT ? "a Heartbeat" : "an event", kind);
         return bad_frame(c, ec, what);
@@ -1126,28 +995,17 @@ static int open_feed(svc *s)
 
 static int setup(svc *s)
 {
-    int max_conns = s->cfg.max_conns > 0 ? s->cfg.max_conns : 4096;
+    int max_conns = s->cfg.net.max_conns > 0 ? s->cfg.net.max_conns : 4096;
     s->nslots = (uint32_t)max_conns;
     s->slots = calloc(s->nslots, sizeof *s->slots);
     s->free_slots = calloc(s->nslots, sizeof *s->free_slots);
     s->dirty = calloc(s->nslots, sizeof *s->dirty);
-    uint32_t max_orders = s->cfg.max_orders ? s->cfg.max_orders : TF_ENGINE_DEFAULT_MAX_ORDERS;
-    s->route_max = 16;
-    while (s->route_max < 2 * (uint64_t)max_orders)
-        s->route_max *= 2;
-    s->route_mask = (s->route_max < 4096 ? s->route_max : 4096) - 1;
-    s->routes = calloc(s->route_mask + 1, sizeof *s->routes);
-    if (!s->slots || !s->free_slots || !s->dirty || !s->routes)
+    if (!s->slots || !s->free_slots || !s->dirty)
         return TF_E_NOMEM;
     for (uint32_t i = 0; i < s->nslots; i++)
         s->free_slots[i] = s->nslots - 1 - i;
     s->nfree = s->nslots;
-    /* 1,000 clients and more: take the hard limit of open files. */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    tfn_raise_nofile(); /* 1,000 clients and more */
     return 0;
 }
 
@@ -1156,8 +1014,6 @@ static void teardown(svc *s)
     free(s->slots);
     free(s->free_slots);
     free(s->dirty);
-    free(s->routes);
-    free(s->touched);
     free(s->feed_q);
     tf_dgram_sender_close(s->feed);
     if (s->ev_fd >= 0)
@@ -1182,6 +1038,14 @@ static int load_sessions(svc *s)
     return 0;
 }
 
+/* Recovery's lines, "NAME: ..." on stderr, quiet or not (tfes_recover). */
+static void recover_log(void *ctx, int level, const char *fmt, va_list ap)
+{
+    (void)ctx;
+    (void)level;
+    tfn_logv(NAME, 0, TFN_LOG_ALWAYS, NULL, fmt, ap);
+}
+
 int tfes_run(const tfes_config *cfg, tfes_summary *out)
 {
     svc *s = calloc(1, sizeof *s);
@@ -1189,20 +1053,12 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         return TF_E_NOMEM;
     s->cfg = *cfg;
     s->ev_fd = -1;
-    s->held_limit = (cfg->max_output ? (size_t)cfg->max_output : (size_t)4 << 20) / 8;
+    s->held_limit = (cfg->net.max_output ? (size_t)cfg->net.max_output : (size_t)4 << 20) / 8;
     tfn_config nc = {
         .name = NAME,
-        .quiet = cfg->quiet,
-        .max_conns = cfg->max_conns,
-        .max_conns_per_peer = cfg->max_conns_per_peer,
-        .conn_reserve = cfg->conn_reserve,
-        .stall_timeout_s = cfg->stall_timeout_s,
-        .idle_timeout_s = cfg->idle_timeout_s,
-        .idle_full_timeout_s = cfg->idle_full_timeout_s,
-        .min_rate = cfg->min_rate,
         .mem_used = &s->mem_used,
-        .mem_limit = cfg->max_memory ? cfg->max_memory : (uint64_t)1 << 30,
-        .out_max = cfg->max_output ? (size_t)cfg->max_output : (size_t)4 << 20,
+        .mem_limit = (uint64_t)1 << 30, /* the defaults; tfn_limits_apply sets what is given */
+        .out_max = (size_t)4 << 20,
         /* every: each command costs an fdatasync, so a turn takes few steps from one
          * connection and a lone client is not queued behind another's long pipeline */
         .frames_per_turn = cfg->durability == TF_JOURNAL_EVERY ? 16 : 512,
@@ -1212,6 +1068,7 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         .before_sleep = before_sleep,
         .ud = s,
     };
+    tfn_limits_apply(&cfg->net, &nc); /* connections, timeouts, memory, output, quiet */
     /* Signals first (no thread exists yet), then the journals: a SIGTERM during a long replay
      * waits in the signalfd and stops the service once it is up. */
     int rc = tfn_loop_open(&nc, &s->lp);
@@ -1220,7 +1077,7 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
     if (!rc)
         rc = load_sessions(s);
     if (!rc)
-        rc = tfes_recover(cfg, NAME, &s->r);
+        rc = tfes_recover(cfg, &(tfes_log){.logv = recover_log}, &s->r);
     if (!rc) {
         char ev_path[4096], cmd_path[4096];
         tfes_path(ev_path, sizeof ev_path, cfg->dir, "events.ofl");
@@ -1248,6 +1105,7 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         tf_engine_counters c;
         tf_engine_get_counters(s->r.engine, &c);
         s->next_snapshot = c.last_command_seq + cfg->snapshot_every;
+        s->snap_records = s->r.snapshot_records;
         tfn_log(s->lp, 1,
                 "journal %s: %llu commands (%llu replayed%s), %llu events, %llu resting orders, "
                 "last_command_seq %llu, state_hash 0x%016llx",
@@ -1259,10 +1117,8 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
     }
     if (!rc && cfg->feed && (rc = open_feed(s)))
         tfn_log(s->lp, 1, "error: --feed %s: %s", cfg->feed, tf_strerror(rc));
-    for (int i = 0; !rc && i < cfg->n_unix; i++)
-        rc = tfn_listen_unix(s->lp, cfg->unix_paths[i], "unix", &es_ops, 0);
-    for (int i = 0; !rc && i < cfg->n_tcp; i++)
-        rc = tfn_listen_tcp(s->lp, cfg->tcp_addrs[i], &es_ops);
+    if (!rc)
+        rc = tfn_listen_all(s->lp, &cfg->listen, &es_ops, 0);
     if (!rc)
         rc = tfn_loop_run(s->lp);
     if (!rc && s->failed)
@@ -1275,6 +1131,8 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         rc = r1 ? r1 : r2;
         if (rc)
             fprintf(stderr, "%s: final sync: %s\n", NAME, tf_strerror(rc));
+        else
+            snapshot_at_stop(s); /* a failure is said; the journals are whole either way */
     }
     if (!rc) {
         tf_engine_counters c;

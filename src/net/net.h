@@ -27,14 +27,15 @@
  * not the size of a reply.
  *
  * Memory: with cfg.mem_used set, every buffer the layer holds for a connection (its input buffer,
- * its output buffer) is added to that counter (the server's own, shared with what it holds
- * itself) while it is held; a connection whose input buffer would pass cfg.mem_limit is refused at
- * accept. A connection at rest for a tick (nothing owed, no frame in progress) gives both buffers
- * back (the input buffer returns with its next byte) and the server its own (ops->on_idle). While
- * the counter is above cfg.mem_limit, a connection that has output waiting takes no new frame:
- * output waits for its peers, never grows the server past the limit by more than one loop turn of
- * replies. A server checks its request bodies against the same counter in head() (tfn_mem_room) and
- * refuses a frame that would pass it, before allocating.
+ * its output buffer, and on a TLS listener its SSL object: TFN_TLS_*_BYTES, net/tls.h) is
+ * added to that counter (the server's own, shared with what it holds itself) while it is held; a
+ * connection whose input buffer and SSL object would pass cfg.mem_limit is refused at accept. A
+ * connection at rest for a tick (nothing owed, no frame in progress) gives its buffers back
+ * (input, output, TLS record buffers: they return with its next byte) and the server its own
+ * (ops->on_idle). While the counter is above cfg.mem_limit, a connection that has output waiting
+ * takes no new frame: output waits for its peers, never grows the server past the limit by more
+ * than one loop turn of replies. A server checks its request bodies against the same counter in
+ * head() (tfn_mem_room) and refuses a frame that would pass it, before allocating.
  *
  * Peers: a socket connection has a peer (the process of a Unix peer, by SO_PEERCRED: every client
  * of a user has its UID, so a UID would put them all behind one cap; the address of
@@ -50,11 +51,12 @@
  * bytes a second is closed.
  *
  * TLS (cfg.tls, net/tls.h): a TCP connection first does its TLS handshake inside the loop (no
- * thread waits on it); its reads and writes then go through the SSL object, with the poll interest
- * following what OpenSSL wants. A handshake is bounded by stall_timeout_s from the accept (by
- * idle_timeout_s when there is no stall timeout); one that fails or runs out closes only its
- * connection, with a rate-limited line. Output a server queues before the handshake is done
- * (a logon challenge) goes out right after it.
+ * thread waits on it); its reads and writes then go through the SSL object (the TLS transport:
+ * one row of the layer's table of transports, beside plain sockets, fd-passing Unix sockets and
+ * stdio), with the poll interest following what OpenSSL wants. A handshake is bounded by
+ * stall_timeout_s from the accept (by idle_timeout_s when there is no stall timeout); one that
+ * fails or runs out closes only its connection, with a rate-limited line. Output a server queues
+ * before the handshake is done (a logon challenge) goes out right after it.
  *
  * Logs a peer can provoke are rate-limited: every such line of every server goes through one
  * process-wide gate (tfn_log_gate: TFN_LOG_PER_SEC lines a second, the rest counted and the count
@@ -68,7 +70,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define TFN_MAX_LISTEN 32
+#define TFN_MAX_LISTEN 32                   /* listeners of one loop */
 #define TFN_MAX_ZC 3                        /* zero-copy segments per connection */
 #define TFN_IBUF_DEFAULT ((size_t)64 << 10) /* input buffer when ops->ibuf_bytes is 0 */
 #define TFN_RESERVE_PEER_CONNS 4            /* a peer below this may take a reserved slot */
@@ -216,8 +218,34 @@ void tfn_loop_counters(const tfn_loop *lp, tfn_counters *out);
 int tfn_mem_room(const tfn_loop *lp, uint64_t bytes);
 void *tfn_loop_ud(const tfn_loop *lp);
 
+/* ---- the one logger of every server (log.c) ---- */
+
+/* A burst of one source's lines (a connection): TFN_CONN_LOG_BURST, then one a second; the rest
+ * are counted (dropped: since the last line that went, said with the next; dropped_total: all,
+ * for the close line). Zero-initialised. */
+typedef struct tfn_log_throttle {
+    int tokens;
+    int64_t sec;
+    uint64_t dropped, dropped_total;
+} tfn_log_throttle;
+
+enum {
+    TFN_LOG_ALWAYS = 1, /* printed even when quiet, never gated nor throttled */
+    TFN_LOG_GATED = 2   /* a line a peer can provoke: through the process-wide gate */
+};
+
 /* One line "NAME: ..." on stderr, written with a single write(2) (lines of different threads
- * never interleave). `always` lines are printed even when quiet. */
+ * never interleave). Unless TFN_LOG_ALWAYS: nothing when quiet; with t, the throttle t first;
+ * with TFN_LOG_GATED, the gate (tfn_log_gate). Lines left out are counted and the counts said
+ * in front of the next line that goes: "(N lines left out) " (the gate's),
+ * "(N lines of this connection left out) " (t's). Any thread (t: the caller's own). */
+void tfn_logv(const char *name, int quiet, int flags, tfn_log_throttle *t, const char *fmt,
+              va_list ap) __attribute__((format(printf, 5, 0)));
+/* "NAME: ..." always: start-up lines of a server before or outside its loop (a bad
+ * --max-memory, a strategy that cannot be loaded). Recovery's lines reach the same logger
+ * through tfn_logv (the engine service's tfes_log callback). */
+void tfn_log_named(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* tfn_logv with the loop's name and quiet: `always` lines are printed even when quiet. */
 void tfn_log(tfn_loop *lp, int always, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The same, through the gate below. For errors and ends a peer can provoke. */
 void tfn_log_limited(tfn_loop *lp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -234,6 +262,52 @@ void tfn_log_gate_report(const char *name);
 #define TFN_PEER_KEY_BYTES 17
 struct sockaddr;
 void tfn_peer_key_of(const struct sockaddr *sa, uint8_t key[TFN_PEER_KEY_BYTES]);
+
+/* ---- one server configuration (config.c): what `serve` and `engine serve` share ---- */
+
+#define TFN_MAX_LISTENERS 8                /* --unix or --tcp options of one server */
+#define TFN_MIN_MEMORY ((uint64_t)1 << 20) /* the least --max-memory (there is no unlimited) */
+
+/* The listeners a server's options name. The strings must outlive the loop. */
+typedef struct tfn_listeners {
+    const char *unix_paths[TFN_MAX_LISTENERS];
+    int n_unix;
+    const char *tcp_addrs[TFN_MAX_LISTENERS];
+    int n_tcp;
+} tfn_listeners;
+
+/* The connection limits of a server, embedded in its config (srv_config, tfes_config) and set
+ * by the same options (tfn_limits_option). 0 in a field means the default noted. */
+typedef struct tfn_limits {
+    int max_conns;           /* --max-conns: socket connections at once (0: 4096) */
+    int max_conns_per_peer;  /* --max-conns-per-peer (0: max_conns - conn_reserve) */
+    int conn_reserve;        /* --conn-reserve (0: max_conns / 16; -1: none) */
+    int stall_timeout_s;     /* --stall-timeout (0: never) */
+    int idle_timeout_s;      /* --idle-timeout (0: never) */
+    int idle_full_timeout_s; /* --idle-timeout-full: the same while full (0: off) */
+    uint64_t min_rate;       /* --min-rate: bytes/s a frame in progress averages (0: off) */
+    uint64_t max_memory;     /* --max-memory: the server's memory bound (0: the server's default) */
+    uint64_t max_output;     /* --max-output: one peer's queued output (0: the server's default) */
+    int quiet;               /* --quiet: only the lines that are always said */
+} tfn_limits;
+
+/* The defaults both servers share: stall 60 s, min-rate 1024 B/s, 4096 connections; the rest
+ * 0 (each server sets its own: the sweep service idle 300 s and 4G, the engine service
+ * idle-full 300 s and 1G). */
+void tfn_limits_init(tfn_limits *l);
+/* Option opt with value val, when it is one of the limits (the grammar of
+ * common/opts_size.h: sizes with K, M, G; counts in digits; the same messages): 1 taken, 0 not
+ * a limit option, -1 a bad value (msg says why, naming the option and the value). */
+int tfn_limits_option(tfn_limits *l, const char *opt, const char *val, char *msg, size_t cap);
+/* The limits into a loop's config: connections, timeouts, rate, quiet; mem_limit = max_memory
+ * and out_max = max_output where they are set (the server fills mem_used). */
+void tfn_limits_apply(const tfn_limits *l, tfn_config *nc);
+/* Start-up both servers do before listening: the soft limit of open files raised to the hard
+ * one (--max-conns sockets and more). */
+void tfn_raise_nofile(void);
+/* Listens on every --unix (label "unix", pass_fds as given) and then every --tcp of ls, in
+ * order; stops at the first failure (said). 0 or a negative code. */
+int tfn_listen_all(tfn_loop *lp, const tfn_listeners *ls, const tfn_ops *ops, int pass_fds);
 
 /* ---- connections ---- */
 

@@ -102,8 +102,9 @@ int tfn_tls_open(const char *cert_pem, const char *key_pem, char *err, size_t er
     SSL_CTX_set_num_tickets(ctx, 0);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     /* Partial writes, from a buffer that may move between retries (the output buffer slides and
-     * grows). The record buffers stay for the connection's life: SSL_MODE_RELEASE_BUFFERS would
-     * free and allocate them around every read and write (the hot path never allocates). */
+     * grows). No SSL_MODE_RELEASE_BUFFERS: it would free and allocate the record buffers around
+     * every read and write (the hot path never allocates); a connection at rest gives them back
+     * instead (tfn_tls_conn_rest), and gets them again with its next byte. */
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     int rc = 0;
     if (SSL_CTX_use_certificate_chain_file(ctx, cert_pem) != 1) {
@@ -143,6 +144,14 @@ tfn_ssl *tfn_tls_conn_new(tfn_tls *t, int fd)
     }
     SSL_set_accept_state(s);
     return s;
+}
+
+int tfn_tls_conn_rest(tfn_ssl *s)
+{
+    /* It refuses (0) while a record is partly read or written: nothing buffered is ever lost. */
+    int r = SSL_free_buffers(s);
+    ERR_clear_error();
+    return r == 1;
 }
 
 void tfn_tls_conn_free(tfn_ssl *s, int clean)

@@ -49,19 +49,19 @@ _Static_assert(TF_OFL_DATAGRAM_HEADER_LEN + TF_OFL_MAX_PAYLOAD <= TF_OFL_MAX_DAT
                            TF_OFL_##NAME##_LEN - 1 &&                                              \
                        TF_OFL_##NAME##_LEN - 33 <= 24,                                             \
                    #NAME ": side byte last, at most 24 bytes after it on the wire");
-#define LAYOUT_ROW(NAME, str, member, layout, check) LAYOUT_##layout(NAME, member)
+#define LAYOUT_ROW(NAME, str, member, layout, check, cls) LAYOUT_##layout(NAME, member)
 OFL_KINDS(LAYOUT_ROW)
 #undef LAYOUT_ROW
 #undef LAYOUT_EMPTY
 #undef LAYOUT_WIRE
 #undef LAYOUT_SIDE32
-#define MAX_ROW(NAME, str, member, layout, check)                                                  \
+#define MAX_ROW(NAME, str, member, layout, check, cls)                                             \
     _Static_assert(TF_OFL_##NAME##_LEN <= TF_OFL_MAX_PAYLOAD, #NAME " within the cap");
 OFL_KINDS(MAX_ROW)
 #undef MAX_ROW
 
 /* Bytes that are not a kind stay 0 (index 0). */
-#define KIND_ROW(NAME, str, member, layout, check)                                                 \
+#define KIND_ROW(NAME, str, member, layout, check, cls)                                            \
     [TF_OFL_##NAME] = (uint16_t)((OFL_IX_##NAME << 8) | TF_OFL_##NAME##_LEN),
 const uint16_t tfo_kind_table[256] = {OFL_KINDS(KIND_ROW)};
 #undef KIND_ROW
@@ -71,7 +71,7 @@ const uint16_t tfo_kind_table[256] = {OFL_KINDS(KIND_ROW)};
     {#field, OFL_T_##type,                                                                         \
      (uint8_t)offsetof(tf_ofl_msg, member.field) - offsetof(tf_ofl_msg, member),                   \
      (uint8_t)sizeof(((tf_ofl_msg *)0)->member.field)},
-#define FIELDS_ROW(NAME, str, member, layout, check)                                               \
+#define FIELDS_ROW(NAME, str, member, layout, check, cls)                                          \
     [OFL_IX_##NAME] = {OFL_FIELDS_##NAME(FIELD_ROW){NULL, 0, 0, 0}},
 static const tfo_field kind_fields[OFL_IX_COUNT][OFL_MAX_FIELDS] = {OFL_KINDS(FIELDS_ROW)};
 #undef FIELDS_ROW
@@ -106,15 +106,8 @@ int tf_ofl_datagram_size(int kind)
 
 const char *tf_ofl_kind_name(int kind)
 {
-    switch (kind) {
-#define NAME_ROW(NAME, str, member, layout, check)                                                 \
-    case TF_OFL_##NAME:                                                                            \
-        return str;
-        OFL_KINDS(NAME_ROW)
-#undef NAME_ROW
-    default:
-        return NULL;
-    }
+    const tf_ofl_kind_info *k = tf_ofl_kind_info_of(kind); /* the kind table (kinds.c) */
+    return k->family == TF_OFL_FAMILY_OFL1 ? k->name : NULL;
 }
 
 const tfo_field *tfo_kind_fields(int kind)
@@ -158,7 +151,7 @@ static inline __attribute__((always_inline)) int payload_check(const tf_ofl_msg 
     unsigned e = tfo_kind_table[msg->kind];
     *ix = e >> 8;
     switch (*ix) {
-#define CHECK_ROW(NAME, str, member, layout, check)                                                \
+#define CHECK_ROW(NAME, str, member, layout, check, cls)                                           \
     case OFL_IX_##NAME: {                                                                          \
         int bad_ = OFL_BAD_MSG_##check(msg->member);                                               \
         return bad_ ? bad_ : (int)(e & 0xff);                                                      \
@@ -175,7 +168,7 @@ static inline __attribute__((always_inline)) void payload_store(uint8_t *p, cons
                                                                 unsigned ix)
 {
     switch (ix) {
-#define STORE_ROW(NAME, str, member, layout, check)                                                \
+#define STORE_ROW(NAME, str, member, layout, check, cls)                                           \
     case OFL_IX_##NAME: {                                                                          \
         const unsigned char *u_ = (const unsigned char *)&msg->member;                             \
         (void)u_;                                                                                  \

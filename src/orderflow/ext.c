@@ -20,20 +20,9 @@
 #include "orderflow/orderflow_internal.h"
 #include "tollfree/orderflow.h"
 
-/* One row per gateway kind: X(NAME, "Name", member, number of u8 fields at the end). */
-#define OFX_KINDS(X)                                                                               \
-    X(ORDER, "Order", order, 4)                                                                    \
-    X(CANCEL, "Cancel", cancel, 0)                                                                 \
-    X(REPLACE_BY_CLIENT, "ReplaceByClient", replace_by_client, 0)                                  \
-    X(ACCEPTED, "AcceptedEx", accepted_ex, 4)                                                      \
-    X(REPLACED, "ReplacedEx", replaced_ex, 1)                                                      \
-    X(CANCELED, "CanceledEx", canceled_ex, 2)                                                      \
-    X(FILL, "Fill", fill, 1)                                                                       \
-    X(REJECTED, "RejectedEx", rejected_ex, 1)
-
 /* The struct is the wire: 8-byte fields from offset 0, the u8 fields right after them, the
  * struct no shorter than the payload, and only tail padding after it. */
-#define LAYOUT_ROW(NAME, str, member, n8)                                                          \
+#define LAYOUT_ROW(NAME, str, member, n8, cls)                                                     \
     _Static_assert(sizeof(((tf_ofl_msg *)0)->member) >= TF_OFX_##NAME##_LEN &&                     \
                        sizeof(((tf_ofl_msg *)0)->member) <= TF_OFX_##NAME##_LEN + 7,               \
                    #NAME ": the struct has the wire's layout");                                    \
@@ -70,15 +59,10 @@ AT(tf_ofx_rejected, reason, 40);
 /* Payload size of a gateway kind byte, or 0 for any other byte (no gateway payload is empty). */
 static int gw_len(int kind)
 {
-    switch (kind) {
-#define LEN_ROW(NAME, str, member, n8)                                                             \
-    case TF_OFX_##NAME:                                                                            \
-        return TF_OFX_##NAME##_LEN;
-        OFX_KINDS(LEN_ROW)
-#undef LEN_ROW
-    default:
+    if (kind < 0 || kind > 255)
         return 0;
-    }
+    const tf_ofl_kind_info *k = &tfo_kind_rows[kind];
+    return k->family == TF_OFL_FAMILY_GATEWAY ? k->payload_len : 0;
 }
 
 static int side_bad(uint8_t v)
@@ -139,15 +123,8 @@ int tf_ofx_frame_size(int kind)
 
 const char *tf_ofx_kind_name(int kind)
 {
-    switch (kind) {
-#define NAME_ROW(NAME, str, member, n8)                                                            \
-    case TF_OFX_##NAME:                                                                            \
-        return str;
-        OFX_KINDS(NAME_ROW)
-#undef NAME_ROW
-    default:
-        return tf_ofl_kind_name(kind);
-    }
+    const tf_ofl_kind_info *k = tf_ofl_kind_info_of(kind);
+    return k->family == TF_OFL_FAMILY_GATEWAY || k->family == TF_OFL_FAMILY_OFL1 ? k->name : NULL;
 }
 
 const char *tfo_ofx_type_name(int type)

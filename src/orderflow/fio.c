@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/dirsync.h"
 #include "orderflow/fio.h"
 
 /* No casts: the compiler checks that the libc functions have exactly these types. */
@@ -43,22 +44,7 @@ int tfo_write_all(int fd, const void *p, size_t n)
 
 int tfo_sync_parent_dir(const char *path)
 {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else
-        return -ENAMETOOLONG;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = tfo_fio->fsync(fd) == 0 ? 0 : -errno;
-    close(fd);
-    return rc == -EINVAL ? 0 : rc;
+    return tfu_sync_parent_dir(path, tfo_fio->fsync);
 }
 
 int tfo_replace_file(const char *path, const void *p, size_t n)

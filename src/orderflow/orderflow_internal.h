@@ -24,7 +24,7 @@
  * and the codec tests. A new kind is its enum value, TF_OFL_<NAME>_LEN, payload struct and
  * union member in orderflow.h, then one row here and its field list below.
  *
- *   X(NAME, "SpecName", member, layout, check)
+ *   X(NAME, "SpecName", member, layout, check, class)
  *
  * NAME:   TF_OFL_<NAME> is the kind byte, TF_OFL_<NAME>_LEN the payload size, OFL_IX_<NAME> the
  *         dense index, OFL_FIELDS_<NAME> the field list; member is the tf_ofl_msg union member.
@@ -33,19 +33,20 @@
  *         SIDE32 a side byte at wire offset 32 that the struct keeps after the fields behind it:
  *                wire 0..32 is struct 0..32, wire 33..LEN is struct 32..LEN-1, then side.
  * check:  NONE, SIDE (byte 32 is 0 or 1) or REASON (byte 32 is a tf_ofl_reason): a payload or
- *         message failing it is TF_E_OFL_INVALID_SIDE / INVALID_REASON and is never written. */
+ *         message failing it is TF_E_OFL_INVALID_SIDE / INVALID_REASON and is never written.
+ * class:  COMMAND, EVENT or CONTROL (tf_ofl_kind_class_t): the row of the kind table (kinds.c). */
 #define OFL_KINDS(X)                                                                               \
-    X(HEARTBEAT, "Heartbeat", new_limit, EMPTY, NONE)                                              \
-    X(NEW_LIMIT, "NewLimit", new_limit, SIDE32, SIDE)                                              \
-    X(NEW_MARKET, "NewMarket", new_market, SIDE32, SIDE)                                           \
-    X(CANCEL_BY_ORDER, "CancelByOrder", cancel_by_order, WIRE, NONE)                               \
-    X(CANCEL_BY_CLIENT, "CancelByClient", cancel_by_client, WIRE, NONE)                            \
-    X(REPLACE, "Replace", replace, WIRE, NONE)                                                     \
-    X(ACCEPTED, "Accepted", accepted, WIRE, NONE)                                                  \
-    X(REJECTED, "Rejected", rejected, WIRE, REASON)                                                \
-    X(REPLACED, "Replaced", replaced, WIRE, NONE)                                                  \
-    X(CANCELED, "Canceled", canceled, WIRE, NONE)                                                  \
-    X(TRADE, "Trade", trade, WIRE, NONE)
+    X(HEARTBEAT, "Heartbeat", new_limit, EMPTY, NONE, CONTROL)                                     \
+    X(NEW_LIMIT, "NewLimit", new_limit, SIDE32, SIDE, COMMAND)                                     \
+    X(NEW_MARKET, "NewMarket", new_market, SIDE32, SIDE, COMMAND)                                  \
+    X(CANCEL_BY_ORDER, "CancelByOrder", cancel_by_order, WIRE, NONE, COMMAND)                      \
+    X(CANCEL_BY_CLIENT, "CancelByClient", cancel_by_client, WIRE, NONE, COMMAND)                   \
+    X(REPLACE, "Replace", replace, WIRE, NONE, COMMAND)                                            \
+    X(ACCEPTED, "Accepted", accepted, WIRE, NONE, EVENT)                                           \
+    X(REJECTED, "Rejected", rejected, WIRE, REASON, EVENT)                                         \
+    X(REPLACED, "Replaced", replaced, WIRE, NONE, EVENT)                                           \
+    X(CANCELED, "Canceled", canceled, WIRE, NONE, EVENT)                                           \
+    X(TRADE, "Trade", trade, WIRE, NONE, EVENT)
 
 /* The payload fields of each kind in wire order, as F(member, field, type): type U64, I64, QTY
  * (tf_ofl_qty), SIDE (tf_ofl_side byte) or REASON (tf_ofl_reason byte). */
@@ -113,7 +114,7 @@
     F(trade, quantity, QTY)
 
 /* Dense indexes: 0 is "not a kind"; the byte table keeps 4 bits of it. */
-#define OFL_IX_ROW(NAME, str, member, layout, check) OFL_IX_##NAME,
+#define OFL_IX_ROW(NAME, str, member, layout, check, cls) OFL_IX_##NAME,
 enum { OFL_IX_NONE = 0, OFL_KINDS(OFL_IX_ROW) OFL_IX_COUNT };
 #undef OFL_IX_ROW
 _Static_assert(OFL_IX_COUNT <= 16, "the byte table keeps 4 bits of the index");
@@ -149,6 +150,45 @@ enum {
     OFL_T_CANCEL_REASON,         /* tf_ofx_cancel_reason */
     OFL_T_EX_REASON              /* RejectedEx.reason: tf_ofl_reason or TF_OFX_REASON_* */
 };
+/* One row per gateway kind: X(NAME, "Name", member, number of u8 fields at the end, class). */
+#define OFX_KINDS(X)                                                                               \
+    X(ORDER, "Order", order, 4, COMMAND)                                                           \
+    X(CANCEL, "Cancel", cancel, 0, COMMAND)                                                        \
+    X(REPLACE_BY_CLIENT, "ReplaceByClient", replace_by_client, 0, COMMAND)                         \
+    X(ACCEPTED, "AcceptedEx", accepted_ex, 4, EVENT)                                               \
+    X(REPLACED, "ReplacedEx", replaced_ex, 1, EVENT)                                               \
+    X(CANCELED, "CanceledEx", canceled_ex, 2, EVENT)                                               \
+    X(FILL, "Fill", fill, 1, EVENT)                                                                \
+    X(REJECTED, "RejectedEx", rejected_ex, 1, EVENT)
+/* The venue's records (docs/venue.md "Extension records"), rows of the kind table (kinds.c):
+ * X(NAME, "Name", class), payload size OFL_VENUE_<NAME>_LEN. src/venue/ names the same bytes and
+ * sizes TFV_* and checks them against these at compile time. Keyed's payload is an 18-byte head and
+ * the inner command's payload (-1: not fixed). */
+#define OFL_VENUE_KEYED 0x10
+#define OFL_VENUE_RISK_LIMITS 0x11
+#define OFL_VENUE_KILL_SWITCH 0x12
+#define OFL_VENUE_CANCEL_ON_DISCONNECT 0x13
+#define OFL_VENUE_VENUE_REJECTED 0x90
+#define OFL_VENUE_KEYED_LEN (-1)
+#define OFL_VENUE_RISK_LIMITS_LEN 48
+#define OFL_VENUE_KILL_SWITCH_LEN 17
+#define OFL_VENUE_CANCEL_ON_DISCONNECT_LEN 16
+#define OFL_VENUE_VENUE_REJECTED_LEN TF_OFL_REJECTED_LEN
+#define OFL_VENUE_KINDS(X)                                                                         \
+    X(KEYED, "Keyed", CONTROL)                                                                     \
+    X(RISK_LIMITS, "RiskLimits", CONTROL)                                                          \
+    X(KILL_SWITCH, "KillSwitch", CONTROL)                                                          \
+    X(CANCEL_ON_DISCONNECT, "CancelOnDisconnect", CONTROL)                                         \
+    X(VENUE_REJECTED, "VenueRejected", EVENT)
+
+/* The reserved bytes and the class their range holds them for: X(byte, class). */
+#define OFL_RESERVED_KINDS(X) X(0x06, COMMAND) X(0x40, COMMAND) X(0xA0, EVENT)
+
+/* The kind table's rows by kind byte (kinds.c), for the codecs' hot paths: a byte outside the
+ * table has family TF_OFL_FAMILY_NONE (and, unlike tf_ofl_kind_info_of's row, payload_len 0:
+ * read it only for a byte of a family). */
+extern const tf_ofl_kind_info tfo_kind_rows[256];
+
 #define OFX_MAX_FIELDS 16
 /* The fields of a gateway kind in wire order (the list ends with a NULL name; offsets are from
  * the start of the union), or NULL for any other byte. */
@@ -204,8 +244,8 @@ static inline void ofl_st64(uint8_t *p, uint64_t v)
 /* The error for a byte that is not a kind. */
 static inline int ofl_kind_error(uint8_t kind)
 {
-    return kind == 0x06 || kind == 0x40 || kind == 0xA0 ? TF_E_OFL_RESERVED_KIND
-                                                        : TF_E_OFL_UNKNOWN_KIND;
+    return tfo_kind_rows[kind].family == TF_OFL_FAMILY_RESERVED ? TF_E_OFL_RESERVED_KIND
+                                                                : TF_E_OFL_UNKNOWN_KIND;
 }
 
 /* The side/reason checks of the table, on the byte v (evaluated only where a check exists). */
@@ -242,7 +282,7 @@ static inline __attribute__((always_inline)) int ofl_payload_decode(unsigned ix,
                                                                     tf_ofl_msg *out)
 {
     switch (ix) {
-#define OFL_DECODE_CASE(NAME, str, member, layout, check)                                          \
+#define OFL_DECODE_CASE(NAME, str, member, layout, check, cls)                                     \
     case OFL_IX_##NAME: {                                                                          \
         int bad_ = OFL_BAD_##check(p[32]);                                                         \
         if (bad_)                                                                                  \
@@ -276,9 +316,9 @@ enum { OFL_CHECK_NONE = 0, OFL_CHECK_SIDE = 1, OFL_CHECK_REASON = 2 };
 #define OFL_SIDE_DST_EMPTY(len) 32
 #define OFL_SIDE_DST_WIRE(len) 32
 #define OFL_SIDE_DST_SIDE32(len) ((len)-1)
-#define OFL_CHECK_ROW(NAME, str, member, layout, check) [OFL_IX_##NAME] = OFL_CHECK_##check,
-#define OFL_MOVE_ROW(NAME, str, member, layout, check) [OFL_IX_##NAME] = OFL_MOVE_SRC_##layout,
-#define OFL_SIDE_ROW(NAME, str, member, layout, check)                                             \
+#define OFL_CHECK_ROW(NAME, str, member, layout, check, cls) [OFL_IX_##NAME] = OFL_CHECK_##check,
+#define OFL_MOVE_ROW(NAME, str, member, layout, check, cls) [OFL_IX_##NAME] = OFL_MOVE_SRC_##layout,
+#define OFL_SIDE_ROW(NAME, str, member, layout, check, cls)                                        \
     [OFL_IX_##NAME] = OFL_SIDE_DST_##layout(TF_OFL_##NAME##_LEN),
 static const uint8_t ofl_check[16] = {OFL_KINDS(OFL_CHECK_ROW)};
 static const uint8_t ofl_move_src[16] = {OFL_KINDS(OFL_MOVE_ROW)};

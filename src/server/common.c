@@ -12,14 +12,12 @@ void srv_config_init(srv_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->max_frame = TF_WIRE_DEFAULT_MAX_FRAME;
-    cfg->max_memory = (uint64_t)4 << 30;
     cfg->max_datasets = 64;
     cfg->dataset_cache = (uint64_t)256 << 20;
     cfg->spin = TF_SHM_DEFAULT_SPIN;
-    cfg->stall_timeout_s = 60;
-    cfg->idle_timeout_s = 300;
-    cfg->min_rate = 1024;
-    cfg->max_conns = TF_SERVER_MAX_CONNS;
+    tfn_limits_init(&cfg->net); /* stall 60 s, min-rate 1K, 4096 connections */
+    cfg->net.max_memory = (uint64_t)4 << 30;
+    cfg->net.idle_timeout_s = 300;
 }
 
 void srv_stat_add(srv *s, int which, uint64_t n)
@@ -34,59 +32,14 @@ void srv_log_bind(srv_ctx *c)
     log_ctx = c;
 }
 
-/* A token bucket per connection: TF_SERVER_LOG_BURST lines, then one a second. */
-static int log_take(srv_ctx *c)
-{
-    int64_t sec = tfw_now_ns() / 1000000000ll;
-    if (c->log_sec == 0) {
-        c->log_tokens = TF_SERVER_LOG_BURST;
-    } else if (sec > c->log_sec) {
-        int64_t t = c->log_tokens + (sec - c->log_sec);
-        c->log_tokens = t > TF_SERVER_LOG_BURST ? TF_SERVER_LOG_BURST : (int)t;
-    }
-    c->log_sec = sec;
-    if (c->log_tokens <= 0) {
-        c->log_dropped++;
-        c->log_dropped_total++;
-        return 0;
-    }
-    c->log_tokens--;
-    return 1;
-}
-
 /* throttle: 1 the connection bound to the thread (log_ctx) limits it too; 2 only the gate (a
  * close line); 0 neither (a shared-memory ring's close line: at most TF_SERVER_MAX_SHM rings
  * exist at once and each needs a whole handshake, so they cannot flood; every one is said). */
 static void vlog(srv *s, int always, int throttle, const char *fmt, va_list ap)
 {
-    if (!always && s->cfg.quiet)
-        return;
-    srv_ctx *c = throttle == 1 && !always && log_ctx && log_ctx->s == s ? log_ctx : NULL;
-    if (c && !log_take(c))
-        return;
-    /* Every line a peer can provoke also passes the one process-wide gate (src/net/). */
-    uint64_t gated = 0;
-    if (!always && throttle && !tfn_log_gate(&gated))
-        return;
-    char line[768];
-    int n = snprintf(line, sizeof line, "tollfree serve: ");
-    if (gated)
-        n += snprintf(line + n, sizeof line - (size_t)n, "(%llu lines left out) ",
-                      (unsigned long long)gated);
-    if (c && c->log_dropped) {
-        n +=
-            snprintf(line + n, sizeof line - (size_t)n, "(%llu lines of this connection left out) ",
-                     (unsigned long long)c->log_dropped);
-        c->log_dropped = 0;
-    }
-    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof line - 2)
-        len = sizeof line - 2;
-    line[len++] = '\n';
-    /* One write per line so lines from different threads never interleave. */
-    ssize_t w = write(2, line, len);
-    (void)w;
+    srv_ctx *c = throttle == 1 && log_ctx && log_ctx->s == s ? log_ctx : NULL;
+    int flags = always ? TFN_LOG_ALWAYS : throttle ? TFN_LOG_GATED : 0;
+    tfn_logv("tollfree serve", s->cfg.net.quiet, flags, c ? &c->log : NULL, fmt, ap);
 }
 
 void srv_log(srv *s, int always, const char *fmt, ...)
@@ -110,7 +63,7 @@ int srv_mem_reserve(srv *s, uint64_t bytes)
 {
     uint64_t cur = __atomic_load_n(&s->mem_used, __ATOMIC_RELAXED);
     do {
-        if (bytes > s->cfg.max_memory || cur > s->cfg.max_memory - bytes)
+        if (bytes > s->cfg.net.max_memory || cur > s->cfg.net.max_memory - bytes)
             return TF_E_LIMIT;
     } while (!__atomic_compare_exchange_n(&s->mem_used, &cur, cur + bytes, 1, __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED));
@@ -176,7 +129,7 @@ void srv_buf_trim(srv_buf *b)
     srv_buf_settle(b);
     if (b->cap > TF_SERVER_KEEP_BYTES ||
         (b->charged &&
-         __atomic_load_n(&b->s->mem_used, __ATOMIC_RELAXED) > b->s->cfg.max_memory / 2))
+         __atomic_load_n(&b->s->mem_used, __ATOMIC_RELAXED) > b->s->cfg.net.max_memory / 2))
         srv_buf_free(b);
 }
 
@@ -206,9 +159,9 @@ void srv_ctx_init(srv_ctx *c, srv *s, const char *transport, uint32_t caps)
 void srv_log_close(srv_ctx *c, const char *why)
 {
     char left[64] = "";
-    if (c->log_dropped_total)
+    if (c->log.dropped_total)
         snprintf(left, sizeof left, " (%llu of its log lines left out)",
-                 (unsigned long long)c->log_dropped_total);
+                 (unsigned long long)c->log.dropped_total);
     log_gated(c->s, strcmp(c->transport, "shm ring") != 0,
               "conn %llu (%s): closed (%s) after %.3f s, %llu requests, %llu errors%s",
               (unsigned long long)c->conn_id, c->transport, why,

@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -139,11 +137,9 @@ static void queue_reply(tfn_conn *c, sconn *sc)
 static int reserve_request(sconn *sc, uint64_t var)
 {
     const tf_wire_request *rq = &sc->rq;
-    int sweep = rq->opcode == TF_OP_V1_SWEEP || rq->opcode == TF_OP_SWEEP ||
-                rq->opcode == TF_OP_SWEEP_DS || rq->opcode == TF_OP_SWEEP_WITH;
+    int sweep = tfw_op_has(rq->opcode, TFW_OP_SWEEPS);
     uint64_t per_combo = 16;
-    if ((rq->opcode == TF_OP_SWEEP_DS || rq->opcode == TF_OP_SWEEP_WITH) &&
-        (rq->flags & TF_SWEEP_STATS))
+    if (tfw_op_has(rq->opcode, TFW_OP_SWEEP_FLAGS) && (rq->flags & TF_SWEEP_STATS))
         per_combo += TF_WIRE_STATS_ROW; /* a statistics row per combo */
     int rc = srv_buf_reserve_limited(&sc->ctx.payload, var ? var : 1);
     if (!rc && sweep)
@@ -313,9 +309,43 @@ static void on_stop(tfn_loop *lp, void *ud)
     (void)lp;
     srv *s = ud;
     __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-    uint64_t one = 1;
-    ssize_t w = write(s->stop_efd, &one, sizeof one);
-    (void)w;
+}
+
+/* The strategies first: a plugin that cannot be loaded keeps the server from starting, before
+ * any socket is bound. 0 or a negative code (said). */
+static int srv_open(srv *s, const srv_config *cfg)
+{
+    s->cfg = *cfg;
+    if (s->cfg.max_frame > TF_WIRE_MAX_FRAME_LIMIT)
+        s->cfg.max_frame = TF_WIRE_MAX_FRAME_LIMIT;
+    if (s->cfg.max_datasets > TF_SERVER_MAX_DATASETS_LIMIT)
+        s->cfg.max_datasets = TF_SERVER_MAX_DATASETS_LIMIT;
+    if (s->cfg.net.max_memory < TFN_MIN_MEMORY) {
+        tfn_log_named("tollfree serve", "--max-memory must be at least %llu bytes",
+                      (unsigned long long)TFN_MIN_MEMORY);
+        return TF_E_INVALID_ARG;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    s->kernel_threads = cfg->threads > 0 ? cfg->threads : (int)(ncpu < 1 ? 1 : ncpu);
+    s->start_ns = tfw_now_ns();
+    char why[768];
+    int rc = srv_strategies_init(s, why, sizeof why);
+    if (rc) {
+        tfn_log_named("tollfree serve", "%s", why);
+        srv_strategies_fini(s);
+    }
+    return rc;
+}
+
+/* The listeners: --unix, --tcp (one start-up for both servers, src/net/), --shm, --stdio. */
+static int srv_listen(tfn_loop *lp, const srv_config *cfg)
+{
+    int rc = tfn_listen_all(lp, &cfg->listen, &framed_ops, 1);
+    for (int i = 0; !rc && i < cfg->n_shm; i++)
+        rc = tfn_listen_unix(lp, cfg->shm_paths[i], "shm", &shm_hs_ops, 1);
+    if (!rc && cfg->stdio)
+        rc = tfn_loop_add_stdio(lp, &framed_ops);
+    return rc;
 }
 
 int srv_run(const srv_config *cfg)
@@ -323,39 +353,15 @@ int srv_run(const srv_config *cfg)
     srv *s = calloc(1, sizeof *s);
     if (!s)
         return TF_E_NOMEM;
-    s->cfg = *cfg;
-    if (s->cfg.max_frame > TF_WIRE_MAX_FRAME_LIMIT)
-        s->cfg.max_frame = TF_WIRE_MAX_FRAME_LIMIT;
-    if (s->cfg.max_datasets > TF_SERVER_MAX_DATASETS_LIMIT)
-        s->cfg.max_datasets = TF_SERVER_MAX_DATASETS_LIMIT;
-    if (s->cfg.max_memory < TF_SERVER_MIN_MEMORY) {
-        fprintf(stderr, "tollfree serve: --max-memory must be at least %llu bytes\n",
-                (unsigned long long)TF_SERVER_MIN_MEMORY);
+    int rc = srv_open(s, cfg);
+    if (rc) {
         free(s);
-        return TF_E_INVALID_ARG;
+        return rc;
     }
-    /* --max-conns sockets and more: take the hard limit of open files. */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    s->kernel_threads = cfg->threads > 0 ? cfg->threads : (int)(ncpu < 1 ? 1 : ncpu);
-    s->start_ns = tfw_now_ns();
-    s->stop_efd = eventfd(0, EFD_CLOEXEC);
-
+    tfn_raise_nofile();
     tfn_config nc = {
         .name = "tollfree serve",
-        .quiet = cfg->quiet,
-        .max_conns = cfg->max_conns > 0 ? cfg->max_conns : TF_SERVER_MAX_CONNS,
-        .max_conns_per_peer = cfg->max_conns_per_peer,
-        .conn_reserve = cfg->conn_reserve,
-        .stall_timeout_s = cfg->stall_timeout_s,
-        .idle_timeout_s = cfg->idle_timeout_s,
-        .min_rate = cfg->min_rate,
         .mem_used = &s->mem_used,
-        .mem_limit = cfg->max_memory,
         .workers = -1,
         .on_stop = on_stop,
         .ud = s,
@@ -364,42 +370,22 @@ int srv_run(const srv_config *cfg)
         .stat_conns_total = &s->st[TF_STAT_CONNECTIONS_TOTAL],
         .stat_conns_open = &s->st[TF_STAT_CONNECTIONS_OPEN],
     };
-    /* The strategies first: a plugin that cannot be loaded keeps the server from starting,
-     * before any socket is bound. */
-    char why[768];
-    int rc = srv_strategies_init(s, why, sizeof why);
-    if (rc) {
-        fprintf(stderr, "tollfree serve: %s\n", why);
-        srv_strategies_fini(s);
-        close(s->stop_efd);
-        free(s);
-        return rc;
-    }
+    tfn_limits_apply(&s->cfg.net, &nc);
     tfn_loop *lp = NULL;
     rc = tfn_loop_open(&nc, &lp);
     if (!rc)
         rc = srv_ds_init(s);
-    for (int i = 0; !rc && i < cfg->n_unix; i++)
-        rc = tfn_listen_unix(lp, cfg->unix_paths[i], "unix", &framed_ops, 1);
-    for (int i = 0; !rc && i < cfg->n_shm; i++)
-        rc = tfn_listen_unix(lp, cfg->shm_paths[i], "shm", &shm_hs_ops, 1);
-    for (int i = 0; !rc && i < cfg->n_tcp; i++)
-        rc = tfn_listen_tcp(lp, cfg->tcp_addrs[i], &framed_ops);
-    if (!rc && cfg->stdio)
-        rc = tfn_loop_add_stdio(lp, &framed_ops);
+    if (!rc)
+        rc = srv_listen(lp, &s->cfg);
     if (!rc)
         rc = tfn_loop_run(lp);
     if (!rc)
         srv_log(s, 1, "stopped");
     __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-    uint64_t one = 1;
-    ssize_t w = write(s->stop_efd, &one, sizeof one);
-    (void)w;
     tfn_loop_close(lp);
     srv_shm_join_all(s);
     srv_ds_fini(s);
     srv_strategies_fini(s); /* after every connection (and its sessions) is gone */
-    close(s->stop_efd);
     free(s);
     return rc;
 }

@@ -143,7 +143,7 @@ int srv_ds_add(srv *s, const double *close, uint64_t n_bars, size_t map_len, int
      * is still served, just without reuse across calls. */
     uint64_t cache = s->cfg.dataset_cache;
     uint64_t cached = __atomic_load_n(&s->cache_reserved, __ATOMIC_RELAXED);
-    if (cache && n_bars && cached + cache <= s->cfg.max_memory / 2 &&
+    if (cache && n_bars && cached + cache <= s->cfg.net.max_memory / 2 &&
         srv_mem_reserve(s, cache) == 0) {
         d->cache_reserved = cache;
         __atomic_fetch_add(&s->cache_reserved, cache, __ATOMIC_RELAXED);

@@ -15,46 +15,7 @@
 
 static const char *op_name(uint8_t op)
 {
-    switch (op) {
-    case TF_OP_V1_SWEEP:
-        return "v1 sweep";
-    case TF_OP_V1_ECHO:
-        return "v1 echo";
-    case TF_OP_HELLO:
-        return "HELLO";
-    case TF_OP_LOAD:
-        return "LOAD";
-    case TF_OP_SWEEP_DS:
-        return "SWEEP_DS";
-    case TF_OP_RUN_ONE:
-        return "RUN_ONE";
-    case TF_OP_SWEEP:
-        return "SWEEP";
-    case TF_OP_ECHO:
-        return "ECHO";
-    case TF_OP_DROP:
-        return "DROP";
-    case TF_OP_STATS:
-        return "STATS";
-    case TF_OP_LOAD_FD:
-        return "LOAD_FD";
-    case TF_OP_SESSION_OPEN:
-        return "SESSION_OPEN";
-    case TF_OP_SESSION_BAR:
-        return "SESSION_BAR";
-    case TF_OP_SESSION_QUERY:
-        return "SESSION_QUERY";
-    case TF_OP_SESSION_CLOSE:
-        return "SESSION_CLOSE";
-    case TF_OP_STRATEGIES:
-        return "STRATEGIES";
-    case TF_OP_SWEEP_WITH:
-        return "SWEEP_WITH";
-    case TF_OP_SESSION_OPEN_WITH:
-        return "SESSION_OPEN_WITH";
-    default:
-        return "opcode";
-    }
+    return tfw_op_name(op);
 }
 
 void srv_reply_error(srv_ctx *c, srv_reply *rep, const tf_wire_request *rq, int code,
@@ -173,7 +134,7 @@ static void sweep_reply(srv_ctx *c, const tf_wire_request *rq, const double *clo
      * of distinct window lengths would otherwise ask for gigabytes). */
     tf_sweep_opts opts = {.threads = c->sweep_threads,
                           .isa = TF_ISA_AUTO,
-                          .max_bytes = c->s->cfg.max_memory,
+                          .max_bytes = c->s->cfg.net.max_memory,
                           .fee = fee,
                           .stats = stats};
     rc = series ? tf_series_sweep(series, params, (int64_t)n_combos, pnl, trades, &opts)
@@ -191,9 +152,10 @@ static void sweep_reply(srv_ctx *c, const tf_wire_request *rq, const double *clo
         rep->nseg = 0;
         rep->error = 0;
     } else {
-        uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + 8 + per_combo * n_combos, 8);
-        tf_put32(p, (uint32_t)n_combos);
-        tf_put32(p + 4, with_stats ? TF_SWEEP_STATS : 0);
+        uint8_t *p =
+            begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_SWEEP_REPLY_FIXED + per_combo * n_combos,
+                  TF_WIRE_SWEEP_REPLY_FIXED);
+        tfw_put_sweep(p, &(tfw_sweep_reply){(uint32_t)n_combos, with_stats ? TF_SWEEP_STATS : 0});
     }
     add_seg(rep, c->result.p, per_combo * n_combos); /* pnl, trades, [stats rows]: contiguous */
 }
@@ -231,7 +193,7 @@ static void do_load_fd(srv_ctx *c, const tf_wire_request *rq, srv_reply *rep)
         srv_reply_error(c, rep, rq, TF_E_BAD_FD, "LOAD_FD: %s", why);
         return;
     }
-    if (8 * n > s->cfg.max_memory) {
+    if (8 * n > s->cfg.net.max_memory) {
         close(fd);
         srv_reply_error(c, rep, rq, TF_E_DATASET_LIMIT, "LOAD_FD: %llu bytes above --max-memory",
                         (unsigned long long)(8 * n));
@@ -259,10 +221,7 @@ static void do_load_fd(srv_ctx *c, const tf_wire_request *rq, srv_reply *rep)
         return;
     }
     uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_LOAD_REPLY, TF_WIRE_LOAD_REPLY);
-    tf_put64(p, handle);
-    tf_put64(p + 8, n);
-    tf_put32(p + 16, (uint32_t)created);
-    tf_put32(p + 20, 0);
+    tfw_put_load(p, &(tfw_load_reply){handle, n, (uint32_t)created});
 }
 
 static int check_stream_params(const int64_t p[6])
@@ -286,13 +245,11 @@ static srv_session *find_session(srv_ctx *c, uint64_t id)
 
 static void put_state(uint8_t *p, const srv_session *ss, int with_bars, int pos)
 {
-    tf_put32(p, (uint32_t)(int32_t)pos);
-    tf_put32(p + 4, 0);
-    tf_put64(p + 8, (uint64_t)tf_strategy_trades(ss->st));
-    double pnl = tf_strategy_pnl(ss->st);
-    memcpy(p + 16, &pnl, 8);
-    if (with_bars)
-        tf_put64(p + 24, (uint64_t)tf_strategy_bars(ss->st));
+    tfw_session_reply r = {.position = pos,
+                           .trades = tf_strategy_trades(ss->st),
+                           .pnl = tf_strategy_pnl(ss->st),
+                           .bars = with_bars ? tf_strategy_bars(ss->st) : 0};
+    tfw_put_session(p, &r, with_bars);
 }
 
 static const tf_strategy_def *named_strategy(srv_ctx *c, const tf_wire_request *rq,
@@ -359,8 +316,9 @@ static void do_session_open(srv_ctx *c, const tf_wire_request *rq, const srv_req
     ss->pos = 0;
     c->n_sessions++;
     srv_stat_add(c->s, TF_STAT_SESSIONS_OPEN, 1);
-    uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + 8, 8);
-    tf_put64(p, ss->id);
+    uint8_t *p =
+        begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_SESSION_OPEN_REPLY, TF_WIRE_SESSION_OPEN_REPLY);
+    tfw_put_session_open(p, ss->id);
 }
 
 static void do_session(srv_ctx *c, const tf_wire_request *rq, srv_reply *rep)
@@ -409,10 +367,7 @@ static void do_load(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d
         d->owner->cap = 0;
     }
     uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_LOAD_REPLY, TF_WIRE_LOAD_REPLY);
-    tf_put64(p, handle);
-    tf_put64(p + 8, rq->n_bars);
-    tf_put32(p + 16, (uint32_t)created);
-    tf_put32(p + 20, 0);
+    tfw_put_load(p, &(tfw_load_reply){handle, rq->n_bars, (uint32_t)created});
 }
 
 static void do_dataset_sweep(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d,
@@ -430,7 +385,8 @@ static void do_dataset_sweep(srv_ctx *c, const tf_wire_request *rq, const srv_re
         int rc = tf_params_check(rq->params, 1);
         double pnl = 0;
         int64_t trades = 0;
-        tf_sweep_opts opts = {.threads = 1, .isa = TF_ISA_AUTO, .max_bytes = c->s->cfg.max_memory};
+        tf_sweep_opts opts = {
+            .threads = 1, .isa = TF_ISA_AUTO, .max_bytes = c->s->cfg.net.max_memory};
         if (!rc)
             rc = ds->series ? tf_series_sweep(ds->series, rq->params, 1, &pnl, &trades, &opts)
                             : tf_sweep(ds->close, (int64_t)ds->n_bars, rq->params, 1, &pnl, &trades,
@@ -440,9 +396,9 @@ static void do_dataset_sweep(srv_ctx *c, const tf_wire_request *rq, const srv_re
         } else {
             srv_stat_add(c->s, TF_STAT_SWEEPS, 1);
             srv_stat_add(c->s, TF_STAT_COMBOS, 1);
-            uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + 16, 16);
-            memcpy(p, &pnl, 8);
-            tf_put64(p + 8, (uint64_t)trades);
+            uint8_t *p =
+                begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_RUN_ONE_REPLY, TF_WIRE_RUN_ONE_REPLY);
+            tfw_put_run_one(p, &(tfw_run_one_reply){pnl, trades});
         }
     }
     srv_ds_put(c->s, ds);
@@ -509,13 +465,13 @@ static int check_combos(srv_ctx *c, const tf_wire_request *rq, const tf_strategy
     for (uint64_t j = 0; j < n_combos; j++) {
         const double *p = params + j * def->n_params;
         size_t bytes = def->state_bytes ? def->state_bytes(p) : def->state_size;
-        if (bytes > c->s->cfg.max_memory) {
+        if (bytes > c->s->cfg.net.max_memory) {
             int code = rq->opcode == TF_OP_SESSION_OPEN_WITH ? TF_E_SESSION_LIMIT : TF_E_LIMIT;
             srv_reply_error(c, rep, rq, code,
                             "%s: strategy %s: combo %llu asks for %zu bytes of state, above "
                             "--max-memory %llu",
                             op_name(rq->opcode), def->name, (unsigned long long)j, bytes,
-                            (unsigned long long)c->s->cfg.max_memory);
+                            (unsigned long long)c->s->cfg.net.max_memory);
             return code;
         }
     }
@@ -561,7 +517,7 @@ static void do_sweep_with(srv_ctx *c, const tf_wire_request *rq, const srv_req_d
     tf_stats *stats = with_stats ? (tf_stats *)(c->result.p + 16 * n_combos) : NULL;
     tf_sweep_opts opts = {.threads = c->sweep_threads,
                           .isa = TF_ISA_AUTO,
-                          .max_bytes = c->s->cfg.max_memory,
+                          .max_bytes = c->s->cfg.net.max_memory,
                           .fee = rq->flags & TF_SWEEP_FEE ? &rq->fee : NULL,
                           .stats = stats};
     int rc = n_combos ? tf_sweep_with(def, close, (int64_t)n_bars, d->fparams, (int64_t)n_combos,
@@ -575,9 +531,10 @@ static void do_sweep_with(srv_ctx *c, const tf_wire_request *rq, const srv_req_d
     }
     srv_stat_add(c->s, TF_STAT_SWEEPS, 1);
     srv_stat_add(c->s, TF_STAT_COMBOS, n_combos);
-    uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + 8 + per_combo * n_combos, 8);
-    tf_put32(p, (uint32_t)n_combos);
-    tf_put32(p + 4, with_stats ? TF_SWEEP_STATS : 0);
+    uint8_t *p =
+        begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_SWEEP_REPLY_FIXED + per_combo * n_combos,
+              TF_WIRE_SWEEP_REPLY_FIXED);
+    tfw_put_sweep(p, &(tfw_sweep_reply){(uint32_t)n_combos, with_stats ? TF_SWEEP_STATS : 0});
     add_seg(rep, c->result.p, per_combo * n_combos);
 }
 
@@ -587,8 +544,7 @@ static void do_strategies(srv_ctx *c, const tf_wire_request *rq, srv_reply *rep)
     uint8_t *p =
         begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_STRATEGIES_REPLY_FIXED + s->strat_text_len,
               TF_WIRE_STRATEGIES_REPLY_FIXED);
-    tf_put32(p, (uint32_t)s->n_strat);
-    tf_put32(p + 4, s->strat_text_len);
+    tfw_put_strategies(p, &(tfw_strategies_reply){(uint32_t)s->n_strat, s->strat_text_len});
     add_seg(rep, s->strat_text, s->strat_text_len);
 }
 
@@ -614,13 +570,14 @@ void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_
         break;
     case TF_OP_HELLO: {
         uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_HELLO_REPLY, TF_WIRE_HELLO_REPLY);
-        tf_put32(p, TF_WIRE_VERSION);
-        tf_put32(p + 4, TF_CAP_DATASETS | TF_CAP_SESSIONS | TF_CAP_SWEEP_FLAGS | TF_CAP_STRATEGIES |
-                            (c->caps & TF_CAP_LOAD_FD));
-        tf_put64(p + 8, s->cfg.max_frame);
-        tf_put64(p + 16, s->cfg.max_memory);
-        tf_put32(p + 24, s->cfg.max_datasets);
-        tf_put32(p + 28, (uint32_t)s->kernel_threads);
+        tfw_hello_reply h = {.version = TF_WIRE_VERSION,
+                             .caps = TF_CAP_DATASETS | TF_CAP_SESSIONS | TF_CAP_SWEEP_FLAGS |
+                                     TF_CAP_STRATEGIES | (c->caps & TF_CAP_LOAD_FD),
+                             .max_frame = s->cfg.max_frame,
+                             .max_memory = s->cfg.net.max_memory,
+                             .max_datasets = s->cfg.max_datasets,
+                             .threads = (uint32_t)s->kernel_threads};
+        tfw_put_hello(p, &h);
         break;
     }
     case TF_OP_LOAD:
@@ -641,9 +598,11 @@ void srv_exec(srv_ctx *c, const tf_wire_request *rq, const srv_req_data *d, srv_
     }
     case TF_OP_STATS: {
         uint8_t *p = begin(rep, rq, TF_WIRE_V2_HEADER + TF_WIRE_STATS_REPLY, TF_WIRE_STATS_REPLY);
+        uint64_t v[TF_STAT_COUNT];
         for (int i = 0; i < TF_STAT_COUNT; i++)
-            tf_put64(p + 8 * i, __atomic_load_n(&s->st[i], __ATOMIC_RELAXED));
-        tf_put64(p + 8 * TF_STAT_UPTIME_NS, (uint64_t)(tfw_now_ns() - s->start_ns));
+            v[i] = __atomic_load_n(&s->st[i], __ATOMIC_RELAXED);
+        v[TF_STAT_UPTIME_NS] = (uint64_t)(tfw_now_ns() - s->start_ns);
+        tfw_put_stats(p, v);
         break;
     }
     case TF_OP_LOAD_FD:

@@ -21,7 +21,8 @@ int srv_serve(srv_ctx *c, const tf_wire_request *rq, int err, const srv_req_data
         srv_reply_error(c, rep, rq, err,
                         "request of %llu bytes refused: its buffers would take the server past "
                         "--max-memory %llu (retry later)",
-                        (unsigned long long)rq->body_len, (unsigned long long)c->s->cfg.max_memory);
+                        (unsigned long long)rq->body_len,
+                        (unsigned long long)c->s->cfg.net.max_memory);
         rep->close_after = 0;
     } else if (err) {
         srv_reply_error(c, rep, rq, err, "malformed request: %s", tf_strerror(err));

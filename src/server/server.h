@@ -1,4 +1,4 @@
-/* Internal to the engine service (`tollfree serve`): configuration, shared state, the
+/* Internal to the sweep service (`tollfree serve`): configuration, shared state, the
  * transport-independent request executor, datasets, sessions, and the transports.
  *
  * Threads: one event-loop thread owns every socket connection; a worker pool runs heavy requests
@@ -16,14 +16,13 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "net/net.h"
 #include "tollfree/kernel.h"
 #include "tollfree/strategy.h"
 #include "tollfree/wire.h"
 #include "wire/wire_internal.h"
 
-#define TF_SERVER_MAX_LISTEN 8
 #define TF_SERVER_MAX_SESSIONS 1024 /* per connection */
-#define TF_SERVER_MAX_CONNS 4096
 #define TF_SERVER_MAX_SHM 64
 #define TF_SERVER_MAX_FDS 4 /* received fds kept per connection */
 #define TF_SERVER_MAX_DATASETS_LIMIT 65536
@@ -34,34 +33,23 @@
 #define TF_SERVER_MAX_STRATEGIES 32
 
 typedef struct srv_config {
-    const char *unix_paths[TF_SERVER_MAX_LISTEN];
-    int n_unix;
-    const char *tcp_addrs[TF_SERVER_MAX_LISTEN];
-    int n_tcp;
-    const char *shm_paths[TF_SERVER_MAX_LISTEN];
+    tfn_listeners listen; /* --unix, --tcp (src/net/: the engine service's too) */
+    const char *shm_paths[TFN_MAX_LISTENERS];
     int n_shm;
     int stdio;
     int threads; /* kernel threads per worker sweep; 0 = all cores */
     uint64_t max_frame;
-    uint64_t max_memory;
     uint64_t
         dataset_cache; /* per-dataset first-stage cache (tf_series), reserved from max_memory */
     uint32_t max_datasets;
     int spin;
-    int quiet;
-    int stall_timeout_s;    /* 0 = never */
-    int idle_timeout_s;     /* 0 = never */
-    uint64_t min_rate;      /* bytes/s a frame in progress must average (0 = off) */
-    int max_conns;          /* socket connections at once */
-    int max_conns_per_peer; /* per UID (unix) or address (tcp); 0 = max_conns - conn_reserve */
-    int conn_reserve; /* slots for peers with few connections; 0 = max_conns / 16, -1 = none */
+    /* The connection limits, --max-memory and --quiet: the options and meanings the engine
+     * service has too (src/net/net.h, tfn_limits). net.max_memory bounds datasets, sessions,
+     * caches and request/reply buffers here. */
+    tfn_limits net;
     const char *strategies[TF_SERVER_MAX_STRATEGIES]; /* --strategy NAME|PATH.so */
     int n_strategies;
 } srv_config;
-
-/* The least --max-memory: it bounds datasets, sessions, caches and request/reply buffers, and
- * 0 is not "unlimited" (there is no unlimited setting). */
-#define TF_SERVER_MIN_MEMORY ((uint64_t)1 << 20)
 
 /* Fills the defaults of docs/protocol.md. */
 void srv_config_init(srv_config *cfg);
@@ -99,8 +87,7 @@ typedef struct srv {
     uint64_t cache_reserved; /* dataset caches' share of mem_used (atomic) */
     /* stats (atomic) */
     uint64_t st[TF_STAT_COUNT];
-    int stop;              /* atomic: shutting down */
-    int stop_efd;          /* eventfd, readable once stopping (stdio poll) */
+    int stop;              /* atomic: shutting down (the shm ring threads poll it) */
     int shm_threads;       /* live shm threads (atomic) */
     uint64_t next_conn_id; /* atomic */
     /* The strategies offered (strategies.c): "hma" first, then --strategy's in their order.
@@ -113,19 +100,19 @@ typedef struct srv {
 } srv;
 
 void srv_stat_add(srv *s, int which, uint64_t n);
-/* One line on stderr ("tollfree serve: ..."), written with a single write(2). `always` lines are
- * printed even with --quiet. */
+/* One line on stderr ("tollfree serve: ...") through the connection layer's logger (tfn_logv):
+ * one write(2); `always` lines are printed even with --quiet, the others pass the process-wide
+ * gate and the throttle of the connection bound to the thread (srv_log_bind). */
 void srv_log(srv *s, int always, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The shared memory budget (--max-memory) for datasets and sessions. 0 or TF_E_LIMIT. */
 int srv_mem_reserve(srv *s, uint64_t bytes);
 void srv_mem_release(srv *s, uint64_t bytes);
 /* Binds the calling thread's srv_log lines to a connection (NULL: none): its lines that are not
- * `always` are rate-limited per connection (TF_SERVER_LOG_BURST, then one a second), the rest
+ * `always` are rate-limited per connection (TFN_CONN_LOG_BURST, then one a second), the rest
  * counted and said in its close line. */
 struct srv_ctx;
 void srv_log_bind(struct srv_ctx *c);
-#define TF_SERVER_LOG_BURST 10
 
 /* ---- strategies (strategies.c) ---- */
 /* Resolves "hma" and cfg.strategies (built-in names or plugin paths, tf_strategy_resolve) and
@@ -222,9 +209,7 @@ typedef struct srv_ctx {
     srv_buf scratch; /* shm: private copies of params / misaligned arrays */
     int64_t opened_ns;
     uint64_t requests, errors;
-    int log_tokens; /* srv_log_bind */
-    int64_t log_sec;
-    uint64_t log_dropped, log_dropped_total;
+    tfn_log_throttle log; /* srv_log_bind */
 } srv_ctx;
 
 void srv_ctx_init(srv_ctx *c, srv *s, const char *transport, uint32_t caps);

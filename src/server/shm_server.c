@@ -71,8 +71,7 @@ static int alive(void *arg)
 
 static int is_array_op(uint8_t op)
 {
-    return op == TF_OP_V1_SWEEP || op == TF_OP_V1_ECHO || op == TF_OP_SWEEP || op == TF_OP_LOAD ||
-           op == TF_OP_SWEEP_WITH;
+    return tfw_op_has(op, TFW_OP_CLOSES);
 }
 
 /* Rings one client process may hold: a quarter of TF_SERVER_MAX_SHM, so that one process
@@ -136,7 +135,7 @@ static int ring_emit(void *ud, srv_reply *rep)
     uint8_t *dst;
     /* A client that stops reading its replies holds its ring: after --stall-timeout it is
      * closed, as a socket connection stalled in the middle of a reply is. */
-    tfw_deadline dl = deadline_after(m->s->cfg.stall_timeout_s);
+    tfw_deadline dl = deadline_after(m->s->cfg.net.stall_timeout_s);
     int rc = tfw_ring_wait_room(&m->resp, span, &m->wait, alive, m, &dl, &dst);
     if (rc == -ETIMEDOUT)
         return STALLED;
@@ -239,7 +238,7 @@ static void *shm_main(void *arg)
         if (rc < 0)
             break;
         /* Between frames: a client idle for --idle-timeout is closed, as a socket one is. */
-        tfw_deadline idle = deadline_after(s->cfg.idle_timeout_s);
+        tfw_deadline idle = deadline_after(s->cfg.net.idle_timeout_s);
         rc = tfw_ring_wait_data(&m->req, &m->wait, alive, m, &idle);
         if (rc == -ETIMEDOUT)
             rc = IDLE;

@@ -7,6 +7,7 @@
 #include <endian.h>
 #include <string.h>
 
+#include "orderflow/orderflow_internal.h"
 #include "venue/venue.h"
 
 static uint64_t ld64(const uint8_t *p)
@@ -27,41 +28,38 @@ int tfv_is_ext_kind(int kind)
     return (kind >= 0x10 && kind <= 0x1F) || (kind >= 0x90 && kind <= 0x9F);
 }
 
+/* The venue's bytes are rows of the kind table (tf_ofl_kind_info_of). */
+_Static_assert(TFV_KEYED == OFL_VENUE_KEYED && TFV_VENUE_REJECTED == OFL_VENUE_VENUE_REJECTED &&
+                   TFV_RISK_LIMITS == OFL_VENUE_RISK_LIMITS &&
+                   TFV_KILL_SWITCH == OFL_VENUE_KILL_SWITCH &&
+                   TFV_CANCEL_ON_DISCONNECT == OFL_VENUE_CANCEL_ON_DISCONNECT &&
+                   TFV_RISK_LIMITS_LEN == OFL_VENUE_RISK_LIMITS_LEN &&
+                   TFV_KILL_SWITCH_LEN == OFL_VENUE_KILL_SWITCH_LEN &&
+                   TFV_CANCEL_ON_DISCONNECT_LEN == OFL_VENUE_CANCEL_ON_DISCONNECT_LEN,
+               "venue kinds match the kind table");
+
 int tfv_is_command(int kind)
 {
-    return (kind >= TF_OFL_NEW_LIMIT && kind <= TF_OFL_REPLACE) ||
-           (kind >= TF_OFX_ORDER && kind <= TF_OFX_REPLACE_BY_CLIENT);
+    /* tf_ofl_kind_class, inline: engine run asks it for every record */
+    return kind >= 0 && kind <= 255 && tfo_kind_rows[kind].kind_class == TF_OFL_CLASS_COMMAND;
 }
 
 int tfv_payload_size(int kind, int inner_kind)
 {
-    switch (kind) {
-    case TFV_KEYED: {
-        if (!tfv_is_command(inner_kind))
+    const tf_ofl_kind_info *k = tf_ofl_kind_info_of(kind);
+    if (kind == TFV_KEYED) {
+        if (tf_ofl_kind_class(inner_kind) != TF_OFL_CLASS_COMMAND)
             return TF_E_OFL_UNKNOWN_KIND;
-        return TFV_KEYED_HEAD_LEN + tf_ofx_payload_size(inner_kind);
+        return TFV_KEYED_HEAD_LEN + tf_ofl_kind_info_of(inner_kind)->payload_len;
     }
-    case TFV_VENUE_REJECTED:
-        return TF_OFL_REJECTED_LEN;
-    default:
-        if (tfv_risk_kind(kind))
-            return tfv_risk_payload_size(kind);
-        if (tf_ofx_is_gateway_kind(kind))
-            return tf_ofx_payload_size(kind);
-        return tfv_is_ext_kind(kind) ? TF_E_OFL_UNKNOWN_KIND : tf_ofl_payload_size(kind);
-    }
+    if (k->family == TF_OFL_FAMILY_RESERVED)
+        return TF_E_OFL_RESERVED_KIND;
+    return k->payload_len >= 0 ? k->payload_len : TF_E_OFL_UNKNOWN_KIND;
 }
 
 const char *tfv_kind_name(int kind)
 {
-    switch (kind) {
-    case TFV_KEYED:
-        return "Keyed";
-    case TFV_VENUE_REJECTED:
-        return "VenueRejected";
-    default:
-        return tfv_risk_kind(kind) ? tfv_risk_kind_name(kind) : tf_ofx_kind_name(kind);
-    }
+    return tf_ofl_kind_info_of(kind)->name;
 }
 
 const char *tfv_reason_name(int reason)

@@ -1,6 +1,13 @@
 /* The venue: who placed each order, what each session's last client_seq was, and the one path
  * that applies a record (docs/venue.md).
  *
+ * The owner of a live order is one record here: the session that placed it (durable: rebuilt by a
+ * replay) and the connection that placed it (tfv_msg.conn, live only: never journaled). The
+ * service asks it which connection gets a maker's Trade or Fill (tfv_order_conn) at the event;
+ * there is no second table. Owners are kept from the events as they pass (Accepted, Canceled,
+ * Trade, Fill); the engine is asked only whether a filled maker (or a taker that traded) is still
+ * live, once per such order.
+ *
  * A venue rejection never bypasses the engine: the engine is given a command it can only reject
  * (CancelByOrder of order 0, which no order has) with the same command_seq, so last_command_seq
  * and event_seq move exactly as for any rejected command, and the Rejected it emits is rewritten
@@ -17,7 +24,8 @@
 
 typedef struct owner_ent {
     uint64_t order_id; /* 0: empty */
-    uint64_t session;
+    uint64_t session;  /* the placing session (0: none) */
+    uint64_t conn;     /* the placing connection (tfv_msg.conn; 0: none) */
 } owner_ent;
 
 typedef struct recent {
@@ -50,7 +58,9 @@ struct tfv_venue {
     size_t scan_from;
     int reason;
     uint64_t coid;
-    uint64_t accepted;
+    uint64_t session, conn;   /* the owner of an order the command places */
+    uint64_t taker;           /* the order it placed (Accepted) or replaced (Replaced), 0: none */
+    int taker_new, taker_hit; /* Accepted / it traded or was canceled in this command */
     uint64_t ev_first_seq, ev_n; /* the command's first event_seq, its events so far */
     uint64_t *makers;
     size_t n_makers, cap_makers;
@@ -105,16 +115,17 @@ static uint64_t mix(uint64_t x)
     return x;
 }
 
-static void owner_insert(owner_ent *t, uint64_t mask, uint64_t id, uint64_t session)
+static int owner_insert(owner_ent *t, uint64_t mask, const owner_ent *o)
 {
-    uint64_t i = mix(id) & mask;
-    while (t[i].order_id && t[i].order_id != id)
+    uint64_t i = mix(o->order_id) & mask;
+    while (t[i].order_id && t[i].order_id != o->order_id)
         i = (i + 1) & mask;
-    t[i].order_id = id;
-    t[i].session = session;
+    int added = !t[i].order_id;
+    t[i] = *o;
+    return added;
 }
 
-static int owner_put(tfv_venue *v, uint64_t id, uint64_t session)
+static int owner_put(tfv_venue *v, uint64_t id, uint64_t session, uint64_t conn)
 {
     if (2 * (v->owner_count + 1) > v->owner_mask + 1) {
         uint64_t cap = 2 * (v->owner_mask + 1);
@@ -123,22 +134,35 @@ static int owner_put(tfv_venue *v, uint64_t id, uint64_t session)
             return TF_E_NOMEM;
         for (uint64_t i = 0; i <= v->owner_mask; i++)
             if (v->owners[i].order_id)
-                owner_insert(t, cap - 1, v->owners[i].order_id, v->owners[i].session);
+                owner_insert(t, cap - 1, &v->owners[i]);
         free(v->owners);
         v->owners = t;
         v->owner_mask = cap - 1;
     }
-    owner_insert(v->owners, v->owner_mask, id, session);
-    v->owner_count++;
+    owner_ent o = {id, session, conn};
+    v->owner_count += (uint64_t)owner_insert(v->owners, v->owner_mask, &o);
     return 0;
 }
 
-static uint64_t owner_get(const tfv_venue *v, uint64_t id)
+static const owner_ent *owner_get(const tfv_venue *v, uint64_t id)
 {
     for (uint64_t i = mix(id) & v->owner_mask; v->owners[i].order_id; i = (i + 1) & v->owner_mask)
         if (v->owners[i].order_id == id)
-            return v->owners[i].session;
-    return 0;
+            return &v->owners[i];
+    return NULL;
+}
+
+/* The placing session of a live order (0: none known). */
+static uint64_t owner_session(const tfv_venue *v, uint64_t id)
+{
+    const owner_ent *o = owner_get(v, id);
+    return o ? o->session : 0;
+}
+
+uint64_t tfv_order_conn(const tfv_venue *v, uint64_t order_id)
+{
+    const owner_ent *o = v && v->owner_count ? owner_get(v, order_id) : NULL;
+    return o ? o->conn : 0;
 }
 
 static void owner_del(tfv_venue *v, uint64_t id)
@@ -282,7 +306,7 @@ int tfv_take(tfv_venue *v, const tfv_session *sess, const tf_ofl_msg *cmd, uint6
     uint64_t oid = cmd->kind == TF_OFL_CANCEL_BY_ORDER ? cmd->cancel_by_order.order_id
                    : cmd->kind == TF_OFL_REPLACE       ? cmd->replace.order_id
                                                        : 0;
-    if (oid && owner_get(v, oid) != sess->id)
+    if (oid && owner_session(v, oid) != sess->id)
         rec->flags |= TFV_KEYED_NOT_OWNER;
     return TFV_NEW;
 }
@@ -325,7 +349,32 @@ static int push_maker(tfv_venue *v, uint64_t id)
     return 0;
 }
 
-/* What the venue does with a keyed command's events before they go on. */
+static void note_taker(tfv_venue *v, uint64_t id, int placed)
+{
+    v->taker = id;
+    v->taker_new = placed;
+    v->taker_hit = 0;
+}
+
+/* An order left the book (Canceled): it has no owner any more. */
+static void dropped(tfv_venue *v, uint64_t id)
+{
+    v->taker_hit |= id == v->taker;
+    if (v->owner_count)
+        owner_del(v, id);
+}
+
+/* A Trade or Fill: the maker may have left the book (settle_makers asks the engine once the
+ * caller has the event). */
+static void traded(tfv_venue *v, uint64_t maker, uint64_t taker)
+{
+    v->taker_hit |= taker == v->taker;
+    if (v->owner_count && !v->err)
+        v->err = push_maker(v, maker);
+}
+
+/* What the venue does with a command's events before they go on: a venue refusal's Rejected
+ * becomes VenueRejected, the events are counted (for resends), and the owners follow them. */
 static void scan(tfv_venue *v, size_t from, size_t to)
 {
     tf_ofl_msg *ev = v->outer->ev;
@@ -342,24 +391,28 @@ static void scan(tfv_venue *v, size_t from, size_t to)
             }
             break;
         case TF_OFL_ACCEPTED:
-            v->accepted = ev[i].accepted.order_id;
+            note_taker(v, ev[i].accepted.order_id, 1);
             break;
         case TF_OFX_ACCEPTED:
-            v->accepted = ev[i].accepted_ex.order_id;
+            note_taker(v, ev[i].accepted_ex.order_id, 1);
+            break;
+        case TF_OFL_REPLACED:
+            note_taker(v, ev[i].replaced.order_id, 0);
+            break;
+        case TF_OFX_REPLACED:
+            note_taker(v, ev[i].replaced_ex.order_id, 0);
             break;
         case TF_OFL_CANCELED:
-            owner_del(v, ev[i].canceled.order_id);
+            dropped(v, ev[i].canceled.order_id);
             break;
         case TF_OFX_CANCELED:
-            owner_del(v, ev[i].canceled_ex.order_id);
+            dropped(v, ev[i].canceled_ex.order_id);
             break;
         case TF_OFL_TRADE:
-            if (!v->err)
-                v->err = push_maker(v, ev[i].trade.maker_order_id);
+            traded(v, ev[i].trade.maker_order_id, ev[i].trade.taker_order_id);
             break;
         case TF_OFX_FILL:
-            if (!v->err)
-                v->err = push_maker(v, ev[i].fill.maker_order_id);
+            traded(v, ev[i].fill.maker_order_id, ev[i].fill.taker_order_id);
             break;
         default:
             break;
@@ -367,22 +420,55 @@ static void scan(tfv_venue *v, size_t from, size_t to)
     }
 }
 
+/* Makers that traded and are no longer live lose their owner (after the caller had their
+ * Trades: tfv_order_conn answers for them until then). */
+static void settle_makers(tfv_venue *v)
+{
+    tf_engine_order o;
+    for (size_t i = 0; i < v->n_makers; i++)
+        if (tf_engine_find_order(v->e, v->makers[i], &o) != 1)
+            owner_del(v, v->makers[i]);
+    v->n_makers = 0;
+}
+
+/* The order the command placed is its owner's while it rests; a replaced order that traded away
+ * or was canceled has none. The engine is asked only when the order traded or was canceled. */
+static int settle_taker(tfv_venue *v)
+{
+    tf_engine_order o;
+    uint64_t id = v->taker;
+    v->taker = 0;
+    if (!id || (v->taker_new && !v->session && !v->conn))
+        return 0;
+    if (v->taker_hit && tf_engine_find_order(v->e, id, &o) != 1) {
+        if (!v->taker_new)
+            owner_del(v, id);
+        return 0;
+    }
+    return v->taker_new ? owner_put(v, id, v->session, v->conn) : 0;
+}
+
 static int wrap_flush(void *ctx, const tf_ofl_msg *ev, size_t n)
 {
     tfv_venue *v = ctx;
     scan(v, v->scan_from, n);
     v->scan_from = 0;
-    return v->orig_flush(v->orig_ctx, ev, n);
+    int rc = v->orig_flush(v->orig_ctx, ev, n);
+    settle_makers(v);
+    return rc;
 }
 
-/* The engine applies c for a keyed command; its events pass through scan(). */
-static int engine_apply(tfv_venue *v, const tf_ofl_msg *c, tf_engine_sink *sink)
+/* From here to unwatch() the events of one command pass through scan() on their way to the
+ * caller; an order it places belongs to (session, conn). */
+static void watch(tfv_venue *v, tf_engine_sink *sink, uint64_t session, uint64_t conn)
 {
     v->outer = sink;
     v->orig_flush = sink->flush;
     v->orig_ctx = sink->ctx;
     v->scan_from = sink->n;
-    v->accepted = 0;
+    v->session = session;
+    v->conn = conn;
+    v->taker = 0;
     v->n_makers = 0;
     v->ev_n = 0;
     v->err = 0;
@@ -390,26 +476,28 @@ static int engine_apply(tfv_venue *v, const tf_ofl_msg *c, tf_engine_sink *sink)
         sink->flush = wrap_flush;
         sink->ctx = v;
     }
-    int rc = tf_engine_apply(v->e, c, sink);
-    sink->flush = v->orig_flush;
-    sink->ctx = v->orig_ctx;
-    if (rc >= 0)
-        scan(v, v->scan_from, sink->n);
-    return rc;
 }
 
-/* After a keyed command: the order it placed is its session's while it is live; orders its
- * trades filled are forgotten. */
-static int settle_owners(tfv_venue *v, uint64_t session)
+/* The command is applied (rc: the engine's outcome): its last events are scanned and, when a
+ * maker may have left the book, handed to the caller's flush before the owners are settled. */
+static int unwatch(tfv_venue *v, tf_engine_sink *sink, int rc)
 {
-    tf_engine_order o;
-    int rc = 0;
-    if (v->accepted && tf_engine_find_order(v->e, v->accepted, &o) == 1)
-        rc = owner_put(v, v->accepted, session);
-    for (size_t i = 0; i < v->n_makers; i++)
-        if (tf_engine_find_order(v->e, v->makers[i], &o) != 1)
-            owner_del(v, v->makers[i]);
-    return rc ? rc : v->err;
+    sink->flush = v->orig_flush;
+    sink->ctx = v->orig_ctx;
+    if (rc >= 0) {
+        scan(v, v->scan_from, sink->n);
+        if (v->n_makers && sink->flush && sink->n) {
+            int fr = sink->flush(sink->ctx, sink->ev, sink->n);
+            if (fr < 0)
+                rc = fr;
+            else
+                sink->n = 0;
+        }
+    }
+    v->reason = 0;
+    int sr = settle_taker(v);
+    settle_makers(v);
+    return rc < 0 ? rc : sr ? sr : v->err ? v->err : rc;
 }
 
 static int apply_keyed(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
@@ -434,13 +522,9 @@ static int apply_keyed(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
         c.kind = TF_OFL_CANCEL_BY_ORDER;
         c.cancel_by_order.command_seq = seq;
     }
-    int rc = engine_apply(v, &c, sink);
-    if (rc < 0)
-        return rc;
-    int sr = settle_owners(v, msg->session);
-    if (sr)
-        return sr;
-    if (!msg->client_seq)
+    watch(v, sink, msg->session, msg->conn);
+    int rc = unwatch(v, sink, tf_engine_apply(v->e, &c, sink));
+    if (rc < 0 || !msg->client_seq)
         return rc;
     sess_state *st = state_of(v, msg->session, 1);
     if (!st)
@@ -458,19 +542,25 @@ static int apply_keyed(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
 }
 
 /* A plain (un-keyed) command: the risk rules, then the engine. A refused one goes through the
- * engine as a command it can only reject, like a keyed one (see the top of this file). */
-static int apply_plain(tfv_venue *v, const tf_ofl_msg *cmd, tf_engine_sink *sink)
+ * engine as a command it can only reject, like a keyed one (see the top of this file). Its
+ * events are watched when it comes from a connection (its order gets that owner) or when some
+ * order has an owner; a replay of a journal without sessions watches nothing. */
+static int apply_plain(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
 {
-    int reason = tfv_risk_check(v->risk, cmd);
-    if (!reason || !tfv_is_command(cmd->kind))
+    const tf_ofl_msg *cmd = &msg->ofl;
+    int refuse = tfv_risk_check(v->risk, cmd); /* 0 for what is not an order command */
+    if (!refuse && !msg->conn && !v->owner_count)
         return tf_engine_apply(v->e, cmd, sink);
-    tf_ofl_msg c = {.kind = TF_OFL_CANCEL_BY_ORDER};
-    c.cancel_by_order.command_seq = cmd->new_limit.command_seq;
-    v->reason = reason;
-    v->coid = coid_of(cmd);
-    int rc = engine_apply(v, &c, sink);
-    v->reason = 0;
-    return rc;
+    tf_ofl_msg c;
+    if (refuse) {
+        c = (tf_ofl_msg){.kind = TF_OFL_CANCEL_BY_ORDER};
+        c.cancel_by_order.command_seq = cmd->new_limit.command_seq;
+        v->reason = refuse;
+        v->coid = coid_of(cmd);
+        cmd = &c;
+    }
+    watch(v, sink, 0, msg->conn);
+    return unwatch(v, sink, tf_engine_apply(v->e, cmd, sink));
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -502,19 +592,36 @@ static int cancel_session(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink
     return rc;
 }
 
-int tfv_apply(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
+static __attribute__((noinline)) int apply_record(tfv_venue *v, const tfv_msg *msg,
+                                                  tf_engine_sink *sink)
 {
-    if (!v || !msg || !sink)
-        return TF_E_NULL_ARG;
     if (msg->kind == TFV_KEYED)
         return apply_keyed(v, msg, sink);
     if (msg->kind == TFV_CANCEL_ON_DISCONNECT)
         return cancel_session(v, msg, sink);
-    if (tfv_risk_kind(msg->kind))
-        return tfv_risk_apply_record(v->risk, msg->kind, msg->risk, msg->risk_len, sink);
+    if (tfv_risk_kind(msg->kind)) {
+        if (!v->owner_count)
+            return tfv_risk_apply_record(v->risk, msg->kind, msg->risk, msg->risk_len, sink);
+        watch(v, sink, 0, 0); /* a kill switch's Canceled events drop owners */
+        return unwatch(v, sink,
+                       tfv_risk_apply_record(v->risk, msg->kind, msg->risk, msg->risk_len, sink));
+    }
     if (tfv_is_ext_kind(msg->kind) && !tf_ofx_is_gateway_kind(msg->kind))
         return msg->kind == TFV_VENUE_REJECTED ? TF_ENGINE_SKIPPED : TF_E_OFL_UNKNOWN_KIND;
-    return apply_plain(v, &msg->ofl, sink); /* OFL1 and gateway kinds */
+    return apply_plain(v, msg, sink); /* OFL1 and gateway kinds */
+}
+
+int tfv_apply(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
+{
+    if (!v || !msg || !sink)
+        return TF_E_NULL_ARG;
+    /* The common record without a frame of its own (apply_record has the rest): a plain OFL1
+     * command, no connection, no owners to follow, that the risk rules pass (apply_plain checks
+     * a refused one again: the check changes nothing). */
+    if (msg->kind >= TF_OFL_NEW_LIMIT && msg->kind <= TF_OFL_REPLACE && !msg->conn &&
+        !v->owner_count && !tfv_risk_check(v->risk, &msg->ofl))
+        return tf_engine_apply(v->e, &msg->ofl, sink);
+    return apply_record(v, msg, sink);
 }
 
 tfv_risk *tfv_venue_risk(tfv_venue *v)
@@ -617,7 +724,7 @@ static int find_keyed(void *ctx, const tfv_msg *m)
         return 0;
     orphan key = {0, m->ofl.new_limit.command_seq};
     orphan *o = bsearch(&key, x->a, x->n, sizeof *x->a, by_command);
-    return o ? owner_put((tfv_venue *)x->v, o->order_id, m->session) : 0;
+    return o ? owner_put((tfv_venue *)x->v, o->order_id, m->session, 0) : 0;
 }
 
 int tfv_rebuild_owners(tfv_venue *v, const char *cmd_path, const char *ev_path)

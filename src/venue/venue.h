@@ -49,6 +49,9 @@ typedef struct tfv_msg {
     /* the risk records 0x11-0x13 (risk.h): the payload as journaled, decoded when applied */
     uint8_t risk[TFV_RISK_PAYLOAD_MAX];
     uint8_t risk_len;
+    /* Not journaled: the live connection a command came from, as the service names it (never 0;
+     * 0: none, as in a replay). An order it places is that connection's (tfv_order_conn). */
+    uint64_t conn;
 } tfv_msg;
 
 /* 1 when kind is one of the extension ranges (0x10-0x1F, 0x90-0x9F). */
@@ -183,8 +186,16 @@ int tfv_take(tfv_venue *v, const tfv_session *sess, const tf_ofl_msg *cmd, uint6
 int tfv_rebuild_owners(tfv_venue *v, const char *cmd_path, const char *ev_path);
 /* Applies one record (live, after it was journaled, or in a replay): the venue's checks, then
  * the engine. Returns the tf_engine_outcome or an error, as tf_engine_apply. The sink gets the
- * events in tf_ofl_msg form (kind TFV_VENUE_REJECTED for the venue's rejections). */
+ * events in tf_ofl_msg form (kind TFV_VENUE_REJECTED for the venue's rejections). Events may be
+ * left in the sink as tf_engine_apply leaves them, except that a command whose Trades or Fills
+ * may have taken a maker off the book hands all its events to sink->flush (when there is one)
+ * before it returns: the makers' connections are still known then (tfv_order_conn). */
 int tfv_apply(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink);
+/* The connection (tfv_msg.conn) whose command placed this live order, or 0 (none recorded: the
+ * order was placed in a replay, before a restart, or is not live). The one owner record of an
+ * order: the service asks it which connection gets a maker's Trade or Fill, from its sink's
+ * flush, where the makers that the command filled are still known. */
+uint64_t tfv_order_conn(const tfv_venue *v, uint64_t order_id);
 /* The risk state the venue applies (risk.c): its records come through tfv_apply. */
 tfv_risk *tfv_venue_risk(tfv_venue *v);
 /* The last client_seq applied for a session id (0: none). */

@@ -25,6 +25,7 @@ void tfw_shm_waiter_init(tfw_shm_waiter *w, int max_spin)
     w->iter_ps = 37000; /* PAUSE on the reference machine, until measured here */
     w->calm_ns = TF_SHM_CALM_NS;
     w->nivcsw = -1;
+    w->sleep_ns = TF_SHM_WAIT_NS;
 }
 
 /* Whether another task of this machine took our CPU since the last call: this thread's count of
@@ -358,7 +359,7 @@ static int sleep_until_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_f
             __atomic_store_n(c->sleeping, 0, __ATOMIC_RELAXED);
             return 0;
         }
-        int64_t wait = TF_SHM_WAIT_NS;
+        int64_t wait = w->sleep_ns;
         if (dl->after_ns > 0) {
             int64_t now = tfw_now_ns();
             int64_t left = tfw_deadline_at(dl, now) - now;

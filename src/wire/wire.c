@@ -7,32 +7,12 @@
 
 #include <string.h>
 
-/* Bytes of the body before the variable part, per v2 opcode; 0 = unknown opcode. */
+/* Bytes of the body before the variable part, per v2 opcode (the opcode table); 0 = not a v2
+ * request. */
 static uint32_t v2_fixed_len(uint8_t op)
 {
-    switch (op) {
-#define FIXED_ROW(NAME, fixed, var)                                                                \
-    case TF_OP_##NAME:                                                                             \
-        return TF_WIRE_V2_HEADER + (fixed);
-        TF_WIRE_V2_REQUESTS(FIXED_ROW)
-#undef FIXED_ROW
-    default:
-        return 0;
-    }
-}
-
-/* 1 when a variable part may follow the fixed one. */
-static int v2_has_var(uint8_t op)
-{
-    switch (op) {
-#define VAR_ROW(NAME, fixed, var)                                                                  \
-    case TF_OP_##NAME:                                                                             \
-        return var;
-        TF_WIRE_V2_REQUESTS(VAR_ROW)
-#undef VAR_ROW
-    default:
-        return 0;
-    }
+    const tfw_op *o = tfw_op_of(op);
+    return o->version == 2 ? TF_WIRE_V2_HEADER + o->fixed : 0;
 }
 
 static void get_params(int64_t dst[6], const uint8_t *p)
@@ -101,7 +81,7 @@ int tf_wire_decode_request(const void *body, size_t avail, uint64_t body_len, tf
         return 1;
     uint8_t op = b[0];
     out->opcode = op;
-    if (op == TF_OP_V1_SWEEP || op == TF_OP_V1_ECHO)
+    if (tfw_op_of(op)->version == 1)
         return decode_v1(b, avail, body_len, out);
     if (op < 0x10)
         return TF_E_UNKNOWN_OPCODE;
@@ -222,7 +202,7 @@ int tf_wire_decode_request(const void *body, size_t avail, uint64_t body_len, tf
         break;
     }
     /* Fixed-size opcodes carry nothing after their fixed part. */
-    if (!v2_has_var(op) && rest != 0)
+    if (!tfw_op_of(op)->var && rest != 0)
         return TF_E_LENGTH_MISMATCH;
     return 0;
 }
@@ -254,8 +234,8 @@ int tf_wire_put_error(void *dst, size_t cap, uint64_t request_id, int code, cons
     uint8_t *d = dst;
     tf_wire_put_header(d, (uint32_t)(TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED + n), TF_OP_ERROR,
                        request_id);
-    tf_put32(d + 16, (uint32_t)code);
-    tf_put32(d + 20, (uint32_t)n);
+    tfw_put_error_fixed(d + TF_WIRE_PREFIX + TF_WIRE_V2_HEADER,
+                        &(tfw_error_reply){.code = code, .msg_len = (uint32_t)n});
     if (n)
         memcpy(d + fixed, msg, n);
     return (int)(fixed + n);
@@ -281,8 +261,10 @@ int tf_wire_decode_reply(const void *body, size_t avail, uint64_t body_len, tf_w
         return TF_E_PROTOCOL;
     if (avail < TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED)
         return TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED;
-    out->code = (int32_t)tf_le32(b + 12);
-    out->msg_len = tf_le32(b + 16);
+    tfw_error_reply e;
+    tfw_get_error_fixed(b + TF_WIRE_V2_HEADER, &e);
+    out->code = e.code;
+    out->msg_len = e.msg_len;
     if (out->code >= 0 || out->msg_len > TF_WIRE_MAX_ERROR_MSG ||
         body_len != (uint64_t)TF_WIRE_V2_HEADER + TF_WIRE_ERROR_FIXED + out->msg_len)
         return TF_E_PROTOCOL;

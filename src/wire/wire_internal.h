@@ -48,6 +48,8 @@ typedef struct tfw_shm_waiter {
     uint64_t stalls;         /* gaps with no other task on our CPU (not contention) */
     uint64_t timeouts;       /* futex sleeps that ran out with no data (lost wake-ups would) */
     long nivcsw;             /* this thread's involuntary switches when last read; -1: never */
+    int64_t sleep_ns;        /* one futex sleep at most: TF_SHM_WAIT_NS (a test sets its deadline,
+                              * so that only a lost wake-up can end a sleep with no data) */
 } tfw_shm_waiter;
 
 /* Starts at the full budget (max_spin < 0: TF_SHM_DEFAULT_SPIN). */
@@ -134,37 +136,146 @@ int tfw_ring_wait_data(tfw_ring_cons *c, tfw_shm_waiter *w, tfw_shm_alive_fn ali
 /* CLOCK_MONOTONIC in ns. */
 int64_t tfw_now_ns(void);
 
-/* ---- the v2 request table ----------------------------------------------------------------------
+/* ---- the opcode table ------------------------------------------------------------------------
  *
- * One row per v2 request opcode (docs/protocol.md), read by the decoder (src/wire/wire.c) and the
- * C client (src/client/client.c): X(NAME, fixed, var). TF_OP_<NAME> is the opcode; fixed is the
- * bytes of the body after the 12-byte v2 header and before any variable part; var is 1 when a
- * variable part (arrays, echo bytes) may follow, else the body is exactly header + fixed. A new
- * request is one row here, its decoding in tf_wire_decode_request and its operation on the server.
- */
+ * One row per opcode (docs/protocol.md), read by the request decoder (wire.c), the server
+ * (exec.c, conn.c, shm_server.c), the C client (client.c) and the tests:
+ *
+ *   X(NAME, "name", fixed, var, reply, reply_var, flags)
+ *
+ * TF_OP_<NAME> is the opcode. fixed: v2 request bytes after the 12-byte header and before any
+ * variable part (a v1 row: the v1 body header, TF_WIRE_V1_FIXED); var: 1 when a variable part
+ * (arrays, echo bytes, a name) may follow, else the body is exactly header + fixed. reply: the
+ * fixed reply payload after the v2 header (a v1 reply has no header and no fixed part);
+ * reply_var: 1 when arrays or text follow it. flags: TFW_OP_* facts the server switches on.
+ * A new request is one row here, its decoding in tf_wire_decode_request, its reply codec in
+ * reply.c and its operation on the server. */
+#define TFW_OP_SWEEPS 1u      /* runs a sweep: one pnl and one trades per combo in the reply */
+#define TFW_OP_SWEEP_FLAGS 2u /* carries TF_SWEEP_* flags (a statistics row per combo, a fee) */
+#define TFW_OP_CLOSES 4u      /* its variable part carries n_bars closes (f64) */
+#define TFW_OP_DATASET 8u     /* names a dataset by its handle (SWEEP_WITH: when id != 0) */
+#define TFW_OP_SESSION 16u    /* names a live session of the connection */
+#define TF_WIRE_V1_OPS(X)                                                                          \
+    X(V1_SWEEP, "v1 sweep", TF_WIRE_V1_FIXED, 1, 0, 1, TFW_OP_SWEEPS | TFW_OP_CLOSES)              \
+    X(V1_ECHO, "v1 echo", TF_WIRE_V1_FIXED, 1, 0, 1, TFW_OP_CLOSES)
 #define TF_WIRE_V2_REQUESTS(X)                                                                     \
-    X(HELLO, 8, 0)                                                                                 \
-    X(LOAD, 8, 1)                                                                                  \
-    X(SWEEP_DS, 16, 1)                                                                             \
-    X(RUN_ONE, 8 + TF_WIRE_PARAMS_BYTES, 0)                                                        \
-    X(SWEEP, 8, 1)                                                                                 \
-    X(ECHO, 0, 1)                                                                                  \
-    X(DROP, 8, 0)                                                                                  \
-    X(STATS, 0, 0)                                                                                 \
-    X(LOAD_FD, 16, 0)                                                                              \
-    X(STRATEGIES, 0, 0)                                                                            \
-    X(SWEEP_WITH, 32, 1)                                                                           \
-    X(SESSION_OPEN, TF_WIRE_PARAMS_BYTES, 0)                                                       \
-    X(SESSION_BAR, 16, 0)                                                                          \
-    X(SESSION_QUERY, 8, 0)                                                                         \
-    X(SESSION_CLOSE, 8, 0)                                                                         \
-    X(SESSION_OPEN_WITH, 8, 1)
+    X(HELLO, "HELLO", 8, 0, TF_WIRE_HELLO_REPLY, 0, 0)                                             \
+    X(LOAD, "LOAD", 8, 1, TF_WIRE_LOAD_REPLY, 0, TFW_OP_CLOSES)                                    \
+    X(SWEEP_DS, "SWEEP_DS", 16, 1, TF_WIRE_SWEEP_REPLY_FIXED, 1,                                   \
+      TFW_OP_SWEEPS | TFW_OP_SWEEP_FLAGS | TFW_OP_DATASET)                                         \
+    X(RUN_ONE, "RUN_ONE", 8 + TF_WIRE_PARAMS_BYTES, 0, TF_WIRE_RUN_ONE_REPLY, 0, TFW_OP_DATASET)   \
+    X(SWEEP, "SWEEP", 8, 1, TF_WIRE_SWEEP_REPLY_FIXED, 1, TFW_OP_SWEEPS | TFW_OP_CLOSES)           \
+    X(ECHO, "ECHO", 0, 1, 0, 1, 0)                                                                 \
+    X(DROP, "DROP", 8, 0, 0, 0, TFW_OP_DATASET)                                                    \
+    X(STATS, "STATS", 0, 0, TF_WIRE_STATS_REPLY, 0, 0)                                             \
+    X(LOAD_FD, "LOAD_FD", 16, 0, TF_WIRE_LOAD_REPLY, 0, 0)                                         \
+    X(STRATEGIES, "STRATEGIES", 0, 0, TF_WIRE_STRATEGIES_REPLY_FIXED, 1, 0)                        \
+    X(SWEEP_WITH, "SWEEP_WITH", 32, 1, TF_WIRE_SWEEP_REPLY_FIXED, 1,                               \
+      TFW_OP_SWEEPS | TFW_OP_SWEEP_FLAGS | TFW_OP_CLOSES | TFW_OP_DATASET)                         \
+    X(SESSION_OPEN, "SESSION_OPEN", TF_WIRE_PARAMS_BYTES, 0, TF_WIRE_SESSION_OPEN_REPLY, 0, 0)     \
+    X(SESSION_BAR, "SESSION_BAR", 16, 0, TF_WIRE_SESSION_BAR_REPLY, 0, TFW_OP_SESSION)             \
+    X(SESSION_QUERY, "SESSION_QUERY", 8, 0, TF_WIRE_SESSION_STATE_REPLY, 0, TFW_OP_SESSION)        \
+    X(SESSION_CLOSE, "SESSION_CLOSE", 8, 0, TF_WIRE_SESSION_STATE_REPLY, 0, TFW_OP_SESSION)        \
+    X(SESSION_OPEN_WITH, "SESSION_OPEN_WITH", 8, 1, TF_WIRE_SESSION_OPEN_REPLY, 0, 0)
+
+/* A row of the opcode table. */
+typedef struct tfw_op {
+    const char *name; /* "SWEEP_DS", "v1 sweep"; NULL: not an opcode */
+    uint8_t version;  /* 1 or 2 */
+    uint8_t var;      /* a variable part may follow the fixed one */
+    uint8_t reply_var;
+    uint8_t flags;  /* TFW_OP_* */
+    uint16_t fixed; /* request bytes after the v2 header (v1: the v1 body header) */
+    uint16_t reply; /* fixed reply payload bytes after the v2 header */
+} tfw_op;
+
+/* The row of an opcode; a row with name NULL (every field 0) for a byte that is not one (ERROR
+ * included: a client never sends it). Never NULL. */
+const tfw_op *tfw_op_of(uint8_t op);
+/* The name of an opcode, "opcode" for a byte that is not one (for messages and logs). */
+const char *tfw_op_name(uint8_t op);
+/* 1 when the opcode's row has every flag in `flags`. */
+static inline int tfw_op_has(uint8_t op, unsigned flags)
+{
+    return (tfw_op_of(op)->flags & flags) == flags;
+}
 
 /* Where a v2 request's arguments start in its frame (u32 prefix + v2 header), and the bytes of
  * each request frame before its variable part: TF_WIRE_REQ_HELLO, ... */
 #define TF_WIRE_REQ_ARGS (TF_WIRE_PREFIX + TF_WIRE_V2_HEADER)
-#define TF_WIRE_REQ_ROW(NAME, fixed, var) TF_WIRE_REQ_##NAME = TF_WIRE_REQ_ARGS + (fixed),
+#define TF_WIRE_REQ_ROW(NAME, str, fixed, var, reply, reply_var, flags)                            \
+    TF_WIRE_REQ_##NAME = TF_WIRE_REQ_ARGS + (fixed),
 enum { TF_WIRE_V2_REQUESTS(TF_WIRE_REQ_ROW) };
 #undef TF_WIRE_REQ_ROW
+
+/* ---- the v2 reply codecs (reply.c, docs/protocol.md "Replies") --------------------------------
+ *
+ * One encoder and one decoder per reply payload: the server encodes with tfw_put_*, the C client
+ * decodes with tfw_get_*; tests/vectors/v2_replies.txt pins the bytes for C and Python. An
+ * encoder writes exactly the payload's fixed size at p (reserved fields 0) and returns it; a
+ * decoder reads that many bytes at p (its length checked by the caller against the opcode
+ * table) and cannot fail: every bit pattern of a fixed payload is a value (reserved fields are
+ * not read). Arrays and text after a fixed payload travel as they are. */
+typedef struct tfw_hello_reply {
+    uint32_t version;
+    uint32_t caps; /* TF_CAP_* */
+    uint64_t max_frame;
+    uint64_t max_memory;
+    uint32_t max_datasets;
+    uint32_t threads;
+} tfw_hello_reply;
+
+typedef struct tfw_load_reply { /* LOAD and LOAD_FD */
+    uint64_t handle;
+    uint64_t n_bars;
+    uint32_t created;
+} tfw_load_reply;
+
+typedef struct tfw_sweep_reply { /* SWEEP, SWEEP_DS, SWEEP_WITH: then the arrays */
+    uint32_t n_combos;
+    uint32_t flags; /* TF_SWEEP_STATS when statistics rows follow the arrays, else 0 */
+} tfw_sweep_reply;
+
+typedef struct tfw_run_one_reply {
+    double pnl;
+    int64_t trades;
+} tfw_run_one_reply;
+
+typedef struct tfw_session_reply { /* SESSION_BAR (no bars), SESSION_QUERY / SESSION_CLOSE */
+    int32_t position;
+    int64_t trades;
+    double pnl;
+    int64_t bars; /* not on the wire in a SESSION_BAR reply: -1 from its decoder */
+} tfw_session_reply;
+
+typedef struct tfw_strategies_reply { /* then text_len bytes of text */
+    uint32_t count;
+    uint32_t text_len;
+} tfw_strategies_reply;
+
+typedef struct tfw_error_reply { /* then msg_len bytes of UTF-8 */
+    int32_t code;
+    uint32_t msg_len;
+} tfw_error_reply;
+
+size_t tfw_put_hello(uint8_t *p, const tfw_hello_reply *r);
+void tfw_get_hello(const uint8_t *p, tfw_hello_reply *r);
+size_t tfw_put_load(uint8_t *p, const tfw_load_reply *r);
+void tfw_get_load(const uint8_t *p, tfw_load_reply *r);
+size_t tfw_put_sweep(uint8_t *p, const tfw_sweep_reply *r);
+void tfw_get_sweep(const uint8_t *p, tfw_sweep_reply *r);
+size_t tfw_put_run_one(uint8_t *p, const tfw_run_one_reply *r);
+void tfw_get_run_one(const uint8_t *p, tfw_run_one_reply *r);
+size_t tfw_put_session_open(uint8_t *p, uint64_t session);
+uint64_t tfw_get_session_open(const uint8_t *p);
+/* with_bars: the SESSION_QUERY / SESSION_CLOSE layout (32 bytes), else SESSION_BAR's (24). */
+size_t tfw_put_session(uint8_t *p, const tfw_session_reply *r, int with_bars);
+void tfw_get_session(const uint8_t *p, int with_bars, tfw_session_reply *r);
+size_t tfw_put_stats(uint8_t *p, const uint64_t v[TF_STAT_COUNT]);
+void tfw_get_stats(const uint8_t *p, uint64_t v[TF_STAT_COUNT]);
+size_t tfw_put_strategies(uint8_t *p, const tfw_strategies_reply *r);
+void tfw_get_strategies(const uint8_t *p, tfw_strategies_reply *r);
+size_t tfw_put_error_fixed(uint8_t *p, const tfw_error_reply *r);
+void tfw_get_error_fixed(const uint8_t *p, tfw_error_reply *r);
 
 #endif

@@ -537,6 +537,39 @@ static void test_options(void)
                         NULL};
     CHECK_EQ(run_exit(a3, err, sizeof err), 2);
     CHECK(strstr(err, "--max-memory 512K: give at least 1M") != NULL);
+    /* Issue 25: one set of limits for both servers. `serve` takes the engine service's
+     * --idle-timeout-full and --max-output (the bad value after them is what is refused), both
+     * refuse a bad --max-output alike, and the engine service's own counts (--max-orders) are
+     * read by the same parser. */
+    const char *a4[] = {
+        t_bin(),        "serve", "--unix", "/tmp/tfnl-never.sock", "--idle-timeout-full", "5",
+        "--max-output", "1K",    NULL};
+    CHECK_EQ(run_exit(a4, err, sizeof err), 2);
+    CHECK(strstr(err, "--max-output 1K: give at least 4K (4096 bytes)") != NULL);
+    const char *a5[] = {t_bin(),
+                        "engine",
+                        "serve",
+                        "--journal",
+                        "/tmp/tfnl-never",
+                        "--unix",
+                        "/tmp/tfnl-never.sock",
+                        "--max-output",
+                        "1K",
+                        NULL};
+    CHECK_EQ(run_exit(a5, err, sizeof err), 2);
+    CHECK(strstr(err, "--max-output 1K: give at least 4K (4096 bytes)") != NULL);
+    const char *a6[] = {t_bin(),
+                        "engine",
+                        "serve",
+                        "--journal",
+                        "/tmp/tfnl-never",
+                        "--unix",
+                        "/tmp/tfnl-never.sock",
+                        "--max-orders",
+                        "1K",
+                        NULL};
+    CHECK_EQ(run_exit(a6, err, sizeof err), 2);
+    CHECK(strstr(err, "--max-orders 1K: not a whole number") != NULL);
     rmdir("/tmp/tfnl-never");
 }
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
 #include <pthread.h>
 
 #include "client/client_internal.h"
@@ -560,6 +561,288 @@ static void test_workers_in_process(void)
 
 /* ---------------------------------------------------------------- start-up refusals */
 
+/* ---------------------------------------------------------------- TLS in the memory counter */
+
+/* OpenSSL's allocations, counted on the threads that set count_me (the loop thread of the cost
+ * test): each block carries its size and whether it was counted, so a free on any thread takes
+ * back what its allocation added. Installed first thing in main (OpenSSL takes hooks only before
+ * its first allocation). */
+typedef union mem_hdr {
+    struct {
+        size_t size;
+        int counted;
+    } h;
+    max_align_t align;
+} mem_hdr;
+
+static __thread int count_me;
+static size_t ossl_live, ossl_peak;
+
+static void *hdr_init(mem_hdr *m, size_t n)
+{
+    if (!m)
+        return NULL;
+    m->h.size = n;
+    m->h.counted = count_me;
+    if (count_me) {
+        size_t live = __atomic_add_fetch(&ossl_live, n, __ATOMIC_RELAXED);
+        size_t peak = __atomic_load_n(&ossl_peak, __ATOMIC_RELAXED);
+        while (live > peak && !__atomic_compare_exchange_n(&ossl_peak, &peak, live, 1,
+                                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+    }
+    return m + 1;
+}
+
+static void hdr_drop(mem_hdr *m)
+{
+    if (m->h.counted)
+        __atomic_sub_fetch(&ossl_live, m->h.size, __ATOMIC_RELAXED);
+}
+
+static void *count_malloc(size_t n, const char *file, int line)
+{
+    (void)file, (void)line;
+    return hdr_init(malloc(sizeof(mem_hdr) + n), n);
+}
+
+static void *count_realloc(void *p, size_t n, const char *file, int line)
+{
+    (void)file, (void)line;
+    if (!p)
+        return count_malloc(n, file, line);
+    mem_hdr *m = (mem_hdr *)p - 1, old = *m;
+    mem_hdr *r = realloc(m, sizeof(mem_hdr) + n);
+    if (!r)
+        return NULL;
+    hdr_drop(&old);
+    return hdr_init(r, n);
+}
+
+static void count_free(void *p, const char *file, int line)
+{
+    (void)file, (void)line;
+    if (!p)
+        return;
+    mem_hdr *m = (mem_hdr *)p - 1;
+    hdr_drop(m);
+    free(m);
+}
+
+static void *counted_loop_main(void *lp)
+{
+    count_me = 1;
+    tfn_loop_run(lp);
+    return NULL;
+}
+
+/* A TLS loop of ops on 127.0.0.1 (and on a Unix socket when upath), its thread started. */
+static tfn_loop *echo_loop(tfn_config *cfg, const tfn_ops *ops, const char *upath, int counted,
+                           int *port, pthread_t *lt)
+{
+    tfn_loop *lp = NULL;
+    CHECK_RC(tfn_loop_open(cfg, &lp), 0);
+    if (!lp)
+        return NULL;
+    int pfd[2], saved = dup(2);
+    CHECK_RC(pipe(pfd), 0);
+    dup2(pfd[1], 2);
+    int rc = tfn_listen_tcp(lp, "127.0.0.1:0", ops);
+    dup2(saved, 2);
+    close(saved);
+    close(pfd[1]);
+    char line[256] = {0};
+    ssize_t ln = read(pfd[0], line, sizeof line - 1);
+    close(pfd[0]);
+    const char *colon = ln > 0 ? strrchr(line, ':') : NULL;
+    *port = colon ? atoi(colon + 1) : 0;
+    if (!rc && upath)
+        rc = tfn_listen_unix(lp, upath, "unix", ops, 0);
+    CHECK_RC(rc, 0);
+    if (rc || *port <= 0 ||
+        pthread_create(lt, NULL, counted ? counted_loop_main : loop_main, lp) != 0) {
+        tfn_loop_close(lp);
+        return NULL;
+    }
+    return lp;
+}
+
+/* Stops and closes it; its counters in k (when not NULL). */
+static void echo_loop_stop(tfn_loop *lp, pthread_t lt, tfn_counters *k)
+{
+    kill(getpid(), SIGTERM); /* taken by the loop's signalfd: it stops */
+    pthread_join(lt, NULL);
+    if (k)
+        tfn_loop_counters(lp, k);
+    tfn_loop_close(lp);
+}
+
+/* One small frame there and back: 1 when it came back. */
+static int echo_once(tfc_tls *t, int fd)
+{
+    uint8_t out[4 + 100] = {100, 0, 0, 0}, in[sizeof out];
+    memset(out + 4, 0x5a, 100);
+    return !io_all(t, fd, out, sizeof out, 1) && !io_all(t, fd, in, sizeof in, 0) &&
+           !memcmp(in + 5, out + 5, 99);
+}
+
+/* A TLS client: 0 when its handshake was done (fd and t set). */
+static int tls_dial(int port, int *fd, tfc_tls **t)
+{
+    *fd = -1;
+    *t = NULL;
+    int rc = tfc_dial_tcp("127.0.0.1", (uint16_t)port, fd);
+    if (!rc)
+        rc = tfc_tls_start(*fd, "127.0.0.1", ca, 60000, t);
+    if (rc && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
+static void tls_hangup(int fd, tfc_tls *t)
+{
+    tfc_tls_free(t, 1);
+    close(fd);
+}
+
+/* Waits (generous deadline) until the counter reads want and the loop holds conns connections. */
+static int wait_mem(tfn_loop *lp, const uint64_t *used, uint64_t want, int conns)
+{
+    for (int i = 0; i < 60000 / 5; i++) {
+        if (__atomic_load_n(used, __ATOMIC_RELAXED) == want && tfn_loop_conns(lp) == conns)
+            return 1;
+        usleep(5000);
+    }
+    fprintf(stderr, "memory counter %llu, want %llu (%d connections, want %d)\n",
+            (unsigned long long)__atomic_load_n(used, __ATOMIC_RELAXED), (unsigned long long)want,
+            tfn_loop_conns(lp), conns);
+    return 0;
+}
+
+/* What the server side of one TLS connection allocates in OpenSSL, against TFN_TLS_CONN_BYTES
+ * and TFN_TLS_BUF_BYTES, and the memory counter through its life: accept, handshake, a frame,
+ * at rest (record buffers given back), a frame again, closed. */
+static void test_tls_cost(int hooks)
+{
+    if (!hooks) {
+        fprintf(stderr, "TLS cost: OpenSSL took no allocation hooks\n");
+        CHECK(0);
+        return;
+    }
+    char err[512];
+    tfn_tls *tls = NULL;
+    CHECK_RC(tfn_tls_open(cert, key, err, sizeof err, &tls), 0);
+    uint64_t used = 0;
+    tfn_config cfg = {
+        .name = "test", .quiet = 1, .tls = tls, .mem_used = &used, .mem_limit = (uint64_t)1 << 30};
+    int port = 0, fd;
+    pthread_t lt;
+    tfc_tls *t;
+    tfn_loop *lp = tls ? echo_loop(&cfg, &echo_ops, NULL, 1, &port, &lt) : NULL;
+    if (!lp) {
+        tfn_tls_close(tls);
+        return;
+    }
+    /* A first connection warms the loop thread (OpenSSL's per-thread state stays with it). */
+    if (tls_dial(port, &fd, &t) == 0) {
+        CHECK(echo_once(t, fd));
+        tls_hangup(fd, t);
+    }
+    CHECK(wait_mem(lp, &used, 0, 0));
+    size_t base = __atomic_load_n(&ossl_live, __ATOMIC_RELAXED);
+    __atomic_store_n(&ossl_peak, base, __ATOMIC_RELAXED);
+    CHECK_RC(tls_dial(port, &fd, &t), 0);
+    if (fd >= 0) {
+        CHECK(echo_once(t, fd));
+        size_t peak = __atomic_load_n(&ossl_peak, __ATOMIC_RELAXED) - base;
+        size_t live = __atomic_load_n(&ossl_live, __ATOMIC_RELAXED) - base;
+        CHECK(__atomic_load_n(&used, __ATOMIC_RELAXED) >= TFN_IBUF_DEFAULT + TFN_TLS_CONN_BYTES);
+        /* At rest after a tick: input, output and record buffers given back. */
+        CHECK(wait_mem(lp, &used, TFN_TLS_CONN_BYTES - TFN_TLS_BUF_BYTES, 1));
+        size_t rest = __atomic_load_n(&ossl_live, __ATOMIC_RELAXED) - base;
+        fprintf(stderr, "TLS cost: handshake peak %zu, live %zu, at rest %zu bytes\n", peak, live,
+                rest);
+        CHECK(peak <= TFN_TLS_HANDSHAKE_BYTES && live <= TFN_TLS_CONN_BYTES);
+        /* measured, not padded */
+        CHECK(TFN_TLS_HANDSHAKE_BYTES <= 2 * peak && TFN_TLS_CONN_BYTES <= 2 * live);
+        CHECK(rest <= TFN_TLS_CONN_BYTES - TFN_TLS_BUF_BYTES);
+        CHECK(TFN_TLS_BUF_BYTES <= live - rest); /* never counted back more than went */
+        CHECK(echo_once(t, fd));                 /* the buffers come back with the next byte */
+        CHECK(__atomic_load_n(&used, __ATOMIC_RELAXED) >= TFN_IBUF_DEFAULT + TFN_TLS_CONN_BYTES);
+        tls_hangup(fd, t);
+        CHECK(wait_mem(lp, &used, 0, 0));
+        CHECK_EQ(__atomic_load_n(&ossl_live, __ATOMIC_RELAXED), base);
+    }
+    echo_loop_stop(lp, lt, NULL);
+    tfn_tls_close(tls);
+}
+
+/* Idle TLS connections under a small memory limit: refused once their SSL objects would pass it
+ * (counted, the rest served), shown in the counter while open and at rest, all of it back when
+ * they close; plain and TLS connections admitted again then. The input buffer is small (4 KiB),
+ * so that without the SSL objects counted every connection would be taken. */
+static void test_tls_memory_limit(void)
+{
+    enum { N = 48, IBUF = 4096 };
+    const uint64_t limit = 512 << 10;
+    const size_t at_rest = TFN_TLS_CONN_BYTES - TFN_TLS_BUF_BYTES;
+    tfn_ops ops = echo_ops;
+    ops.ibuf_bytes = IBUF;
+    char err[512], upath[128];
+    snprintf(upath, sizeof upath, "%s/echo.sock", dir);
+    tfn_tls *tls = NULL;
+    CHECK_RC(tfn_tls_open(cert, key, err, sizeof err, &tls), 0);
+    uint64_t used = 0;
+    tfn_config cfg = {
+        .name = "test", .quiet = 1, .tls = tls, .mem_used = &used, .mem_limit = limit};
+    int port = 0, fds[N];
+    tfc_tls *ts[N];
+    pthread_t lt;
+    tfn_loop *lp = tls ? echo_loop(&cfg, &ops, upath, 0, &port, &lt) : NULL;
+    if (!lp) {
+        tfn_tls_close(tls);
+        return;
+    }
+    int admitted = 0, refused = 0, over = 0;
+    for (int i = 0; i < N; i++) {
+        if (tls_dial(port, &fds[i], &ts[i]) == 0 && echo_once(ts[i], fds[i]))
+            admitted++;
+        else
+            refused++;
+        over += __atomic_load_n(&used, __ATOMIC_RELAXED) > limit;
+    }
+    fprintf(stderr, "TLS under %llu bytes: %d admitted, %d refused, counter %llu\n",
+            (unsigned long long)limit, admitted, refused,
+            (unsigned long long)__atomic_load_n(&used, __ATOMIC_RELAXED));
+    /* However many rested meanwhile, no more than this fit: */
+    int most = 1 + (int)((limit - IBUF - TFN_TLS_HANDSHAKE_BYTES) / at_rest);
+    CHECK(admitted <= most && refused >= N - most);
+    CHECK(admitted >= (int)(limit / (IBUF + TFN_TLS_HANDSHAKE_BYTES)));
+    CHECK_EQ(over, 0);
+    /* At rest, each still holds its SSL object without its record buffers. */
+    CHECK(wait_mem(lp, &used, (uint64_t)admitted * at_rest, admitted));
+    for (int i = 0; i < N; i++)
+        if (fds[i] >= 0)
+            tls_hangup(fds[i], ts[i]);
+    CHECK(wait_mem(lp, &used, 0, 0));
+    /* Room again: a plain connection and a TLS one are served. */
+    int ufd = t_connect_unix(upath);
+    CHECK(ufd >= 0 && echo_once(NULL, ufd));
+    CHECK_RC(tls_dial(port, &fds[0], &ts[0]), 0);
+    CHECK(fds[0] >= 0 && echo_once(ts[0], fds[0]));
+    if (fds[0] >= 0)
+        tls_hangup(fds[0], ts[0]);
+    if (ufd >= 0)
+        close(ufd);
+    CHECK(wait_mem(lp, &used, 0, 0));
+    tfn_counters k;
+    echo_loop_stop(lp, lt, &k);
+    CHECK_EQ(k.refused_memory, (uint64_t)refused);
+    tfn_tls_close(tls);
+}
+
 static void expect_refusal(const char *const *args, int nargs, int want_rc, const char *want1,
                            const char *want2)
 {
@@ -644,6 +927,8 @@ static void test_refusals(void)
 
 int main(void)
 {
+    /* Before anything allocates in OpenSSL: it takes hooks only then. */
+    int hooks = CRYPTO_set_mem_functions(count_malloc, count_realloc, count_free);
     signal(SIGPIPE, SIG_IGN);
     test_url_vectors();
     if (system("openssl version >/dev/null 2>&1") != 0) {
@@ -675,6 +960,8 @@ int main(void)
         waitpid(s.pid, NULL, 0);
     }
     test_workers_in_process();
+    test_tls_cost(hooks);
+    test_tls_memory_limit();
     test_refusals();
     if (!getenv("TF_KEEP_LOGS"))
         t_rm_rf(dir);

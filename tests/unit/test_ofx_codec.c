@@ -289,6 +289,96 @@ static void test_kinds(void)
     CHECK_EQ(TF_E_OFL_INVALID_ORDER_TYPE, -1416);
 }
 
+/* The kind table against a list written from the specs (docs/orderflow.md, docs/venue.md), for
+ * every int around the byte range, and against the codecs' own size and name functions. */
+static void test_kind_table(void)
+{
+    enum { N = TF_OFL_CLASS_NONE, C = TF_OFL_CLASS_COMMAND, E = TF_OFL_CLASS_EVENT };
+    enum { K = TF_OFL_CLASS_CONTROL };
+    static const struct {
+        int kind, cls, family, len;
+        const char *name;
+    } spec[] = {
+        {0x00, K, TF_OFL_FAMILY_OFL1, 0, "Heartbeat"},
+        {0x01, C, TF_OFL_FAMILY_OFL1, 57, "NewLimit"},
+        {0x02, C, TF_OFL_FAMILY_OFL1, 49, "NewMarket"},
+        {0x03, C, TF_OFL_FAMILY_OFL1, 16, "CancelByOrder"},
+        {0x04, C, TF_OFL_FAMILY_OFL1, 24, "CancelByClient"},
+        {0x05, C, TF_OFL_FAMILY_OFL1, 48, "Replace"},
+        {0x81, E, TF_OFL_FAMILY_OFL1, 48, "Accepted"},
+        {0x82, E, TF_OFL_FAMILY_OFL1, 33, "Rejected"},
+        {0x83, E, TF_OFL_FAMILY_OFL1, 40, "Replaced"},
+        {0x84, E, TF_OFL_FAMILY_OFL1, 32, "Canceled"},
+        {0x85, E, TF_OFL_FAMILY_OFL1, 72, "Trade"},
+        {0x14, C, TF_OFL_FAMILY_GATEWAY, 52, "Order"},
+        {0x15, C, TF_OFL_FAMILY_GATEWAY, 24, "Cancel"},
+        {0x16, C, TF_OFL_FAMILY_GATEWAY, 48, "ReplaceByClient"},
+        {0x91, E, TF_OFL_FAMILY_GATEWAY, 76, "AcceptedEx"},
+        {0x92, E, TF_OFL_FAMILY_GATEWAY, 89, "ReplacedEx"},
+        {0x93, E, TF_OFL_FAMILY_GATEWAY, 82, "CanceledEx"},
+        {0x94, E, TF_OFL_FAMILY_GATEWAY, 113, "Fill"},
+        {0x95, E, TF_OFL_FAMILY_GATEWAY, 41, "RejectedEx"},
+        {0x10, K, TF_OFL_FAMILY_VENUE, -1, "Keyed"},
+        {0x11, K, TF_OFL_FAMILY_VENUE, 48, "RiskLimits"},
+        {0x12, K, TF_OFL_FAMILY_VENUE, 17, "KillSwitch"},
+        {0x13, K, TF_OFL_FAMILY_VENUE, 16, "CancelOnDisconnect"},
+        {0x90, E, TF_OFL_FAMILY_VENUE, 33, "VenueRejected"},
+        {0x06, N, TF_OFL_FAMILY_RESERVED, -1, NULL},
+        {0x40, N, TF_OFL_FAMILY_RESERVED, -1, NULL},
+        {0xA0, N, TF_OFL_FAMILY_RESERVED, -1, NULL},
+    };
+    int rows = 0;
+    for (int k = -300; k < 600; k++) {
+        const tf_ofl_kind_info *ki = tf_ofl_kind_info_of(k);
+        CHECK(ki != NULL);
+        CHECK_EQ(tf_ofl_kind_class(k), ki->kind_class);
+        int s = -1;
+        for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++)
+            if (spec[i].kind == k)
+                s = (int)i;
+        if (s < 0) {
+            CHECK_EQ(ki->kind_class, TF_OFL_CLASS_NONE);
+            CHECK_EQ(ki->family, TF_OFL_FAMILY_NONE);
+            CHECK_EQ(ki->reserved_for, TF_OFL_CLASS_NONE);
+            CHECK_EQ(ki->payload_len, -1);
+            CHECK(ki->name == NULL);
+            CHECK(tfv_payload_size(k, 0) < 0);
+            continue;
+        }
+        rows++;
+        CHECK_EQ(ki->kind_class, spec[s].cls);
+        CHECK_EQ(ki->family, spec[s].family);
+        CHECK_EQ(ki->payload_len, spec[s].len);
+        CHECK(spec[s].name ? ki->name && !strcmp(ki->name, spec[s].name) : ki->name == NULL);
+        /* the codecs agree with the table */
+        if (spec[s].family == TF_OFL_FAMILY_OFL1) {
+            CHECK_EQ(tf_ofl_payload_size(k), spec[s].len);
+            CHECK(!strcmp(tf_ofl_kind_name(k), spec[s].name));
+        }
+        if (spec[s].family == TF_OFL_FAMILY_OFL1 || spec[s].family == TF_OFL_FAMILY_GATEWAY)
+            CHECK_EQ(tf_ofx_payload_size(k), spec[s].len);
+        CHECK_EQ(tf_ofx_is_gateway_kind(k), spec[s].family == TF_OFL_FAMILY_GATEWAY);
+        CHECK(tfv_kind_name(k) == ki->name);
+        if (k != 0x10 && spec[s].len >= 0)
+            CHECK_EQ(tfv_payload_size(k, 0), spec[s].len);
+        CHECK_EQ(tfv_is_command(k), spec[s].cls == C);
+        if (spec[s].family == TF_OFL_FAMILY_RESERVED) {
+            CHECK_EQ(ki->reserved_for, k == 0xA0 ? E : C);
+            CHECK_RC(tf_ofl_payload_size(k), TF_E_OFL_RESERVED_KIND);
+            CHECK_RC(tfv_payload_size(k, 0), TF_E_OFL_RESERVED_KIND);
+        } else {
+            CHECK_EQ(ki->reserved_for, TF_OFL_CLASS_NONE);
+        }
+    }
+    CHECK_EQ(rows, (int)(sizeof spec / sizeof spec[0]));
+    /* Keyed: its head and the inner command's payload; only a command may be wrapped */
+    CHECK_EQ(tfv_payload_size(0x10, 0x01), 18 + 57);
+    CHECK_EQ(tfv_payload_size(0x10, 0x14), 18 + 52);
+    CHECK_RC(tfv_payload_size(0x10, 0x10), TF_E_OFL_UNKNOWN_KIND);
+    CHECK_RC(tfv_payload_size(0x10, 0x06), TF_E_OFL_UNKNOWN_KIND);
+    CHECK_RC(tfv_payload_size(0x10, 0x81), TF_E_OFL_UNKNOWN_KIND);
+}
+
 /* The rule for one byte field, written from the spec (orderflow.h, docs/orderflow.md). */
 static int byte_rule(int kind, const char *field, unsigned v)
 {
@@ -476,7 +566,9 @@ static void test_venue_codec(void)
         CHECK(same_fields(&back.ofl, &m));
         for (int cut = 0; cut < n; cut++) {
             int r = tfv_decode(k, (size_t)cut, &back);
-            CHECK(r == TF_E_OFL_HEADER_TOO_SHORT || r == TF_E_OFL_PAYLOAD_TOO_SHORT);
+            /* the decoder decides: no whole header, or a header whose frame is not all there */
+            CHECK_RC(r, cut < TF_OFL_FRAME_HEADER_LEN ? TF_E_OFL_HEADER_TOO_SHORT
+                                                      : TF_E_OFL_PAYLOAD_TOO_SHORT);
         }
         /* a Keyed record whose inner kind byte names a report */
         k[11 + 17] = TF_OFX_FILL;
@@ -490,6 +582,7 @@ int main(void)
     CHECK(load("ofx_frames.txt", vecs, &n_vecs) > 30);
     CHECK(load("ofl_frames.txt", ofl_vecs, &n_ofl_vecs) > 20);
     test_kinds();
+    test_kind_table();
     test_vectors();
     test_ofl_through_ofx();
     test_byte_fields();

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/opts_size.h"
+#include "net/net.h"
 #include "harness.h"
 #include "tollfree/error.h"
 
@@ -31,10 +32,12 @@ static void test_limit_table(void)
     int conns = 7, reserve = 7;
     uint64_t mem = 7;
     char msg[160];
+    uint32_t orders = 7;
     const tfu_limit_opt t[] = {
-        {"--max-conns", 0, 1, 100, &conns, NULL, 0},
-        {"--conn-reserve", 0, 0, 100, &reserve, NULL, 1},
-        {"--max-memory", 1, 1 << 20, UINT64_MAX / 2, NULL, &mem, 0},
+        {.name = "--max-conns", .lo = 1, .hi = 100, .i = &conns},
+        {.name = "--conn-reserve", .hi = 100, .i = &reserve, .zero_is_none = 1},
+        {.name = "--max-memory", .sized = 1, .lo = 1 << 20, .hi = UINT64_MAX / 2, .u = &mem},
+        {.name = "--max-orders", .lo = 1, .hi = 1000, .u32 = &orders},
     };
     size_t n = sizeof t / sizeof t[0];
     CHECK_EQ(tfu_limit_take(t, n, "--max-memory", "4G", msg, sizeof msg), 1);
@@ -51,11 +54,60 @@ static void test_limit_table(void)
     CHECK_EQ(tfu_limit_take(t, n, "--max-memory", "512K", msg, sizeof msg), -1);
     CHECK(strstr(msg, "--max-memory 512K") != NULL);
     CHECK_EQ(tfu_limit_take(t, n, "--journal", "x", msg, sizeof msg), 0);
+    CHECK_EQ(tfu_limit_take(t, n, "--max-orders", "1000", msg, sizeof msg), 1);
+    CHECK(orders == 1000);
+    CHECK_EQ(tfu_limit_take(t, n, "--max-orders", "1001", msg, sizeof msg), -1);
+    CHECK(strstr(msg, "--max-orders 1001: give at most 1000") != NULL);
+    CHECK(orders == 1000);
+}
+
+/* The limits both servers share (src/net/config.c): `serve` and `engine serve` read every one
+ * of them through this one function, so a value one accepts the other accepts, with the same
+ * message when it is refused (issue 25: `engine serve --max-memory 4G` was refused). */
+static void test_server_limits(void)
+{
+    tfn_limits a, b;
+    tfn_limits_init(&a);
+    tfn_limits_init(&b);
+    CHECK_EQ(a.stall_timeout_s, 60);
+    CHECK(a.min_rate == 1024);
+    char msg[160], msg2[160];
+    const char *ok[][2] = {{"--max-memory", "4G"},  {"--max-memory", "64MiB"},
+                           {"--max-output", "4M"},  {"--min-rate", "2K"},
+                           {"--max-conns", "10"},   {"--max-conns-per-peer", "3"},
+                           {"--conn-reserve", "0"}, {"--stall-timeout", "5"},
+                           {"--idle-timeout", "7"}, {"--idle-timeout-full", "9"}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        CHECK_EQ(tfn_limits_option(&a, ok[i][0], ok[i][1], msg, sizeof msg), 1);
+    CHECK(a.max_memory == (uint64_t)64 << 20); /* the last one given */
+    CHECK(a.max_output == (uint64_t)4 << 20 && a.min_rate == 2048);
+    CHECK(a.max_conns == 10 && a.max_conns_per_peer == 3 && a.conn_reserve == -1);
+    CHECK(a.stall_timeout_s == 5 && a.idle_timeout_s == 7 && a.idle_full_timeout_s == 9);
+    const char *bad[][2] = {{"--max-memory", "512K"},
+                            {"--max-memory", "4X"},
+                            {"--max-output", "1K"},
+                            {"--max-conns", "1K"},
+                            {"--stall-timeout", "-1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ(tfn_limits_option(&a, bad[i][0], bad[i][1], msg, sizeof msg), -1);
+        CHECK_EQ(tfn_limits_option(&b, bad[i][0], bad[i][1], msg2, sizeof msg2), -1);
+        CHECK(strcmp(msg, msg2) == 0 && strstr(msg, bad[i][0]) && strstr(msg, bad[i][1]));
+    }
+    CHECK(strstr(msg, "--stall-timeout -1: not a whole number") != NULL);
+    CHECK_EQ(tfn_limits_option(&a, "--journal", "x", msg, sizeof msg), 0);
+    /* Into a loop's config: what is given, and the loop's own defaults where nothing is. */
+    tfn_config nc = {.mem_limit = 1, .out_max = 2};
+    tfn_limits_apply(&b, &nc);
+    CHECK(nc.mem_limit == 1 && nc.out_max == 2 && nc.max_conns == 4096);
+    tfn_limits_apply(&a, &nc);
+    CHECK(nc.mem_limit == (uint64_t)64 << 20 && nc.out_max == (size_t)4 << 20);
+    CHECK(nc.idle_full_timeout_s == 9 && nc.conn_reserve == -1);
 }
 
 int main(void)
 {
     test_limit_table();
+    test_server_limits();
     /* A v2 library, a v1 caller: a read, b and c take their default 0, size becomes known. */
     v1 old = {.size = sizeof old, .a = 7};
     v2 got;

@@ -15,6 +15,8 @@
  * 5. Resends: a command sent and dropped before its ack, resent with the same client_seq after a
  *    reconnect (and after a restart), is answered with its original events and applied once; an
  *    unknown lower client_seq is refused.
+ * 6. The venue's owner record of an order (in process): the connection that placed it, named
+ *    while its Trades are handed on, forgotten when it leaves the book, none in a replay.
  * Deadlines only guard against hangs; no check depends on wall time. */
 #include <stdlib.h>
 
@@ -178,7 +180,9 @@ static void test_codec(void)
         CHECK(!memcmp(&d.ofl.new_limit, &cmds[i].new_limit, 8 * 2)); /* command_seq + 2nd field */
         for (int cut = 0; cut < n; cut++) {
             int rc = tfv_decode(f, (size_t)cut, &d);
-            CHECK(rc == TF_E_OFL_HEADER_TOO_SHORT || rc == TF_E_OFL_PAYLOAD_TOO_SHORT);
+            /* the decoder decides: no whole header, or a header whose frame is not all there */
+            CHECK_RC(rc, cut < TF_OFL_FRAME_HEADER_LEN ? TF_E_OFL_HEADER_TOO_SHORT
+                                                       : TF_E_OFL_PAYLOAD_TOO_SHORT);
         }
         /* The OFL1 codec's kind set is closed: a Keyed frame is an unknown kind to it. */
         tf_ofl_msg o;
@@ -481,11 +485,144 @@ static void test_snapshot(void)
     vs_cleanup(&s);
 }
 
+/* ---------------------------------------------------------------- 6. the owner record */
+
+/* What the sink's flush saw: for each Trade, its maker and the connection the venue named for
+ * it at that moment (where the service routes it). */
+typedef struct seen_trades {
+    tfv_venue *v;
+    uint64_t maker[64], conn[64];
+    int n;
+} seen_trades;
+
+static int note_trades(void *ctx, const tf_ofl_msg *ev, size_t n)
+{
+    seen_trades *x = ctx;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].kind == TF_OFL_TRADE && x->n < 64) {
+            x->maker[x->n] = ev[i].trade.maker_order_id;
+            x->conn[x->n++] = tfv_order_conn(x->v, ev[i].trade.maker_order_id);
+        }
+    return 0;
+}
+
+static tfv_msg plain_limit(uint64_t conn, uint64_t seq, int side, int64_t px, uint64_t qty)
+{
+    tfv_msg m = {.kind = TF_OFL_NEW_LIMIT, .conn = conn};
+    m.ofl.kind = TF_OFL_NEW_LIMIT;
+    m.ofl.new_limit = (tf_ofl_new_limit){.command_seq = seq,
+                                         .account_id = 1,
+                                         .client_order_id = seq,
+                                         .instrument_id = 1,
+                                         .price = px,
+                                         .quantity = {qty, 0},
+                                         .side = (uint8_t)side};
+    return m;
+}
+
+/* Applies m (its events through a sink of 3, so long commands flush in the middle); returns the
+ * order it placed (its Accepted), 0 when none. */
+static uint64_t apply_one(tfv_venue *v, tfv_msg m, seen_trades *st)
+{
+    tf_ofl_msg ev[3];
+    tf_engine_sink sink = {.ev = ev, .cap = 3, .flush = note_trades, .ctx = st};
+    uint64_t placed = 0;
+    CHECK(tfv_apply(v, &m, &sink) >= 0);
+    for (size_t i = 0; i < sink.n; i++)
+        if (ev[i].kind == TF_OFL_ACCEPTED)
+            placed = ev[i].accepted.order_id;
+    note_trades(st, ev, sink.n);
+    return placed;
+}
+
+/* The venue's one owner record answers "which connection placed this order" for the live
+ * orders a connection placed, at the moment a Trade of theirs is handed on (also in the middle
+ * of a long command, and for a maker the Trade fills), and forgets orders that leave the book;
+ * a replay (no connection) records none and gives the same state hash. */
+static void test_owner_record(void)
+{
+    const uint64_t A = (1ull << 32) | 3, B = (2ull << 32) | 4;
+    uint64_t inst = 1;
+    tf_engine_config ec = {
+        .size = sizeof ec, .instruments = &inst, .n_instruments = 1, .max_orders = 64};
+    tf_engine *e = NULL, *e2 = NULL;
+    tfv_venue *v = NULL, *v2 = NULL;
+    CHECK_RC(tf_engine_create(&ec, &e), 0);
+    CHECK_RC(tf_engine_create(&ec, &e2), 0);
+    CHECK_RC(tfv_open(e, &v), 0);
+    CHECK_RC(tfv_open(e2, &v2), 0);
+    if (!v || !v2)
+        return;
+    seen_trades st = {.v = v}, st2 = {.v = v2};
+    tfv_msg log[32];
+    int nlog = 0;
+    uint64_t seq = 0, sells[8];
+    for (int i = 0; i < 8; i++) { /* A rests 8 sells of 1 lot at 100..107 */
+        log[nlog] = plain_limit(A, ++seq, TF_OFL_SELL, 100 + i, 1);
+        sells[i] = apply_one(v, log[nlog++], &st);
+        CHECK(sells[i] > 0);
+        CHECK_EQ(tfv_order_conn(v, sells[i]), A);
+    }
+    /* B buys 6 lots at 105: six Trades over two flushes, each maker named A while it is handed
+     * on, each filled maker forgotten after. B's order filled on arrival: never recorded. */
+    log[nlog] = plain_limit(B, ++seq, TF_OFL_BUY, 105, 6);
+    uint64_t taker = apply_one(v, log[nlog++], &st);
+    CHECK_EQ(st.n, 6);
+    for (int i = 0; i < st.n; i++) {
+        CHECK_EQ(st.maker[i], sells[i]);
+        CHECK_EQ(st.conn[i], A);
+        CHECK_EQ(tfv_order_conn(v, sells[i]), 0);
+    }
+    CHECK_EQ(tfv_order_conn(v, taker), 0);
+    CHECK_EQ(tfv_order_conn(v, sells[6]), A);
+    /* B rests a buy of 3 at 99; a sell of 2 from A fills part of it: B's order stays B's. */
+    log[nlog] = plain_limit(B, ++seq, TF_OFL_BUY, 99, 3);
+    uint64_t bid = apply_one(v, log[nlog++], &st);
+    CHECK_EQ(tfv_order_conn(v, bid), B);
+    st.n = 0;
+    log[nlog] = plain_limit(A, ++seq, TF_OFL_SELL, 99, 2);
+    uint64_t t2 = apply_one(v, log[nlog++], &st);
+    CHECK_EQ(st.n, 1);
+    CHECK_EQ(st.conn[0], B);
+    CHECK_EQ(tfv_order_conn(v, bid), B);
+    CHECK_EQ(tfv_order_conn(v, t2), 0);
+    /* A replace by B of A's order keeps it A's; a cancel forgets it. */
+    tfv_msg m = {.kind = TF_OFL_REPLACE, .conn = B};
+    m.ofl.kind = TF_OFL_REPLACE;
+    m.ofl.replace = (tf_ofl_replace){.command_seq = ++seq,
+                                     .order_id = sells[7],
+                                     .client_order_id = 900,
+                                     .price = 110,
+                                     .quantity = {1, 0}};
+    log[nlog] = m;
+    apply_one(v, log[nlog++], &st);
+    CHECK_EQ(tfv_order_conn(v, sells[7]), A);
+    m = (tfv_msg){.kind = TF_OFL_CANCEL_BY_ORDER, .conn = B};
+    m.ofl.kind = TF_OFL_CANCEL_BY_ORDER;
+    m.ofl.cancel_by_order = (tf_ofl_cancel_by_order){.command_seq = ++seq, .order_id = sells[7]};
+    log[nlog] = m;
+    apply_one(v, log[nlog++], &st);
+    CHECK_EQ(tfv_order_conn(v, sells[7]), 0);
+    /* The same records replayed (no connection): the same state, no owner recorded. */
+    for (int i = 0; i < nlog; i++) {
+        log[i].conn = 0;
+        apply_one(v2, log[i], &st2);
+    }
+    CHECK_EQ(tf_engine_state_hash(e2), tf_engine_state_hash(e));
+    CHECK_EQ(tfv_order_conn(v2, sells[6]), 0);
+    CHECK_EQ(tfv_order_conn(v2, bid), 0);
+    tfv_close(v);
+    tfv_close(v2);
+    tf_engine_destroy(e);
+    tf_engine_destroy(e2);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     test_codec();
     test_refusals();
+    test_owner_record();
     vsrv s;
     CHECK(vs_init(&s) == 0);
     if (vs_start(&s, 0) == 0) {

@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "tollfree/wire.h"
+#include "wire/wire_internal.h"
 
 static uint8_t body[1 << 12];
 
@@ -357,6 +358,224 @@ static void test_guard_page(void)
     munmap(m, 2 * (size_t)pg);
 }
 
+/* ---- the v2 reply codecs against tests/vectors/v2_replies.txt ---- */
+
+/* The value of field `name` in "a=1,b=2" (0 when absent: the test then fails on the bytes). */
+static const char *field(const char *fields, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = fields; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == '=')
+            return p + n + 1;
+    fprintf(stderr, "v2_replies: no field %s in %s\n", name, fields);
+    CHECK(0);
+    return "0";
+}
+
+static uint64_t fu(const char *f, const char *n)
+{
+    return strtoull(field(f, n), NULL, 10);
+}
+
+static int64_t fi(const char *f, const char *n)
+{
+    return strtoll(field(f, n), NULL, 10);
+}
+
+static double fd(const char *f, const char *n)
+{
+    return strtod(field(f, n), NULL);
+}
+
+static int hex_bytes(const char *hex, uint8_t *out, size_t cap)
+{
+    size_t n = strlen(hex) / 2;
+    if (n > cap || strlen(hex) % 2)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (uint8_t)v;
+    }
+    return (int)n;
+}
+
+static const char *const stat_names[TF_STAT_COUNT] = {
+    "requests",      "errors",        "connections_total", "connections_open", "datasets",
+    "dataset_bytes", "sessions_open", "bytes_in",          "bytes_out",        "uptime_ns",
+    "sweeps",        "combos"};
+
+/* Encodes FIELDS with the reply's encoder into enc and decodes want with its decoder, checking
+ * the decoded fields. Returns the encoded length, or -1 for an unknown reply. */
+static int reply_case(const char *name, const char *f, const uint8_t *want, uint8_t *enc)
+{
+    memset(enc, 0xA5, 128); /* reserved fields must be written, as 0 */
+    if (!strcmp(name, "hello")) {
+        tfw_hello_reply r = {(uint32_t)fu(f, "version"),
+                             (uint32_t)fu(f, "caps"),
+                             fu(f, "max_frame"),
+                             fu(f, "max_memory"),
+                             (uint32_t)fu(f, "max_datasets"),
+                             (uint32_t)fu(f, "threads")};
+        tfw_hello_reply d;
+        tfw_get_hello(want, &d);
+        CHECK(d.version == r.version && d.caps == r.caps && d.max_frame == r.max_frame &&
+              d.max_memory == r.max_memory && d.max_datasets == r.max_datasets &&
+              d.threads == r.threads);
+        return (int)tfw_put_hello(enc, &r);
+    }
+    if (!strcmp(name, "load")) {
+        tfw_load_reply r = {fu(f, "handle"), fu(f, "n_bars"), (uint32_t)fu(f, "created")}, d;
+        tfw_get_load(want, &d);
+        CHECK(d.handle == r.handle && d.n_bars == r.n_bars && d.created == r.created);
+        return (int)tfw_put_load(enc, &r);
+    }
+    if (!strcmp(name, "sweep")) {
+        tfw_sweep_reply r = {(uint32_t)fu(f, "n_combos"), (uint32_t)fu(f, "flags")}, d;
+        tfw_get_sweep(want, &d);
+        CHECK(d.n_combos == r.n_combos && d.flags == r.flags);
+        return (int)tfw_put_sweep(enc, &r);
+    }
+    if (!strcmp(name, "run_one")) {
+        tfw_run_one_reply r = {fd(f, "pnl"), fi(f, "trades")}, d;
+        tfw_get_run_one(want, &d);
+        CHECK(tf_test_same_bits(d.pnl, r.pnl) && d.trades == r.trades);
+        return (int)tfw_put_run_one(enc, &r);
+    }
+    if (!strcmp(name, "session_open")) {
+        CHECK_EQ(tfw_get_session_open(want), fu(f, "session"));
+        return (int)tfw_put_session_open(enc, fu(f, "session"));
+    }
+    if (!strcmp(name, "session_bar") || !strcmp(name, "session_state")) {
+        int bars = !strcmp(name, "session_state");
+        tfw_session_reply r = {(int32_t)fi(f, "position"), fi(f, "trades"), fd(f, "pnl"),
+                               bars ? fi(f, "bars") : -1},
+                          d;
+        tfw_get_session(want, bars, &d);
+        CHECK(d.position == r.position && d.trades == r.trades && tf_test_same_bits(d.pnl, r.pnl) &&
+              d.bars == r.bars);
+        return (int)tfw_put_session(enc, &r, bars);
+    }
+    if (!strcmp(name, "stats")) {
+        uint64_t v[TF_STAT_COUNT], d[TF_STAT_COUNT];
+        for (int i = 0; i < TF_STAT_COUNT; i++)
+            v[i] = fu(f, stat_names[i]);
+        tfw_get_stats(want, d);
+        CHECK(!memcmp(v, d, sizeof v));
+        return (int)tfw_put_stats(enc, v);
+    }
+    if (!strcmp(name, "strategies")) {
+        tfw_strategies_reply r = {(uint32_t)fu(f, "count"), (uint32_t)fu(f, "text_len")}, d;
+        tfw_get_strategies(want, &d);
+        CHECK(d.count == r.count && d.text_len == r.text_len);
+        return (int)tfw_put_strategies(enc, &r);
+    }
+    if (!strcmp(name, "error")) {
+        tfw_error_reply r = {(int32_t)fi(f, "code"), (uint32_t)fu(f, "msg_len")}, d;
+        tfw_get_error_fixed(want, &d);
+        CHECK(d.code == r.code && d.msg_len == r.msg_len);
+        return (int)tfw_put_error_fixed(enc, &r);
+    }
+    return -1;
+}
+
+static void test_reply_vectors(void)
+{
+    FILE *fp = tf_test_open_vectors("v2_replies.txt");
+    if (!fp)
+        return;
+    char line[2048], name[64], fields[1024], hex[512];
+    int n = 0, kinds = 0;
+    const char *last = "";
+    static char seen[16][64];
+    while (fgets(line, sizeof line, fp)) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (sscanf(line, "%63s %1023s %511s", name, fields, hex) != 3) {
+            fprintf(stderr, "v2_replies: bad line %s", line);
+            CHECK(0);
+            continue;
+        }
+        uint8_t want[256], enc[256];
+        int len = hex_bytes(hex, want, sizeof want);
+        CHECK(len > 0);
+        int got = reply_case(name, fields, want, enc);
+        if (got != len || memcmp(enc, want, (size_t)len)) {
+            fprintf(stderr, "v2_replies: %s %s: encoded %d bytes, want %d\n", name, fields, got,
+                    len);
+            CHECK(0);
+        } else {
+            CHECK(1);
+        }
+        if (strcmp(last, name) && kinds < 16) {
+            snprintf(seen[kinds], sizeof seen[kinds], "%s", name);
+            last = seen[kinds++];
+        }
+        n++;
+    }
+    fclose(fp);
+    CHECK(n >= 18);
+    CHECK_EQ(kinds, 10); /* every reply payload has vectors */
+}
+
+/* The opcode table against the opcode list of docs/protocol.md: request and reply sizes, the
+ * facts the server switches on, and nothing else in the byte range. */
+static void test_op_table(void)
+{
+    static const struct {
+        uint8_t op, version, var, reply, reply_var, flags;
+        uint16_t fixed;
+        const char *name;
+    } want[] = {
+        {0x00, 1, 1, 0, 1, TFW_OP_SWEEPS | TFW_OP_CLOSES, 9, "v1 sweep"},
+        {0x01, 1, 1, 0, 1, TFW_OP_CLOSES, 9, "v1 echo"},
+        {0x10, 2, 0, 32, 0, 0, 8, "HELLO"},
+        {0x11, 2, 1, 24, 0, TFW_OP_CLOSES, 8, "LOAD"},
+        {0x12, 2, 1, 8, 1, TFW_OP_SWEEPS | TFW_OP_SWEEP_FLAGS | TFW_OP_DATASET, 16, "SWEEP_DS"},
+        {0x13, 2, 0, 16, 0, TFW_OP_DATASET, 56, "RUN_ONE"},
+        {0x14, 2, 1, 8, 1, TFW_OP_SWEEPS | TFW_OP_CLOSES, 8, "SWEEP"},
+        {0x15, 2, 1, 0, 1, 0, 0, "ECHO"},
+        {0x16, 2, 0, 0, 0, TFW_OP_DATASET, 8, "DROP"},
+        {0x17, 2, 0, 96, 0, 0, 0, "STATS"},
+        {0x18, 2, 0, 24, 0, 0, 16, "LOAD_FD"},
+        {0x1A, 2, 0, 8, 1, 0, 0, "STRATEGIES"},
+        {0x1B, 2, 1, 8, 1, TFW_OP_SWEEPS | TFW_OP_SWEEP_FLAGS | TFW_OP_CLOSES | TFW_OP_DATASET, 32,
+         "SWEEP_WITH"},
+        {0x20, 2, 0, 8, 0, 0, 48, "SESSION_OPEN"},
+        {0x21, 2, 0, 24, 0, TFW_OP_SESSION, 16, "SESSION_BAR"},
+        {0x22, 2, 0, 32, 0, TFW_OP_SESSION, 8, "SESSION_QUERY"},
+        {0x23, 2, 0, 32, 0, TFW_OP_SESSION, 8, "SESSION_CLOSE"},
+        {0x25, 2, 1, 8, 0, 0, 8, "SESSION_OPEN_WITH"},
+    };
+    int rows = 0;
+    for (int op = 0; op < 256; op++) {
+        const tfw_op *o = tfw_op_of((uint8_t)op);
+        CHECK(o != NULL);
+        int w = -1;
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+            if (want[i].op == op)
+                w = (int)i;
+        if (w < 0) {
+            CHECK(o->name == NULL && o->version == 0 && o->flags == 0);
+            CHECK(!strcmp(tfw_op_name((uint8_t)op), "opcode"));
+            continue;
+        }
+        rows++;
+        CHECK(o->name && !strcmp(o->name, want[w].name));
+        CHECK(!strcmp(tfw_op_name((uint8_t)op), want[w].name));
+        CHECK_EQ(o->version, want[w].version);
+        CHECK_EQ(o->var, want[w].var);
+        CHECK_EQ(o->fixed, want[w].fixed);
+        CHECK_EQ(o->reply, want[w].reply);
+        CHECK_EQ(o->reply_var, want[w].reply_var);
+        CHECK_EQ(o->flags, want[w].flags);
+        CHECK_EQ(tfw_op_has((uint8_t)op, TFW_OP_SWEEPS), (want[w].flags & TFW_OP_SWEEPS) != 0);
+    }
+    CHECK_EQ(rows, (int)(sizeof want / sizeof want[0]));
+    CHECK(tfw_op_of(TF_OP_ERROR)->name == NULL); /* a client never sends one */
+}
+
 int main(void)
 {
     test_v1();
@@ -366,5 +585,7 @@ int main(void)
     test_encoders();
     test_hash();
     test_guard_page();
+    test_reply_vectors();
+    test_op_table();
     return tf_test_report();
 }

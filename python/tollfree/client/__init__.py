@@ -19,7 +19,7 @@ socket of ``serve --shm PATH``) and ``spawn:`` / ``spawn:BINARY`` (one ``tollfre
 process per call; BINARY defaults to :func:`tollfree._lib.bin_path`).
 
 Timeouts: ``timeout`` (seconds, None = wait forever) bounds every single wait for the server.
-Running past it raises :class:`tollfree.EngineTimeout`, an :class:`tollfree.EngineError` with code
+Running past it raises :class:`tollfree.SweepTimeout`, an :class:`tollfree.SweepError` with code
 ``-ETIMEDOUT`` that is also a ``TimeoutError`` (so ``except socket.timeout`` catches it too);
 ``socket.timeout`` itself is never raised. The client is closed after a timeout.
 """

@@ -57,7 +57,7 @@ import socket
 import time
 
 from tollfree import wire
-from tollfree.errors import EngineError, EngineTimeout, os_error
+from tollfree.errors import SweepError, SweepTimeout, os_error
 
 DEFAULT_RING = 4 << 20       # per direction: the default 150,000-bar sweep frame fits
 DEFAULT_SPIN = 20_000        # client spin iterations (~30 ns each in CPython) before sleeping
@@ -89,47 +89,16 @@ I_SERVER_CLOSED = wire.SHM_OFF_SERVER_CLOSED // 4
 I_CLIENT_CLOSED = wire.SHM_OFF_CLIENT_CLOSED // 4
 I_SERVER_PID = wire.SHM_OFF_SERVER_PID // 4
 
-# ---- futex: libtollfree's helpers (include/tollfree/shm.h), else the raw system call ----------
+# ---- futex: libtollfree's helpers (include/tollfree/shm.h) ------------------------------------
 _futex = None
 
 
-def _syscall_futex():
-    """(wait, wake) through libc's syscall(): the fallback while libtollfree lacks the helpers.
-    Same semantics as tf_futex_wait / tf_futex_wake (include/tollfree/shm.h): wake wakes every
-    waiter; ctypes drops the GIL around each call."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    sysc = libc.syscall
-    sysc.restype = ctypes.c_long
-    SYS_futex, FUTEX_WAIT, FUTEX_WAKE = 202, 0, 1  # x86-64; shared (not PRIVATE) futexes
-
-    class _TS(ctypes.Structure):
-        _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
-
-    def wait(addr, expected, timeout_ns):
-        ts = _TS(timeout_ns // 1_000_000_000, timeout_ns % 1_000_000_000)
-        r = sysc(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_int(FUTEX_WAIT),
-                 ctypes.c_uint32(expected), ctypes.byref(ts), ctypes.c_void_p(0),
-                 ctypes.c_int(0))
-        if r == 0:
-            return 0
-        e = ctypes.get_errno()
-        return 0 if e == errno.EAGAIN else -e
-
-    def wake(addr):
-        r = sysc(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_int(FUTEX_WAKE),
-                 ctypes.c_int(0x7FFFFFFF), ctypes.c_void_p(0), ctypes.c_void_p(0),
-                 ctypes.c_int(0))
-        return -ctypes.get_errno() if r < 0 else r
-
-    return wait, wake
-
-
 def _futex_fns():
-    """(wait(addr, expected, timeout_ns) -> int, wake(addr) -> int); ctypes drops the GIL."""
+    """(wait(addr, expected, timeout_ns) -> int, wake(addr) -> int): tf_futex_wait and
+    tf_futex_wake, which wake every waiter; ctypes drops the GIL around each call. The library
+    ships with the package (it is the server's too); without it this raises ImportError."""
     global _futex
-    if _futex is not None:
-        return _futex
-    try:
+    if _futex is None:
         from tollfree._lib import lib
 
         L = lib()
@@ -137,13 +106,11 @@ def _futex_fns():
         w.argtypes, w.restype = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64], ctypes.c_int
         k.argtypes, k.restype = [ctypes.c_void_p], ctypes.c_int
         _futex = (w, k)
-    except (ImportError, OSError, AttributeError):
-        _futex = _syscall_futex()
     return _futex
 
 
-def _corrupt(msg: str) -> EngineError:
-    return EngineError(wire.E_SHM_CORRUPT, "shm: " + msg)
+def _corrupt(msg: str) -> SweepError:
+    return SweepError(wire.E_SHM_CORRUPT, "shm: " + msg)
 
 
 class ShmTransport:
@@ -152,7 +119,7 @@ class ShmTransport:
     ``spin``: the most iterations the client polls resp_head before it yields and sleeps on the
     futex (0: sleep at once, no yield); the budget actually spun adapts below it (see
     :meth:`wait_more`). ``timeout`` (seconds or None) bounds each wait for a reply, raising
-    :class:`~tollfree.errors.EngineTimeout`; the connection is then closed. A dead server is
+    :class:`~tollfree.errors.SweepTimeout`; the connection is then closed. A dead server is
     detected either way.
     """
 
@@ -193,12 +160,12 @@ class ShmTransport:
             while got < len(rep):
                 k = sock.recv_into(memoryview(rep)[got:])
                 if not k:
-                    raise EngineError(wire.E_SHM_PEER_GONE,
+                    raise SweepError(wire.E_SHM_PEER_GONE,
                                       f"{self.what}: server closed during the handshake")
                 got += k
             status, spid = wire.SHM_HELLO_REP.unpack(rep)
             if status < 0:
-                raise EngineError(status, f"{self.what}: handshake refused")
+                raise SweepError(status, f"{self.what}: handshake refused")
         except OSError as e:
             sock.close()
             self._drop_map()
@@ -289,7 +256,7 @@ class ShmTransport:
                 self._check_peer()
                 if deadline is not None and time.monotonic() > deadline:
                     self.close()
-                    raise EngineTimeout(message=f"{self.what}: request ring stayed full")
+                    raise SweepTimeout(message=f"{self.what}: request ring stayed full")
                 time.sleep(50e-6)
 
     def reserve(self, size: int) -> int:
@@ -297,9 +264,9 @@ class ShmTransport:
         needed (as tfw_ring_reserve does; tests/vectors/shm_ring.txt); returns the ring offset to
         write the frame at."""
         if self.closed:
-            raise EngineError(-errno.EBADF, "the client is closed")
+            raise SweepError(-errno.EBADF, "the client is closed")
         if size > self.ring - 8:
-            raise EngineError(wire.E_SHM_TOO_BIG,
+            raise SweepError(wire.E_SHM_TOO_BIG,
                               f"a {size}-byte frame does not fit the {self.ring}-byte shm ring "
                               f"(load big series with load(), or connect with a bigger ring_bytes)")
         pos = self.cq[Q_REQ_HEAD]
@@ -329,7 +296,7 @@ class ShmTransport:
 
     def sendv(self, bufs, nbytes: int, fds=()) -> None:
         if fds:
-            raise EngineError(wire.E_BAD_FD, "shm: fds travel on the control socket (LOAD_FD)")
+            raise SweepError(wire.E_BAD_FD, "shm: fds travel on the control socket (LOAD_FD)")
         off = self.reserve(wire.align8(nbytes))
         req = self.req
         for b in bufs:
@@ -349,7 +316,7 @@ class ShmTransport:
     # ---- reply side --------------------------------------------------------------------------
     def _check_peer(self) -> None:
         if self.closed:
-            raise EngineError(-errno.EBADF, "the client is closed")
+            raise SweepError(-errno.EBADF, "the client is closed")
         why = None
         if self.ci[I_SERVER_CLOSED]:
             why = "the server closed this connection (server_closed)"
@@ -366,7 +333,7 @@ class ShmTransport:
                     pass
         if why:
             self.close()
-            raise EngineError(wire.E_SHM_PEER_GONE, f"{self.what}: {why}")
+            raise SweepError(wire.E_SHM_PEER_GONE, f"{self.what}: {why}")
 
     def wait(self, tail: int) -> int:
         """Spins, yields, then sleeps on resp_seq, until resp_head != tail; returns the new
@@ -514,12 +481,12 @@ class ShmTransport:
             self._check_peer()
             if deadline is not None and time.monotonic() >= deadline:
                 self.close()
-                raise EngineTimeout(message=f"{self.what}: no reply within {self.timeout} s")
+                raise SweepTimeout(message=f"{self.what}: no reply within {self.timeout} s")
 
     def begin_reply(self) -> None:
         """Waits for a whole reply frame at resp_tail and validates it."""
         if self.closed:
-            raise EngineError(-errno.EBADF, "the client is closed")
+            raise SweepError(-errno.EBADF, "the client is closed")
         while True:
             tail = self.cq[Q_RESP_TAIL]
             head = self.cq[Q_RESP_HEAD]

@@ -9,7 +9,7 @@ A transport moves whole frames and knows nothing of opcodes:
   expects from here to the end of the frame: small replies are then received with one system
   call into a reused buffer (and copied out), big ones land directly in the caller's array.
 
-Failures raise :class:`~tollfree.errors.EngineError` and leave the transport closed.
+Failures raise :class:`~tollfree.errors.SweepError` and leave the transport closed.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import subprocess
 import time
 
 from tollfree import wire
-from tollfree.errors import EngineError, EngineTimeout, os_error
+from tollfree.errors import SweepError, SweepTimeout, os_error
 
 SOCK_BUF = 4 << 20          # SO_SNDBUF/SO_RCVBUF for bulk transfers
 _SMALL = 16 << 10           # replies up to this size are read into the reuse buffer first
@@ -78,8 +78,8 @@ class _Reader:
 
     def _eof(self):
         if self.in_frame:
-            raise EngineError(wire.E_TRUNCATED, "the server closed the connection mid-frame")
-        raise EngineError(-errno.ECONNRESET, "the server closed the connection")
+            raise SweepError(wire.E_TRUNCATED, "the server closed the connection mid-frame")
+        raise SweepError(-errno.ECONNRESET, "the server closed the connection")
 
     def read(self, mv: memoryview, hint: int = 0) -> None:
         need = len(mv)
@@ -110,7 +110,7 @@ class SocketTransport:
     """A connected Unix or TCP stream socket (TCP_NODELAY, a few MiB of socket buffers).
 
     ``timeout`` (seconds or None) bounds every single send/receive wait; running past it raises
-    :class:`~tollfree.errors.EngineTimeout` (a ``TimeoutError``) and closes the transport.
+    :class:`~tollfree.errors.SweepTimeout` (a ``TimeoutError``) and closes the transport.
     """
 
     can_pass_fds = False
@@ -160,7 +160,7 @@ class SocketTransport:
 
     def sendv(self, bufs, nbytes: int, fds=()) -> None:
         if self.closed:
-            raise EngineError(-errno.EBADF, "the client is closed")
+            raise SweepError(-errno.EBADF, "the client is closed")
         self._reader.in_frame = False
         sock = self.sock
         try:
@@ -189,7 +189,7 @@ class SocketTransport:
             (blen,) = wire.LEN.unpack_from(buf)
             op, _, _, _, code, mlen = struct.unpack_from("<BBHQiI", buf, 4)
             if op == wire.ERROR and blen == 20 + mlen and len(buf) >= 24:
-                return EngineError(code, bytes(buf[24:24 + mlen]).decode("utf-8", "replace"))
+                return SweepError(code, bytes(buf[24:24 + mlen]).decode("utf-8", "replace"))
         except (OSError, struct.error, ValueError):
             pass
         return None
@@ -200,7 +200,7 @@ class SocketTransport:
     def read(self, mv, hint: int = 0) -> None:
         try:
             self._reader.read(mv, hint)
-        except EngineError:
+        except SweepError:
             self.close()
             raise
 
@@ -242,7 +242,7 @@ class PipeTransport:
         r, w, _ = select.select([] if write else [fd], [fd] if write else [], [], self.timeout)
         if not (r or w):
             self.close(kill=True)
-            raise EngineTimeout(message=f"{self.what}: timed out")
+            raise SweepTimeout(message=f"{self.what}: timed out")
 
     def _recv(self, mv):
         self._wait_fd(self._rfd, False)
@@ -254,7 +254,7 @@ class PipeTransport:
 
     def sendv(self, bufs, nbytes: int, fds=()) -> None:
         if fds:
-            raise EngineError(wire.E_BAD_FD, "spawn: cannot pass file descriptors over a pipe")
+            raise SweepError(wire.E_BAD_FD, "spawn: cannot pass file descriptors over a pipe")
         views = _views(bufs)
         try:
             while views:
@@ -263,7 +263,7 @@ class PipeTransport:
         except OSError as e:
             self.close(kill=True)
             code = -(e.errno or errno.EIO)
-            raise EngineError(code, f"write to {self.what}: {e.strerror}") from None
+            raise SweepError(code, f"write to {self.what}: {e.strerror}") from None
 
     def begin_reply(self) -> None:
         self._reader.in_frame = False
@@ -271,7 +271,7 @@ class PipeTransport:
     def read(self, mv, hint: int = 0) -> None:
         try:
             self._reader.read(mv, hint)
-        except EngineError:
+        except SweepError:
             self.close(kill=True)
             raise
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from tollfree import wire
 from tollfree.binding import FEE_DEFAULT, STAT_NAMES, STATS_DTYPE, as_close, as_fee, as_params
-from tollfree.errors import EngineError
+from tollfree.errors import SweepError
 
 _M64 = (1 << 64) - 1
 _U32 = 0xFFFFFFFF
@@ -149,7 +149,7 @@ class Session:
     def __exit__(self, *exc):
         try:
             self.close()
-        except EngineError:
+        except SweepError:
             if exc[0] is None:
                 raise
 
@@ -159,7 +159,7 @@ class Session:
 
 class Client:
     """A v2 connection to ``tollfree serve`` (see :func:`tollfree.connect`). Not thread-safe: one
-    call at a time per client. Every failure raises :class:`~tollfree.errors.EngineError`.
+    call at a time per client. Every failure raises :class:`~tollfree.errors.SweepError`.
 
     Buffers: requests go out as ``[header, memoryview(array)...]`` without copies; replies land in
     caller-visible arrays via ``recv_into``. :meth:`echo` without ``out`` returns the client's own
@@ -188,7 +188,7 @@ class Client:
         t = t or self._t
         body = wire.V2_HDR_BODY + plen
         if body > _U32 or (self.server_info and body > self.server_info["max_frame"]):
-            raise EngineError(wire.E_FRAME_TOO_LARGE, f"a {body}-byte body is above the frame limit")
+            raise SweepError(wire.E_FRAME_TOO_LARGE, f"a {body}-byte body is above the frame limit")
         rid = self._rid = (self._rid + 1) & _M64 or 1
         _HDR.pack_into(self._hdr, 0, body, op, wire.VERSION, 0, rid)
         t.sendv([self._hdr_mv, *parts], 16 + plen, fds)
@@ -219,11 +219,11 @@ class Client:
         msg = bytes(buf[8:]).decode("utf-8", "replace")
         if code in wire.CLOSING_CODES:
             t.close()
-        raise EngineError(code, msg)
+        raise SweepError(code, msg)
 
     def _bad(self, what: str, t=None):
         (t or self._t).close()
-        raise EngineError(wire.E_PROTOCOL, f"{self.url}: unexpected {what}")
+        raise SweepError(wire.E_PROTOCOL, f"{self.url}: unexpected {what}")
 
     def _fixed(self, op: int, rid: int, S, t=None):
         t = t or self._t
@@ -304,7 +304,7 @@ class Client:
     def _load_fd(self, close: np.ndarray, t=None) -> Dataset:
         t = t or self._t
         if not getattr(t, "can_pass_fds", False):
-            raise EngineError(wire.E_BAD_FD, f"{self.url}: this transport cannot pass an fd")
+            raise SweepError(wire.E_BAD_FD, f"{self.url}: this transport cannot pass an fd")
         n = close.shape[0]
         fd = self._sealed_memfd(close)
         try:
@@ -643,7 +643,7 @@ class ShmSession(Session):
                         return r[5]
             except ValueError:
                 if t.closed:
-                    raise EngineError(-errno.EBADF, "the client is closed") from None
+                    raise SweepError(-errno.EBADF, "the client is closed") from None
                 raise
             # an error frame, a wrap marker or a malformed reply: the general reader decides
             p, res, tr, pnl = client._fixed(OP, rid, wire.SESSION_BAR_REP)
@@ -809,7 +809,7 @@ class ShmClient(Client):
                         return out
             except ValueError:
                 if t.closed:
-                    raise EngineError(-errno.EBADF, "the client is closed") from None
+                    raise SweepError(-errno.EBADF, "the client is closed") from None
                 raise
             plen = client._recv(OP, rid, n)  # error frame, wrap or malformed: the general reader
             if plen != n:
@@ -927,14 +927,14 @@ class SpawnClient(Client):
         from tollfree.client._stream import PipeTransport
 
         if self._closed:
-            raise EngineError(-errno.EBADF, "the client is closed")
+            raise SweepError(-errno.EBADF, "the client is closed")
         t = self._t = PipeTransport(self.binary, self.timeout, self._stderr)
         try:
             result = fn(self, *args)
-        except EngineError as e:
+        except SweepError as e:
             rc = t.finish() if not t.closed else t.proc.returncode
             if e.code in (wire.E_TRUNCATED, -errno.ECONNRESET, -errno.EPIPE) and rc:
-                raise EngineError(e.code, f"{e.message} (tollfree serve --stdio exited with {rc})") from None
+                raise SweepError(e.code, f"{e.message} (tollfree serve --stdio exited with {rc})") from None
             raise
         except BaseException:
             t.close(kill=True)
@@ -943,7 +943,7 @@ class SpawnClient(Client):
             self._t = None
         rc = t.finish()
         if rc != 0:
-            raise EngineError(wire.E_PROTOCOL, f"tollfree serve --stdio exited with status {rc}")
+            raise SweepError(wire.E_PROTOCOL, f"tollfree serve --stdio exited with status {rc}")
         return result
 
     def hello(self) -> dict:
@@ -964,7 +964,7 @@ class SpawnClient(Client):
     def _spawned(self, data):
         if isinstance(data, Dataset):
             if data._close is None:
-                raise EngineError(wire.E_UNKNOWN_DATASET, _NOT_SPAWNED)
+                raise SweepError(wire.E_UNKNOWN_DATASET, _NOT_SPAWNED)
             data = data._close
         return as_close(data)
 
@@ -989,7 +989,7 @@ class SpawnClient(Client):
     def run_one(self, dataset, combo):
         if isinstance(dataset, Dataset):
             if dataset._close is None:
-                raise EngineError(wire.E_UNKNOWN_DATASET, _NOT_SPAWNED)
+                raise SweepError(wire.E_UNKNOWN_DATASET, _NOT_SPAWNED)
             dataset = dataset._close
 
         def both(c, close, combo):
@@ -1001,7 +1001,7 @@ class SpawnClient(Client):
         """Nothing to free: no server outlives a call."""
 
     def session(self, combo, strategy=None):
-        raise EngineError(wire.E_UNSUPPORTED, "spawn: a process per call cannot hold a live session")
+        raise SweepError(wire.E_UNSUPPORTED, "spawn: a process per call cannot hold a live session")
 
     def close(self) -> None:
         self._closed = True
