@@ -126,8 +126,9 @@ static void runner_close(runner *r)
 
 static void run_range(runner *r, const uint8_t *p, size_t len)
 {
+    tfv_msg m;
+    memset(&m, 0, sizeof m); /* a plain record: no session, no connection (conn 0) */
     for (size_t off = 0; off < len;) {
-        tfv_msg m;
         int n = tf_ofl_frame_decode(p + off, len - off, &m.ofl);
         if (n < 0)
             die("decode", n);

@@ -28,7 +28,8 @@
 
 /* Configuration, read by tf_engine_create only (nothing is kept). */
 typedef struct tf_engine_config {
-    uint32_t size;               /* sizeof(tf_engine_config): lets the struct grow */
+    uint32_t size;               /* sizeof(tf_engine_config): lets the struct grow (not yet
+                                    the size rule of docs/api.md: 0 is refused) */
     const uint64_t *instruments; /* instrument ids, any order, no duplicates, none 0 */
     uint32_t n_instruments;      /* 1..TF_ENGINE_MAX_INSTRUMENTS */
     uint32_t max_orders;         /* live orders at once: 1..TF_ENGINE_MAX_ORDERS */
@@ -172,7 +173,8 @@ TF_API int tf_engine_snapshot_load(const char *path, const tf_engine_config *cfg
 TF_API int tf_engine_parse_instruments(const char *s, uint64_t *ids, uint32_t cap);
 
 /* Cancels the listed orders that are live as one command with this command_seq (duplicates
- * skipped as tf_engine_apply skips them): one Canceled per live order, in the list's order;
+ * skipped as tf_engine_apply skips them): one Canceled per live order (a CanceledEx with reason
+ * TF_OFX_CANCEL_ACCOUNT for an order a gateway command placed), in the list's order;
  * ids not live are passed over without an event. Returns the tf_engine_outcome, or
  * TF_E_NULL_ARG, or the sink's failure. Never allocates. */
 TF_API int tf_engine_cancel_orders(tf_engine *e, uint64_t command_seq, const uint64_t *order_ids,
@@ -256,7 +258,8 @@ TF_API int tf_engine_best_price(const tf_engine *e, uint64_t instrument_id, int 
                                 int64_t *price);
 
 /* Cancels every live order of an account as one command with this command_seq (duplicates are
- * skipped as tf_engine_apply skips them): one Canceled event per order, in hash order. A walk
+ * skipped as tf_engine_apply skips them): one Canceled event per order (a CanceledEx with reason
+ * TF_OFX_CANCEL_ACCOUNT for an order a gateway command placed), in hash order. A walk
  * of every book: O(live orders + price levels), whatever the account's share of them.
  * Returns the tf_engine_outcome, or TF_E_NULL_ARG, or the sink's failure. Never allocates. */
 TF_API int tf_engine_cancel_account(tf_engine *e, uint64_t command_seq, uint64_t account_id,

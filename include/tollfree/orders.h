@@ -11,9 +11,9 @@
  * durable, so an event a client has seen is never lost by a crash of the engine.
  *
  * Gateway commands (orderflow.h, "gateway extension kinds": Order, Cancel, ReplaceByClient) go
- * through tf_orders_call / tf_orders_send_many like the OFL1 ones (a tf_ofl_msg of that kind);
- * their replies are gateway reports (AcceptedEx ... RejectedEx, Fill). An unsolicited fill is a
- * Trade or, when the taker's command was a gateway Order, a Fill (kind TF_OFX_FILL).
+ * through tf_orders_call / tf_orders_send_many / tf_orders_send like the OFL1 ones (a tf_ofl_msg of
+ * that kind); their replies are gateway reports (AcceptedEx ... RejectedEx, Fill). An unsolicited
+ * fill is a Trade or, when the taker's command was a gateway Order, a Fill (kind TF_OFX_FILL).
  *
  * One tf_orders is one connection, used by one thread at a time. Every buffer is sized by
  * tf_orders_connect; no call allocates after it. Calls return a count (>= 0) or a negative code:
@@ -50,10 +50,13 @@ typedef void (*tf_orders_fill_fn)(void *ctx, const tf_ofl_msg *trade);
 
 /* Options, read by tf_orders_connect only. A zeroed struct (or NULL) gives the defaults. */
 typedef struct tf_orders_opts {
+    /* Not yet the one size rule (docs/api.md): a uint32_t, and 0, exactly _SIZE_V1 or _V2, or
+     * at least sizeof are accepted. */
     uint32_t size;             /* sizeof(tf_orders_opts), or 0: lets the struct grow */
     int timeout_ms;            /* per call; 0 = TF_ORDERS_DEFAULT_TIMEOUT_MS; < 0 = wait forever */
     uint32_t max_fills;        /* unsolicited Trades queued for tf_orders_poll_fills; 0 = default */
-    uint32_t max_inflight;     /* commands tf_orders_send_many keeps unanswered; 0 = default */
+    uint32_t max_inflight;     /* commands tf_orders_send_many or tf_orders_send keep
+                                  unanswered at most; 0 = default */
     tf_orders_fill_fn on_fill; /* when set, unsolicited Trades go here instead of the queue */
     void *on_fill_ctx;
     /* A service started with --sessions (docs/venue.md): the session's name and secret. The
@@ -131,6 +134,46 @@ TF_API int tf_orders_replace(tf_orders *c, uint64_t order_id, uint64_t client_or
 TF_API int64_t tf_orders_send_many(tf_orders *c, const tf_ofl_msg *cmds, size_t n, tf_ofl_msg *ev,
                                    size_t cap, uint64_t *command_seq, size_t *reply_end);
 
+/* ---- pipelining: send now, read each reply later -------------------------------------------
+ *
+ * tf_orders_send sends commands without waiting for their replies; each tf_orders_recv then
+ * returns the reply of the oldest command sent and not yet answered, so the i-th recv after
+ * connect is the i-th command's (the service answers in the order of the commands). The events
+ * of a reply are its command's alone (command_seq ties them to it). A sequence whose second
+ * command does not depend on the first's events (a counterparty's resting order and the order
+ * that crosses it; a cancel and a new order by client ids; two quotes) goes out in one send
+ * and costs one round trip; what depends on an order id the engine assigns must wait for the
+ * reply, or name the order by its client id (CancelByClient, the gateway commands).
+ * tf_orders_call and tf_orders_send_many refuse (TF_E_INVALID_ARG) while commands sent this way
+ * are unanswered: their replies come first on the stream. Memory stays the connect's: the
+ * commands wait only as bytes in the send buffer (64 KiB). */
+
+/* Queues cmds[0..n) and writes as much of them as the socket takes at once, never waiting.
+ * Takes commands while fewer than max_inflight (tf_orders_opts) are unanswered and the send
+ * buffer has room for a frame; returns how many it took, 0 .. n: fewer than n is flow control,
+ * not an error (recv replies, then send the rest). The commands it takes are checked first:
+ * when one is not a command or cannot be encoded, its code is returned (TF_E_INVALID_ARG,
+ * TF_E_OFL_*) and none of this call's commands is taken (those past the window are checked by
+ * the call that takes them). Bytes the socket did not take go out with the next call on the
+ * connection (tf_orders_recv and tf_orders_poll_fills write before they wait); a caller that waits
+ * on tf_orders_fd itself calls tf_orders_flush first. A logged-on connection numbers each command
+ * with the next client_seq as it takes it. */
+TF_API int tf_orders_send(tf_orders *c, const tf_ofl_msg *cmds, size_t n);
+/* Waits for the reply of the oldest unanswered command (up to the per-call timeout, reading
+ * unsolicited Trades that come before it as every call does) and stores it in *r, as
+ * tf_orders_call does. Returns r->n (>= 1). TF_E_INVALID_ARG when no command is unanswered. A
+ * failure closes the connection, as for every call. */
+TF_API int tf_orders_recv(tf_orders *c, tf_orders_reply *r);
+/* Commands tf_orders_send took whose replies tf_orders_recv has not returned. After a failure
+ * it keeps its value: those commands may or may not have been applied (a session resends them,
+ * tf_orders_set_next_client_seq). */
+TF_API size_t tf_orders_unanswered(const tf_orders *c);
+/* Writes every byte tf_orders_send queued, waiting up to the per-call timeout; meanwhile what
+ * the server sends is read into the receive buffer (while it has room) for later calls. 0, or
+ * the error (the connection is then closed). Needed only by a caller that waits on
+ * tf_orders_fd between a send and a recv. */
+TF_API int tf_orders_flush(tf_orders *c);
+
 /* Unsolicited Trades (fills of this connection's resting orders hit by other connections).
  * They are read by every call on the connection; without on_fill they wait in a bounded queue
  * (max_fills; when it is full the oldest is dropped and counted, see tf_orders_fills_dropped).
@@ -138,7 +181,9 @@ TF_API int64_t tf_orders_send_many(tf_orders *c, const tf_ofl_msg *cmds, size_t 
  * empty and timeout_ms != 0 it first reads the socket for up to timeout_ms (< 0: until one
  * arrives) for new ones. Returns how many were stored (0: none). With on_fill set it only reads
  * what has already arrived (passing each Trade to on_fill) and returns 0. When the server has
- * closed, the queued Trades are returned first; then the call fails like any other. */
+ * closed, the queued Trades are returned first; then the call fails like any other. While
+ * pipelined commands are unanswered it reads up to the next reply and stops there without
+ * waiting (that reply, and the fills behind it, are tf_orders_recv's to read). */
 TF_API int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_ms);
 /* Unsolicited Trades dropped because the queue was full (since connect). */
 TF_API uint64_t tf_orders_fills_dropped(const tf_orders *c);

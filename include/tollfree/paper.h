@@ -9,7 +9,7 @@
  * rounded close. With a half spread of K ticks a quoter, account 3, keeps a bid K ticks under and
  * an ask K ticks over each close (replaced every bar) and the strategy sends market orders: no
  * parity is expected and the result says what the spread cost. The venue is an in-process engine
- * (optionally journaled) or `tollfree engine serve` through two tf_orders connections.
+ * (optionally journaled) or `tollfree engine serve` through tf_orders connections, pipelined.
  *
  * The CLI (`tollfree paper`) and Python (tollfree.paper.run) are shells over tf_paper_run: the
  * same inputs give the same bits through both. Nothing here prints; a failure returns a negative
@@ -33,6 +33,9 @@
 #define TF_PAPER_DEFAULT_TICK 1e-4
 /* The in-process engine's live-order limit (the auction never leaves more than 3 live). */
 #define TF_PAPER_MAX_LIVE_ORDERS 1024
+/* tf_paper_config.max_inflight: the default, and the most (position changes). */
+#define TF_PAPER_DEFAULT_INFLIGHT 256
+#define TF_PAPER_MAX_INFLIGHT 65536
 
 /* Where the tick of a run came from (tf_paper_result.tick_source). */
 typedef enum tf_paper_tick_source {
@@ -88,9 +91,11 @@ typedef struct tf_paper_config {
                             series that has a decimal tick (TF_E_BAD_INPUT); 1: trade the
                             rounded series anyway */
     int timeout_ms;      /* service: per call, and for the last fills; 0: the tf_orders default */
-    const char *engine_url;  /* NULL: an in-process engine; else "unix:PATH" / "tcp:HOST:PORT" of
-                                `tollfree engine serve` (two connections: the strategy's, and the
-                                counterparty's or quoter's, which receives its fills unsolicited) */
+    const char *engine_url;  /* NULL: an in-process engine; else "unix:PATH", "tcp:HOST:PORT" or
+                                "tls:HOST:PORT" of `tollfree engine serve`: the strategy's
+                                connection (which in the auction also carries the counterparty's
+                                orders, each just before the order that crosses it) and, with a
+                                half spread, the quoter's, which receives its fills unsolicited */
     const char *journal_dir; /* in-process only, NULL: none; else a directory (made if missing)
                                 that gets commands.ofl and events.ofl (OFL1); refused when either
                                 already holds records */
@@ -110,6 +115,15 @@ typedef struct tf_paper_config {
     const char *session;
     const void *secret;
     size_t secret_len;
+    /* Appended: the service's closing auction only. The position changes sent whose replies
+     * are not read yet, at most: the strategy's next position depends on prices alone, so the
+     * loop sends a change (the counterparty's order and the strategy's, one send) and goes on
+     * while the service answers; the fills are booked in the order they were made, so the
+     * results are the same bits whatever the window. 0: TF_PAPER_DEFAULT_INFLIGHT; 1: each
+     * change's replies are read before the next bar (one round trip per change); at most
+     * TF_PAPER_MAX_INFLIGHT. The in-process engine and the half spread (whose quotes follow
+     * the fills) always read them at once. */
+    uint32_t max_inflight;
 } tf_paper_config;
 
 /* What a run did. The caller sets size and the four optional outputs (in); tf_paper_run writes
@@ -145,7 +159,8 @@ typedef struct tf_paper_result {
     int has_state_hash;     /* in-process: 1 and state_hash set */
     int in_process;         /* 1: the in-process engine; 0: the service */
     uint64_t state_hash;    /* tf_engine_state_hash after the run (tf_engine_format_hash) */
-    uint64_t venue_fills;   /* service: unsolicited Trades the second connection received */
+    uint64_t venue_fills;   /* service, half spread: unsolicited Trades the quoter's connection
+                               received (0 in the auction: no second connection) */
     uint64_t fills_dropped; /* service: of those, dropped by its full queue */
     double seconds;         /* wall time of the bar loop */
 } tf_paper_result;

@@ -414,8 +414,8 @@ def test_progress_callable():
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory):
     # Durability none: these tests are about the path and its parity; a group commit per round
-    # trip would make 114,000 fsyncs per default-data run. Durability is the service tests' job
-    # (tests/unit/test_engine_service.c: kill -9 trials under every level).
+    # trip would make up to 57,000 fsyncs per default-data run. Durability is the service tests'
+    # job (tests/unit/test_engine_service.c: kill -9 trials under every level).
     s = engine_service(tmp_path_factory, instruments="1-2", durability="none")
     yield s
     s.kill()
@@ -426,7 +426,8 @@ def test_service_parity_cli(svc, kind):
     kp, kt = kernel(default_close(), COMBO0)
     j = cli_json("--combo", "6,3,2,3,1,2", "--engine", svc.url(kind))
     assert j["parity"] is True and same_bits(j["pnl"], kp) and j["trades"] == kt
-    assert j["venue_fills"] == j["fills"] and j["fills_dropped"] == 0
+    # the auction's counterparty sends on the strategy's connection: no unsolicited fills
+    assert j["venue_fills"] == 0 and j["fills_dropped"] == 0
     assert "state_hash" not in j
 
 
@@ -436,7 +437,7 @@ def test_service_parity_python_and_random_combos(svc, csv_case):
         kp, kt = kernel(close, combo)
         r = paper.run(combo, close, engine=svc.url("unix"), progress=False)
         assert r.parity and same_bits(r.pnl, kp) and r.trades == kt
-        assert r.venue_fills == r.fills and r.fills_dropped == 0
+        assert r.venue_fills == 0 and r.fills_dropped == 0
         j = cli_json("--combo", ",".join(map(str, combo)), "--input", path, "--column", "Close",
                      "--engine", svc.url("tcp"), "--instrument", "2")
         assert j["parity"] is True and same_bits(j["pnl"], kp)
@@ -449,3 +450,60 @@ def test_service_half_spread(svc, csv_case):
     local = cli_json("--combo", "6", "--input", path, "--column", "Close", "--half-spread", "1")
     for k in ("pnl", "trades", "orders", "fills", "commands", "spread_cost"):
         assert j[k] == local[k], k
+    # the quoter's connection received every fill of its quotes as an unsolicited Trade
+    assert j["venue_fills"] == j["fills"] > 0 and j["fills_dropped"] == 0
+
+
+# ---------------------------------------------------------------- pipelined through the service
+
+def test_service_window_gives_the_same_bits(svc, csv_case):
+    """Changes in flight (max_inflight 1: one round trip per change; 3; the default 256): the
+    fills are booked in the order they were made, so every output is the in-process run's, bit
+    for bit: pnl, the fill log, and the per-bar equity and mtm (written once a bar's changes are
+    booked)."""
+    _, close = csv_case
+    for combo in (COMBO0, RANDOM_COMBOS[0]):
+        local = paper.run(combo, close, progress=False)
+        for w in (1, 3, None):
+            r = paper.run(combo, close, engine=svc.url("unix"), progress=False, max_inflight=w)
+            assert r.parity and same_bits(r.pnl, local.pnl), (combo, w)
+            for k in ("trades", "orders", "fills", "lots", "commands", "events", "position"):
+                assert getattr(r, k) == getattr(local, k), (combo, w, k)
+            assert np.array_equal(r.fill_log, local.fill_log), (combo, w)
+            assert r.equity.tobytes() == local.equity.tobytes(), (combo, w)
+            assert r.mtm.tobytes() == local.mtm.tobytes(), (combo, w)
+
+
+def test_service_applies_the_in_process_commands(tmp_path_factory, csv_case):
+    """The pipelined run sends the in-process run's commands in its order (the counterparty's
+    order just before the strategy's, on one connection): a fresh service ends in the state the
+    in-process engine ends in (same instrument list, same state hash)."""
+    path, _ = csv_case
+    args = ("--combo", "6,3,2,3,1,2", "--input", path, "--column", "Close")
+    local = cli_json(*args)
+    s = engine_service(tmp_path_factory, instruments="1", durability="none")
+    try:
+        j = cli_json(*args, "--engine", s.url("unix"))
+    except BaseException:
+        s.kill()
+        raise
+    summary = s.stop()
+    assert same_bits(j["pnl"], local["pnl"])
+    assert summary["commands"] == local["commands"] and summary["events"] == local["events"]
+    assert summary["state_hash"] == local["state_hash"]
+
+
+def test_max_inflight_refusals():
+    for bad in ("0", "65537", "-1", "x"):
+        p = cli("--combo", "6", "--max-inflight", bad, check_rc=2)
+        assert "--max-inflight" in p.stderr
+    for bad in (0, paper.MAX_INFLIGHT + 1):
+        with pytest.raises(ValueError, match="max_inflight"):
+            paper.run(COMBO0, engine="unix:/nonexistent.sock", max_inflight=bad, progress=False)
+    # the constant is the header's
+    from pathlib import Path
+    h = (Path(__file__).resolve().parents[2] / "include" / "tollfree" / "paper.h").read_text()
+    assert f"#define TF_PAPER_MAX_INFLIGHT {paper.MAX_INFLIGHT}" in h
+    # in-process, the window changes nothing
+    r = paper.run(COMBO0, progress=False, max_inflight=5)
+    assert r.parity and r.state_hash == paper.run(COMBO0, progress=False).state_hash

@@ -171,7 +171,7 @@ def test_kill_switch_survives_a_restart(tmp_path, snapshot):
     or starts from a snapshot written after the switch (the switch's record is then before the
     snapshot), and the state hash still equals `engine run`."""
     v = Venue(tmp_path)
-    extra = ("--snapshot-every", "1") if snapshot else ()
+    extra = ("--snapshot-every", "1") if snapshot else ("--snapshot-every", "0")
     v.start(*extra)
     try:
         with v.connect("alpha") as a:
@@ -245,7 +245,7 @@ def test_band_around_the_last_trade(tmp_path, snapshot):
                       "account 2 band 1% ref last\n"
                       "account 3 band 5\n"
                       "admin ops\n")
-    extra = ("--snapshot-every", "1") if snapshot else ()
+    extra = ("--snapshot-every", "1") if snapshot else ("--snapshot-every", "0")
     v.start(*extra)
 
     def after_the_trade(a, coid: int):

@@ -44,6 +44,7 @@ from tollfree.binding import FEE_DEFAULT, _Progress, as_fee
 FEE = FEE_DEFAULT  # the default fee, percent points per closed trade (docs/definition.md 5, 9)
 DEFAULT_TICK = 1e-4  # TF_PAPER_DEFAULT_TICK: the tick when none is given and none fits the data
 MAX_DECIMALS = 10  # TF_PAPER_MAX_DECIMALS
+MAX_INFLIGHT = 65536  # TF_PAPER_MAX_INFLIGHT: position changes in flight through the service
 FILL_SIZE = 32  # sizeof(tf_paper_fill): bar, dir, qty_lots, px_ticks (int64 each)
 TICK_SOURCES = ("given", "data", "default")  # tf_paper_tick_source
 
@@ -73,7 +74,7 @@ class _Config(ctypes.Structure):
                 ("progress", ctypes.POINTER(_Progress)), ("strategy", ctypes.c_void_p),
                 ("params", ctypes.POINTER(ctypes.c_double)),
                 ("session", ctypes.c_char_p), ("secret", ctypes.c_char_p),
-                ("secret_len", ctypes.c_size_t)]
+                ("secret_len", ctypes.c_size_t), ("max_inflight", ctypes.c_uint32)]
 
 
 _I64, _D = ctypes.c_int64, ctypes.c_double
@@ -280,7 +281,8 @@ def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[flo
         progress: Union[None, bool, Callable[[int, int], None]] = None,
         plot: Optional[str] = None, fee: float = FEE, coarse_tick: bool = False,
         strategy=None, params=None, session: Optional[str] = None,
-        secret: Union[None, str, bytes] = None) -> PaperResult:
+        secret: Union[None, str, bytes] = None,
+        max_inflight: Optional[int] = None) -> PaperResult:
     """Paper-trades ``combo`` (six window lengths) on ``close`` (a numpy array, pandas Series or
     DataFrame with a ``close`` column, any sequence of positive prices; default: the default
     data) through libtollfree's ``tf_paper_run``.
@@ -301,7 +303,10 @@ def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[flo
     :func:`plot_equity`. ``fee``: percent points per closed trade (0 <= fee < 100, default 0.09),
     for the fills' PnL and the kernel's alike. ``session``: log on to a service started with
     ``--sessions`` (docs/venue.md) as this session, with ``secret`` (else the environment
-    variable ``TOLLFREE_SECRET``).
+    variable ``TOLLFREE_SECRET``). ``max_inflight``: with ``engine`` in the auction, the position
+    changes sent before the oldest one's replies are read (None: 256; 1: each change's replies
+    before the next bar, one round trip per change); the results are the same bits whatever it
+    is (the strategy's position depends on prices only, and the fills are booked in order).
 
     Raises :class:`ValueError` for bad arguments (``tollfree.data.BadInput``, a ValueError, for
     refused prices or a refused tick), :class:`PaperError` when the venue refuses an order the
@@ -331,6 +336,8 @@ def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[flo
         raise ValueError("half_spread must be >= 0 ticks")
     if journal and engine:
         raise ValueError("journal is for the in-process engine (the service keeps its own)")
+    if max_inflight is not None and not 1 <= int(max_inflight) <= MAX_INFLIGHT:
+        raise ValueError(f"max_inflight must be 1 .. {MAX_INFLIGHT} position changes")
     c = default_close() if close is None else to_close(close)
     n = int(c.shape[0])
 
@@ -350,7 +357,8 @@ def run(combo: Optional[Sequence[int]] = None, close=None, *, tick: Optional[flo
                   timeout_ms=-1 if timeout is None else max(1, int(round(timeout * 1000))),
                   engine_url=engine.encode() if engine else None,
                   journal_dir=str(journal).encode() if journal else None,
-                  progress=ctypes.pointer(pg))
+                  progress=ctypes.pointer(pg),
+                  max_inflight=0 if max_inflight is None else int(max_inflight))
     if session is not None:
         cfg.session = session.encode()
         cfg.secret = secret_b
@@ -507,6 +515,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--session")
     ap.add_argument("--secret-file")
+    ap.add_argument("--max-inflight", type=int)
     a = ap.parse_args(argv)
     if a.combo is None and a.params is None:
         ap.error("give --combo (HMA) or --strategy NAME --params a=V,...")
@@ -533,7 +542,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         r = run(a.combo, close, tick=a.tick, engine=a.engine, half_spread=a.half_spread,
                 journal=a.journal, instrument=a.instrument, fee=a.fee,
                 progress=False if a.quiet else None, plot=a.plot, coarse_tick=a.coarse_tick,
-                strategy=a.strategy, params=params, session=a.session, secret=secret)
+                strategy=a.strategy, params=params, session=a.session, secret=secret,
+                max_inflight=a.max_inflight)
     except KeyboardInterrupt:
         print("tollfree paper: interrupted", file=sys.stderr)
         return 130

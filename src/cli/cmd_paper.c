@@ -63,9 +63,11 @@ static const char usage_options[] =
     "  --fee F           fee per closed trade in percent points, 0 <= F < 100 (default 0.09);\n"
     "                    the kernel's figures it is compared with use the same fee\n"
     "  --engine URL      unix:PATH, tcp:HOST:PORT or tls:HOST:PORT of `tollfree engine serve`\n"
-    "                    (the orders go through the service with the C client: the strategy on\n"
-    "                    one connection, the counterparty or quoter on another, which receives\n"
-    "                    its fills as unsolicited Trades; tls: checks the server's certificate\n"
+    "                    (the orders go through the service with the C client, pipelined: in\n"
+    "                    the auction the counterparty's order and the strategy's go out\n"
+    "                    together on one connection, one round trip per change at most; with\n"
+    "                    --half-spread the quoter has a second connection, which receives its\n"
+    "                    fills as unsolicited Trades; tls: checks the server's certificate\n"
     "                    against the CA file in TOLLFREE_TLS_CA, else the system's). Default: an\n"
     "                    in-process engine, instrument 1\n"
     "  --session NAME    log on to a service started with --sessions as NAME (it must hold\n"
@@ -73,6 +75,11 @@ static const char usage_options[] =
     "                    --secret-file FILE (its first line; mode 600) or TOLLFREE_SECRET.\n"
     "                    There is no --secret: a secret on the command line shows in ps\n"
     "  --instrument ID   the instrument traded (default 1; the service must list it)\n"
+    "  --max-inflight N  with --engine, in the auction: position changes sent before the\n"
+    "                    oldest one's replies are read (default 256; 1: each change's replies\n"
+    "                    before the next bar, one round trip per change). The strategy's\n"
+    "                    position depends on prices only and the fills are booked in order,\n"
+    "                    so every figure is the same whatever N\n"
     "  --half-spread K   no auction: a quoting account (3) keeps a bid K ticks under and an ask\n"
     "                    K ticks over each close (replaced every bar), and the strategy sends\n"
     "                    market orders. The summary shows the spread's cost against the\n"
@@ -162,6 +169,7 @@ static const struct option long_opts[] = {{"combo", required_argument, 0, 'C'},
                                           {"params", required_argument, 0, 'P'},
                                           {"session", required_argument, 0, 'N'},
                                           {"secret-file", required_argument, 0, 'K'},
+                                          {"max-inflight", required_argument, 0, 'W'},
                                           {0, 0, 0, 0}};
 
 /* One option with its value: 0, or 2 after one line on stderr. */
@@ -212,6 +220,16 @@ static int take_option(int c, const char *arg, void *ctx)
         if (end == arg || *end || errno || a->cfg.half_spread < 1 ||
             a->cfg.half_spread > (1LL << 40)) {
             fprintf(stderr, "tollfree paper: --half-spread %s: want ticks >= 1\n", arg);
+            return 2;
+        }
+        return 0;
+    case 'W':
+        errno = 0;
+        a->cfg.max_inflight = (uint32_t)strtoul(arg, &end, 10);
+        if (end == arg || *end || errno || arg[0] == '-' || a->cfg.max_inflight < 1 ||
+            strtoul(arg, NULL, 10) > TF_PAPER_MAX_INFLIGHT) {
+            fprintf(stderr, "tollfree paper: --max-inflight %s: want 1 .. %d position changes\n",
+                    arg, TF_PAPER_MAX_INFLIGHT);
             return 2;
         }
         return 0;

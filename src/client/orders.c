@@ -3,7 +3,14 @@
  * One non-blocking socket, one receive and one send buffer sized at connect. Every call runs the
  * same pump: write what is pending, read what has come, and hand each whole frame to
  * on_frame(), which assembles replies (events up to the closing Heartbeat) and sets unsolicited
- * Trades aside. A single command is a pipeline of one. */
+ * Trades aside. A single command is a pipeline of one.
+ *
+ * The split flow (tf_orders_send / tf_orders_recv) keeps one count across calls: `unanswered`,
+ * the commands sent whose replies no tf_orders_recv has returned. The server answers in the
+ * order of the commands, so the next reply on the stream is always the oldest unanswered
+ * command's: a recv is the pump with one reply expected, and it stops at that reply's Heartbeat,
+ * leaving what follows in the receive buffer for the next call. Nothing is queued per command
+ * beyond its bytes in the send buffer, so the memory is the connect's, whatever the pipeline. */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +54,8 @@ struct tf_orders {
     /* a logged-on session (docs/venue.md): commands go out Keyed with next_seq */
     int keyed;
     uint64_t session_id, logon_seq, next_seq;
+    /* commands tf_orders_send sent whose replies tf_orders_recv has not returned */
+    size_t unanswered;
 };
 
 /* The replies one call is waiting for. */
@@ -61,6 +70,8 @@ typedef struct rx_target {
     uint64_t *seqs;    /* [expected] or NULL */
     size_t *ends;      /* [expected] or NULL */
     uint64_t last_seq; /* command_seq of the last reply completed */
+    int peek;          /* fills only: stop before the first event of a reply (left for recv) */
+    int stopped;       /* peek: a reply is at the front of the receive buffer */
 } rx_target;
 
 static int64_t now_ms(void)
@@ -101,8 +112,13 @@ static int fail(tf_orders *c, int rc)
 /* An OFL1 event, a VenueRejected or a gateway report (AcceptedEx ... RejectedEx, Fill). */
 static int is_event(uint8_t kind)
 {
-    return (kind >= TF_OFL_ACCEPTED && kind <= TF_OFL_TRADE) || kind == TFV_VENUE_REJECTED ||
-           (kind >= TF_OFX_ACCEPTED && kind <= TF_OFX_REJECTED);
+    return tf_ofl_kind_class(kind) == TF_OFL_CLASS_EVENT;
+}
+
+/* A Trade or a gateway Fill: between replies, a fill of a resting order hit by someone else. */
+static int is_fill(uint8_t kind)
+{
+    return kind == TF_OFL_TRADE || kind == TF_OFX_FILL;
 }
 
 static void queue_fill(tf_orders *c, const tf_ofl_msg *m)
@@ -142,7 +158,7 @@ static int on_frame(tf_orders *c, rx_target *t, const tf_ofl_msg *m)
     if (t->cur == 0) {
         /* Between replies a Trade (or a gateway Fill) is a fill of a resting order hit by
          * someone else. */
-        if (m->kind == TF_OFL_TRADE || m->kind == TF_OFX_FILL) {
+        if (is_fill(m->kind)) {
             queue_fill(c, m);
             return 0;
         }
@@ -170,6 +186,10 @@ static int drain_rx(tf_orders *c, rx_target *t)
             break; /* need more bytes */
         if (rc < 0 || m.kind == TFV_KEYED)
             return TF_E_PROTOCOL;
+        if (t->peek && t->cur == 0 && is_event(m.ofl.kind) && !is_fill(m.ofl.kind)) {
+            t->stopped = 1; /* a pipelined command's reply: tf_orders_recv's to read */
+            break;
+        }
         c->rpos += (size_t)rc;
         rc = on_frame(c, t, &m.ofl);
         if (rc)
@@ -285,7 +305,8 @@ static int run(tf_orders *c, const tf_ofl_msg *cmds, size_t n, rx_target *t, int
 /* A command the encoder refuses is the caller's error, found before anything is sent. */
 static int check_cmd(const tf_ofl_msg *m)
 {
-    if (!tfv_is_command(m->kind)) /* OFL1 (0x01-0x05) and gateway (0x14-0x16) commands */
+    /* OFL1 (0x01-0x05) and gateway (0x14-0x16) commands; not the venue's records */
+    if (tf_ofl_kind_class(m->kind) != TF_OFL_CLASS_COMMAND)
         return TF_E_INVALID_ARG;
     uint8_t scratch[TF_OFL_MAX_FRAME];
     int rc = tf_ofx_frame_encode(scratch, sizeof scratch, m);
@@ -298,6 +319,8 @@ int tf_orders_call(tf_orders *c, const tf_ofl_msg *cmd, tf_orders_reply *r)
         return TF_E_NULL_ARG;
     if (c->fd < 0)
         return -ENOTCONN;
+    if (c->unanswered)
+        return TF_E_INVALID_ARG; /* the next reply is a pipelined command's: recv it first */
     int rc = check_cmd(cmd);
     if (rc)
         return rc;
@@ -317,6 +340,8 @@ int64_t tf_orders_send_many(tf_orders *c, const tf_ofl_msg *cmds, size_t n, tf_o
         return TF_E_NULL_ARG;
     if (c->fd < 0)
         return -ENOTCONN;
+    if (c->unanswered)
+        return TF_E_INVALID_ARG;
     for (size_t i = 0; i < n; i++) {
         int rc = check_cmd(&cmds[i]);
         if (rc)
@@ -327,6 +352,99 @@ int64_t tf_orders_send_many(tf_orders *c, const tf_ofl_msg *cmds, size_t n, tf_o
     rx_target t = {.expected = n, .ev = ev, .cap = cap, .seqs = command_seq, .ends = reply_end};
     int rc = run(c, cmds, n, &t, deadline_of(c->timeout_ms));
     return rc ? rc : (int64_t)t.n;
+}
+
+/* ---------------------------------------------------------------- send now, recv later */
+
+int tf_orders_send(tf_orders *c, const tf_ofl_msg *cmds, size_t n)
+{
+    if (!c || (!cmds && n))
+        return TF_E_NULL_ARG;
+    if (c->fd < 0)
+        return -ENOTCONN;
+    /* Take while the window and the send buffer allow; a full one is a status (the count).
+     * Only what is taken is checked (a caller that sends the rest of a long array again and
+     * again pays for each command once); a refused one undoes this call's, as nothing of them
+     * has reached the socket yet. */
+    size_t k = 0, tlen0 = c->tlen, unanswered0 = c->unanswered;
+    uint64_t seq0 = c->next_seq;
+    while (k < n && k < INT32_MAX && c->unanswered < c->max_inflight &&
+           TX_BYTES - c->tlen >= TF_OFL_MAX_FRAME) {
+        int rc = check_cmd(&cmds[k]);
+        if (rc) {
+            c->tlen = tlen0;
+            c->unanswered = unanswered0;
+            c->next_seq = seq0;
+            return rc;
+        }
+        int w = encode_cmd(c, c->tx + c->tlen, TX_BYTES - c->tlen, &cmds[k]);
+        if (w < 0)
+            return fail(c, TF_E_PROTOCOL); /* checked above; cannot happen */
+        c->tlen += (size_t)w;
+        c->unanswered++;
+        k++;
+    }
+    /* What the socket takes now goes now; the rest with the next call (never a wait here). */
+    int rc = write_some(c);
+    return rc ? fail(c, rc) : (int)k;
+}
+
+int tf_orders_recv(tf_orders *c, tf_orders_reply *r)
+{
+    if (!c || !r || (!r->ev && r->cap))
+        return TF_E_NULL_ARG;
+    if (c->fd < 0)
+        return -ENOTCONN;
+    if (!c->unanswered)
+        return TF_E_INVALID_ARG; /* no reply is owed: it would wait for nothing */
+    rx_target t = {.expected = 1, .ev = r->ev, .cap = r->cap};
+    int rc = run(c, NULL, 0, &t, deadline_of(c->timeout_ms));
+    if (rc)
+        return rc;
+    c->unanswered--;
+    r->n = t.n;
+    r->command_seq = t.last_seq;
+    return (int)(t.n > INT32_MAX ? INT32_MAX : t.n);
+}
+
+size_t tf_orders_unanswered(const tf_orders *c)
+{
+    return c ? c->unanswered : 0; /* kept after a failure: the commands a resend starts from */
+}
+
+int tf_orders_flush(tf_orders *c)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    if (c->fd < 0)
+        return -ENOTCONN;
+    int64_t deadline = deadline_of(c->timeout_ms);
+    rx_target t = {0}; /* frames read here wait in rx, undecoded, for the next call */
+    for (;;) {
+        int rc = write_some(c);
+        if (rc)
+            return fail(c, rc);
+        if (c->tlen == 0)
+            return 0;
+        /* While writing, take in what the server sends (as long as rx has room): it answers
+         * as it reads, and must not be held back by replies nobody reads (TLS may also need
+         * to read before it can write). */
+        int room = RX_BYTES - (c->rlen - c->rpos) >= TF_OFL_MAX_FRAME;
+        if (room && (rc = read_some(c, &t)) != 0) {
+            if (rc < 0)
+                return fail(c, rc);
+            continue;
+        }
+        struct pollfd pf = {c->fd, (short)(POLLOUT | (room ? POLLIN : 0)), 0};
+        int left = ms_left(deadline);
+        if (left == 0)
+            return fail(c, -ETIMEDOUT);
+        int pr = poll(&pf, 1, left);
+        if (pr < 0 && errno != EINTR)
+            return fail(c, -errno);
+        if (pr == 0)
+            return fail(c, -ETIMEDOUT);
+    }
 }
 
 int tf_orders_new_limit(tf_orders *c, uint64_t account_id, uint64_t client_order_id,
@@ -392,13 +510,19 @@ int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_
 {
     if (!c || (!out && cap))
         return TF_E_NULL_ARG;
-    /* No command of ours is outstanding here: any event but a Trade between replies is a
-     * violation. A failure is reported once the fills queued before it have been taken. */
-    rx_target t = {0};
+    /* With no command of ours outstanding, any event but a Trade between replies is a
+     * violation; with pipelined commands unanswered, the reading stops at the next reply (the
+     * fills behind it are read with it, by tf_orders_recv). A failure is reported once the
+     * fills queued before it have been taken. */
+    rx_target t = {.peek = c->unanswered > 0};
     int err = 0;
     int64_t deadline = deadline_of(timeout_ms);
     while (c->fd >= 0) {
         int rc = drain_rx(c, &t);
+        if (!rc && t.stopped)
+            break;
+        if (!rc)
+            rc = write_some(c); /* a pipeline's bytes the socket had not taken */
         if (!rc)
             rc = read_some(c, &t);
         if (rc < 0) {
@@ -413,6 +537,8 @@ int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_
         if (left == 0)
             break;
         struct pollfd pf = {c->fd, POLLIN, 0};
+        if (c->tlen > c->tpos)
+            pf.events |= POLLOUT;
         int pr = poll(&pf, 1, left);
         if (pr < 0 && errno != EINTR) {
             err = fail(c, -errno);

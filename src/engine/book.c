@@ -1,5 +1,14 @@
 /* Books: finding an instrument's book, resting an order at the back of its level, and taking
- * an order out of its level and out of the lookup tables. */
+ * an order out of its level and out of the lookup tables.
+ *
+ * Empty levels: a level whose last order leaves stays in its tree and in the level table, empty,
+ * on a list of kept empty levels (oldest first); an order arriving at its price fills it again
+ * with no tree insert and no table insert. Past ENG_EMPTY_LEVELS kept levels, the oldest is
+ * removed for good (tree, table, free list), as is one when the pool has no free level left.
+ * In the exchange-core mix most replaces move an order to a price that has just emptied or will
+ * soon, so most level creations and removals become list moves. Nothing observable depends on
+ * the kept levels: every walk (eng_tree_next) steps over them, the side's best and its count of
+ * levels count only levels with orders, and tf_engine_level_at reports an empty one as absent. */
 #include "engine/engine_internal.h"
 
 int eng_book_of(const tf_engine *e, uint64_t instrument_id)
@@ -19,6 +28,63 @@ int eng_book_of(const tf_engine *e, uint64_t instrument_id)
     return lo < e->n_books && e->instrument[lo] == instrument_id ? (int)lo : -1;
 }
 
+static void unlist_empty(tf_engine *e, eng_level *l)
+{
+    if (l->empty_older)
+        e->levels[l->empty_older].empty_newer = l->empty_newer;
+    else
+        e->empty_oldest = l->empty_newer;
+    if (l->empty_newer)
+        e->levels[l->empty_newer].empty_older = l->empty_older;
+    else
+        e->empty_newest = l->empty_older;
+    e->n_empty--;
+}
+
+/* The kept empty level li leaves its tree and the level table for the free list. */
+static void drop_level(tf_engine *e, uint32_t li)
+{
+    eng_level *l = &e->levels[li];
+    unlist_empty(e, l);
+    eng_tree_remove(e, &e->sides[l->tree], li);
+    eng_remove_level(e, li);
+    l->head = e->free_level;
+    e->free_level = li;
+}
+
+/* The level li has just lost its last order: kept, the newest on the list. */
+static void keep_empty(tf_engine *e, eng_side *s, uint32_t li)
+{
+    eng_level *l = &e->levels[li];
+    s->n_levels--;
+    if (s->best == li)
+        s->best = eng_tree_next(e, li);
+    l->empty_newer = 0;
+    l->empty_older = e->empty_newest;
+    if (e->empty_newest)
+        e->levels[e->empty_newest].empty_newer = li;
+    else
+        e->empty_oldest = li;
+    e->empty_newest = li;
+    if (++e->n_empty > ENG_EMPTY_LEVELS)
+        drop_level(e, e->empty_oldest);
+}
+
+/* A free level entry: the free list, then a never-used one, else the oldest kept empty level
+ * (there is one: a level with orders holds at least one of at most max_orders - 1 other live
+ * orders while an order is being linked, and the pool has max_orders entries). */
+static uint32_t new_level(tf_engine *e)
+{
+    if (!e->free_level) {
+        if (e->fresh_level <= e->max_orders)
+            return e->fresh_level++;
+        drop_level(e, e->empty_oldest);
+    }
+    uint32_t li = e->free_level;
+    e->free_level = e->levels[li].head;
+    return li;
+}
+
 /* The order's remaining must be set: it joins the level's total. */
 void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
 {
@@ -26,11 +92,7 @@ void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
     int64_t key = eng_key((int)(tree & 1), price);
     uint32_t li = eng_find_level(e, tree, key);
     if (!li) {
-        li = e->free_level;
-        if (li)
-            e->free_level = e->levels[li].head;
-        else
-            li = e->fresh_level++;
+        li = new_level(e);
         eng_level *l = &e->levels[li];
         l->key = key;
         l->tree = tree;
@@ -40,6 +102,14 @@ void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
         l->total_hi = 0;
         eng_insert_level(e, li);
         eng_tree_insert(e, s, li);
+        s->n_levels++;
+        if (!s->best || key < e->levels[s->best].key)
+            s->best = li;
+    } else if (!e->levels[li].n_orders) { /* a kept empty level fills again */
+        unlist_empty(e, &e->levels[li]);
+        s->n_levels++;
+        if (!s->best || key < e->levels[s->best].key)
+            s->best = li;
     }
     eng_order *o = &e->orders[oi];
     eng_level *l = &e->levels[li];
@@ -74,6 +144,7 @@ uint32_t eng_rest(tf_engine *e, uint32_t tree, int64_t price, uint64_t id, uint6
     o->coid = coid;
     o->remaining = qty;
     e->filled[oi] = 0;
+    e->by_gateway[oi] = (uint8_t)e->ext;
     eng_link(e, oi, tree, price);
     e->live++;
     if (e->n_tracked)
@@ -81,15 +152,6 @@ uint32_t eng_rest(tf_engine *e, uint32_t tree, int64_t price, uint64_t id, uint6
     eng_insert_id(e, oi);
     eng_insert_client(e, oi);
     return oi;
-}
-
-static void drop_level(tf_engine *e, uint32_t li)
-{
-    eng_level *l = &e->levels[li];
-    eng_tree_remove(e, &e->sides[l->tree], li);
-    eng_remove_level(e, li);
-    l->head = e->free_level;
-    e->free_level = li;
 }
 
 void eng_unlink(tf_engine *e, uint32_t oi)
@@ -107,7 +169,7 @@ void eng_unlink(tf_engine *e, uint32_t oi)
     e->sides[o->tree].n_orders--;
     eng_total_sub(l, o->remaining);
     if (--l->n_orders == 0)
-        drop_level(e, o->level);
+        keep_empty(e, &e->sides[o->tree], o->level);
     o->level = 0;
 }
 

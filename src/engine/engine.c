@@ -3,6 +3,30 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "orderflow/orderflow_internal.h"
+
+/* Every command payload starts with command_seq (tf_engine_apply reads it through new_limit). */
+_Static_assert(offsetof(tf_ofl_msg, order.command_seq) ==
+                   offsetof(tf_ofl_msg, new_limit.command_seq),
+               "command_seq first");
+_Static_assert(offsetof(tf_ofl_msg, cancel.command_seq) ==
+                   offsetof(tf_ofl_msg, new_limit.command_seq),
+               "command_seq first");
+_Static_assert(offsetof(tf_ofl_msg, replace_by_client.command_seq) ==
+                   offsetof(tf_ofl_msg, new_limit.command_seq),
+               "command_seq first");
+_Static_assert(offsetof(tf_ofl_msg, new_market.command_seq) ==
+                   offsetof(tf_ofl_msg, new_limit.command_seq),
+               "command_seq first");
+_Static_assert(offsetof(tf_ofl_msg, cancel_by_order.command_seq) ==
+                   offsetof(tf_ofl_msg, new_limit.command_seq),
+               "command_seq first");
+_Static_assert(offsetof(tf_ofl_msg, cancel_by_client.command_seq) ==
+                   offsetof(tf_ofl_msg, new_limit.command_seq),
+               "command_seq first");
+_Static_assert(offsetof(tf_ofl_msg, replace.command_seq) ==
+                   offsetof(tf_ofl_msg, new_limit.command_seq),
+               "command_seq first");
 
 /* ---- create / destroy ----------------------------------------------------------------------- */
 
@@ -33,6 +57,7 @@ uint64_t tf_engine_bytes_needed(const tf_engine_config *cfg)
     bytes += TF_ENGINE_STP_ACCOUNTS * sizeof(eng_stp);
     bytes += n * sizeof(int64_t);        /* last trade prices */
     bytes += (m + 1) * sizeof(uint64_t); /* filled */
+    bytes += m + 1;                      /* by_gateway */
     return bytes;
 }
 
@@ -87,7 +112,9 @@ int tf_engine_create(const tf_engine_config *cfg, tf_engine **out)
     e->stp = calloc(TF_ENGINE_STP_ACCOUNTS, sizeof *e->stp);
     e->last_trade = calloc(n, sizeof *e->last_trade);
     e->filled = calloc(m + 1, sizeof *e->filled);
-    if (!e->sides || !e->orders || !e->levels || !e->stp || !e->last_trade || !e->filled)
+    e->by_gateway = calloc(m + 1, 1);
+    if (!e->sides || !e->orders || !e->levels || !e->stp || !e->last_trade || !e->filled ||
+        !e->by_gateway)
         goto fail;
     if ((rc = eng_table_init(&e->by_id, m)) || (rc = eng_table_init(&e->by_client, m)) ||
         (rc = eng_table_init(&e->by_price, m)))
@@ -112,6 +139,7 @@ void tf_engine_destroy(tf_engine *e)
     free(e->stp);
     free(e->last_trade);
     free(e->filled);
+    free(e->by_gateway);
     free(e->levels_mem);
     free(e->orders);
     free(e->sides);
@@ -525,7 +553,7 @@ replace_order(tf_engine *e, uint32_t oi, uint64_t coid, int64_t price, uint64_t 
 
 static void replace(tf_engine *e, const tf_ofl_replace *c)
 {
-    uint32_t oi = eng_find_id(e, c->order_id);
+    uint32_t oi = eng_find_id_hinted(e, c->order_id);
     int reason = check_replace(e, oi, c->client_order_id, c->price, c->quantity);
     if (reason != OK) {
         emit_rejected(e, c->client_order_id, (uint8_t)reason);
@@ -634,7 +662,7 @@ static void gw_cancel(tf_engine *e, const tf_ofx_cancel *c)
 
 static void gw_replace(tf_engine *e, const tf_ofx_replace_by_client *c)
 {
-    uint32_t oi = eng_find_client(e, c->account_id, c->client_order_id);
+    uint32_t oi = eng_find_client_hinted(e, c->account_id, c->client_order_id);
     tf_ofl_qty q = {c->quantity, 0};
     int reason = check_replace(e, oi, c->new_client_order_id, c->price, q);
     if (reason != OK) { /* the rejected request's client id: the new one, as Replace */
@@ -661,40 +689,17 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
 {
     if (!e || !cmd || !sink || (!sink->ev && sink->cap))
         return TF_E_NULL_ARG;
-    uint64_t seq;
-    switch (cmd->kind) {
-    case TF_OFL_NEW_LIMIT:
-    case TF_OFL_NEW_MARKET:
-    case TF_OFL_CANCEL_BY_ORDER:
-    case TF_OFL_CANCEL_BY_CLIENT:
-    case TF_OFL_REPLACE:
-        seq = cmd->new_limit.command_seq; /* the first field of every command */
-        break;
-    case TF_OFX_ORDER:
-        seq = cmd->order.command_seq;
-        break;
-    case TF_OFX_CANCEL:
-        seq = cmd->cancel.command_seq;
-        break;
-    case TF_OFX_REPLACE_BY_CLIENT:
-        seq = cmd->replace_by_client.command_seq;
-        break;
-    case TF_OFL_HEARTBEAT:
-    case TF_OFL_ACCEPTED:
-    case TF_OFL_REJECTED:
-    case TF_OFL_REPLACED:
-    case TF_OFL_CANCELED:
-    case TF_OFL_TRADE:
-    case TF_OFX_ACCEPTED:
-    case TF_OFX_REPLACED:
-    case TF_OFX_CANCELED:
-    case TF_OFX_FILL:
-    case TF_OFX_REJECTED:
+    /* The kind table says what a kind is (docs/orderflow.md "The kind table"): the engine
+     * applies OFL1 and gateway commands, skips their events and Heartbeat, and knows nothing
+     * else (the venue's records are the venue's). */
+    const tf_ofl_kind_info *k = &tfo_kind_rows[cmd->kind];
+    if (k->family != TF_OFL_FAMILY_OFL1 && k->family != TF_OFL_FAMILY_GATEWAY)
+        return TF_E_OFL_UNKNOWN_KIND;
+    if (k->kind_class != TF_OFL_CLASS_COMMAND) {
         e->skipped++;
         return TF_ENGINE_SKIPPED;
-    default:
-        return TF_E_OFL_UNKNOWN_KIND;
     }
+    uint64_t seq = cmd->new_limit.command_seq; /* the first field of every command */
     /* A side the codec would refuse: malformed, nothing changes (a hand-built message). */
     if ((cmd->kind == TF_OFL_NEW_LIMIT && cmd->new_limit.side > TF_OFL_SELL) ||
         (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL) ||

@@ -42,9 +42,11 @@ typedef struct eng_level {
      * than the 8 bytes it saved.) */
     uint32_t total_hi;
     uint64_t total_lo;
-    /* to 64 bytes: one cache line per level (the pool is 64-byte aligned), and an index is a
-     * shift (a 56-byte stride cost an extra instruction at every e->levels[li]) */
-    uint64_t pad_;
+    /* While the level is empty and kept (book.c, "empty levels"): its neighbours in the list of
+     * kept empty levels, older and newer (0: none). These fill the level to 64 bytes: one cache
+     * line per level (the pool is 64-byte aligned), and an index is a shift (a 56-byte stride
+     * cost an extra instruction at every e->levels[li]). */
+    uint32_t empty_older, empty_newer;
 } eng_level;
 
 static inline void eng_total_add(eng_level *l, uint64_t q)
@@ -77,10 +79,16 @@ typedef struct eng_stp {
 /* One side of one book: a tree of levels. */
 typedef struct eng_side {
     uint32_t root;
-    uint32_t best;     /* the smallest key, 0 when empty */
+    uint32_t best;     /* the smallest key of a level with orders, 0 when there is none */
     uint64_t n_orders; /* live orders on this side (the hash needs the count first) */
-    uint64_t n_levels;
+    uint64_t n_levels; /* levels with orders */
+    uint64_t n_nodes;  /* levels in the tree: n_levels and the kept empty ones */
 } eng_side;
+
+/* Empty levels kept in their tree and the level table, in the whole engine (book.c): a price
+ * that empties and fills again within this many other emptyings costs neither a tree insert nor
+ * a tree removal, nor two level-table updates. */
+#define ENG_EMPTY_LEVELS 1024u
 
 /* A table (table.h) starts small and doubles (rehashing into its spare array) when it would pass
  * load 1/4, up to the capacity its pool needs; both arrays are allocated at create, so growing
@@ -111,7 +119,14 @@ struct tf_engine {
     void *levels_mem;
     uint32_t free_order, free_level;   /* free lists through .next / .head (0: empty) */
     uint32_t fresh_order, fresh_level; /* the first never-used entry of each pool */
+    /* the kept empty levels, oldest first (book.c): a list through empty_older/empty_newer */
+    uint32_t empty_oldest, empty_newest, n_empty;
     eng_table by_id, by_client, by_price;
+    /* The pool slot of the order a venue's pre-trade check just read (risk_view.h), so that the
+     * Replace or ReplaceByClient applied next skips its table lookup; eng_find_id_hinted and
+     * eng_find_client_hinted check the slot's entry before trusting it. Not state: any value is
+     * safe (0 by default: the null entry, which matches no live order). */
+    uint32_t hint;
 
     /* self-trade prevention: [n_stp] ascending by account, room for TF_ENGINE_STP_ACCOUNTS */
     eng_stp *stp;
@@ -130,6 +145,10 @@ struct tf_engine {
      * was accepted (a replace keeps it). Apart from the order entry so that the paths that do not
      * trade (rest, cancel, replace) touch no more memory than before; a fill touches it. */
     uint64_t *filled;
+    /* [max_orders + 1]: 1 when a gateway command placed the live order (set when it rests), so
+     * that an account-wide cancel reports it as a gateway order (CanceledEx, stp.c). In the
+     * snapshot (bit 8 of an order's side field), not in the state hash. */
+    uint8_t *by_gateway;
 
     /* counters */
     uint64_t applied, duplicates, skipped, events, trades, rejected;
@@ -160,11 +179,29 @@ uint32_t eng_find_level(const tf_engine *e, uint32_t tree, int64_t key);
 void eng_insert_level(tf_engine *e, uint32_t li);
 void eng_remove_level(tf_engine *e, uint32_t li);
 
+/* eng_find_id and eng_find_client, trying e->hint first: a live order's entry has its level set
+ * (eng_link; 0 once unlinked or free) and ids are never reused, so an entry with the id (or the
+ * account and client id) and a level is that live order. */
+static inline uint32_t eng_find_id_hinted(const tf_engine *e, uint64_t id)
+{
+    const eng_order *o = &e->orders[e->hint];
+    return o->id == id && o->level ? e->hint : eng_find_id(e, id);
+}
+
+static inline uint32_t eng_find_client_hinted(const tf_engine *e, uint64_t account, uint64_t coid)
+{
+    const eng_order *o = &e->orders[e->hint];
+    return o->coid == coid && o->account == account && o->level ? e->hint
+                                                                : eng_find_client(e, account, coid);
+}
+
 /* tree.c: the ordered levels of one side */
 void eng_tree_insert(tf_engine *e, eng_side *s, uint32_t li);
 void eng_tree_remove(tf_engine *e, eng_side *s, uint32_t li);
-uint32_t eng_tree_next(const tf_engine *e, uint32_t li); /* the next worse level, or 0 */
-/* 0 when the side's tree keeps every red-black rule and its cached best and count (tests). */
+/* The next worse level that has orders, or 0 (kept empty levels are stepped over). */
+uint32_t eng_tree_next(const tf_engine *e, uint32_t li);
+/* 0 when the side's tree keeps every red-black rule, its cached best (the first level with
+ * orders) and its counts of nodes and of levels with orders (tests). */
 int eng_tree_check(const tf_engine *e, const eng_side *s);
 
 /* stp.c */

@@ -3,7 +3,8 @@
  * before every order command, so it reads the few fields it needs straight from the pools.
  * Implemented in stp.c, beside the per-account counts the checks also read.
  *
- * Only for an engine the caller holds (no NULL checks). Nothing here changes the engine.
+ * Only for an engine the caller holds (no NULL checks). Nothing here changes the engine's state
+ * (the lookup hint is not state: it is checked before it is used, never hashed or saved).
  */
 #ifndef TF_ENGINE_RISK_VIEW_H
 #define TF_ENGINE_RISK_VIEW_H
@@ -22,8 +23,13 @@ typedef struct eng_order_brief {
     uint8_t side;       /* tf_ofl_side */
 } eng_order_brief;
 
-/* 1 with *out when order_id is live, else 0. */
-int eng_order_brief_of(const tf_engine *e, uint64_t order_id, eng_order_brief *out);
+/* 1 with *out when order_id is live, else 0. Also leaves the order's pool slot as the engine's
+ * hint (e->hint), so that the command applied next finds the order without a second table
+ * lookup (engine.c checks the hint against the slot's entry before trusting it). */
+int eng_order_brief_of(tf_engine *e, uint64_t order_id, eng_order_brief *out);
+/* The same for the live order (account_id, client_order_id), for a ReplaceByClient. */
+int eng_client_brief_of(tf_engine *e, uint64_t account_id, uint64_t client_order_id,
+                        eng_order_brief *out);
 
 /* A price band's reference for an order of `side` (0 or 1) on instrument_id: with `last`, the
  * instrument's last trade price once it has traded; otherwise, or before any trade, the best price

@@ -9,7 +9,8 @@
  *   112 u64 instrument id * n_instruments (ascending)
  *       order * n_orders, in hash order (books ascending, bids then asks, best first, oldest
  *       first): u64 instrument_id, u64 side, i64 price, u64 order_id, account_id,
- *       client_order_id, remaining (56 bytes); version 3 adds u64 filled (64 bytes)
+ *       client_order_id, remaining (56 bytes); version 3 adds u64 filled (64 bytes), and its
+ *       side field has bit 8 set for an order a gateway command placed
  *       version 3 only: u64 gateway flag (0 or 1), then i64 last trade price * n_instruments
  *       (0 = none yet), in the instruments' order
  *       versions 2 and 3: u64 n_stp, then n_stp * (u64 account_id, u64 mode), accounts
@@ -134,7 +135,7 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
             for (uint32_t oi = e->levels[li].head; oi; oi = e->orders[oi].next) {
                 const eng_order *o = &e->orders[oi];
                 const uint64_t f[] = {e->instrument[t >> 1],
-                                      t & 1,
+                                      (t & 1) | (uint64_t)e->by_gateway[oi] << 8,
                                       (uint64_t)o->price,
                                       o->id,
                                       o->account,
@@ -170,12 +171,15 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
 static int load_order(tf_engine *e, const uint8_t *q, int v3, int *prev_tree, int64_t *prev_key)
 {
     uint64_t instrument = ld64(q), side = ld64(q + 8), id = ld64(q + 24);
+    uint64_t gateway = v3 ? side >> 8 : 0; /* bit 8: a gateway command placed it */
+    side &= v3 ? 0xff : ~0ull;
     int64_t price = (int64_t)ld64(q + 16);
     uint64_t account = ld64(q + 32), coid = ld64(q + 40), remaining = ld64(q + 48);
     uint64_t filled = v3 ? ld64(q + 56) : 0;
     int book = eng_book_of(e, instrument);
-    if (book < 0 || side > 1 || price <= 0 || remaining < 1 || remaining > (uint64_t)INT64_MAX ||
-        id == 0 || id >= e->next_order_id || e->live >= e->max_orders)
+    if (book < 0 || side > 1 || gateway > 1 || price <= 0 || remaining < 1 ||
+        remaining > (uint64_t)INT64_MAX || id == 0 || id >= e->next_order_id ||
+        e->live >= e->max_orders)
         return TF_E_ENGINE_SNAPSHOT;
     int tree = book * 2 + (int)side;
     int64_t key = eng_key((int)side, price);
@@ -186,6 +190,7 @@ static int load_order(tf_engine *e, const uint8_t *q, int v3, int *prev_tree, in
         return TF_E_ENGINE_SNAPSHOT;
     uint32_t oi = eng_rest(e, (uint32_t)tree, price, id, account, coid, remaining);
     e->filled[oi] = filled;
+    e->by_gateway[oi] = (uint8_t)gateway;
     *prev_tree = tree;
     *prev_key = key;
     return 0;

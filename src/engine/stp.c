@@ -167,6 +167,17 @@ int64_t tf_engine_account_orders(const tf_engine *e, uint64_t account_id)
     return i < e->n_stp && e->stp[i].tracked ? (int64_t)e->stp[i].open : -1;
 }
 
+/* Cancels the live order oi for an account-wide or listed cancel: a Canceled for an order an
+ * OFL1 command placed, a CanceledEx(ACCOUNT) for one a gateway command placed (its placer gets
+ * the report it understands: the cancel itself is neither kind of command). */
+static void cancel_placed(tf_engine *e, uint32_t oi)
+{
+    e->ext = e->by_gateway[oi];
+    e->cancel_reason = TF_OFX_CANCEL_ACCOUNT;
+    eng_cancel_order(e, oi);
+    e->ext = 0;
+}
+
 int tf_engine_cancel_account(tf_engine *e, uint64_t command_seq, uint64_t account_id,
                              tf_engine_sink *sink)
 {
@@ -183,7 +194,7 @@ int tf_engine_cancel_account(tf_engine *e, uint64_t command_seq, uint64_t accoun
             for (uint32_t oi = e->levels[li].head; oi;) {
                 uint32_t next = e->orders[oi].next;
                 if (e->orders[oi].account == account_id)
-                    eng_cancel_order(e, oi);
+                    cancel_placed(e, oi);
                 oi = next;
             }
             li = next_level;
@@ -203,7 +214,7 @@ int tf_engine_cancel_orders(tf_engine *e, uint64_t command_seq, const uint64_t *
     for (size_t i = 0; i < n; i++) {
         uint32_t oi = eng_find_id(e, order_ids[i]);
         if (oi)
-            eng_cancel_order(e, oi);
+            cancel_placed(e, oi);
     }
     e->sink = NULL;
     return e->sink_err ? e->sink_err : TF_ENGINE_APPLIED;
@@ -234,11 +245,11 @@ static inline int64_t book_ref(const tf_engine *e, uint32_t tree)
     return li ? eng_level_price(&e->levels[li]) : 0;
 }
 
-int eng_order_brief_of(const tf_engine *e, uint64_t order_id, eng_order_brief *out)
+static inline int brief(tf_engine *e, uint32_t oi, eng_order_brief *out)
 {
-    uint32_t oi = eng_find_id(e, order_id);
     if (!oi)
         return 0;
+    e->hint = oi;
     const eng_order *o = &e->orders[oi];
     out->account_id = o->account;
     out->price = o->price;
@@ -247,6 +258,17 @@ int eng_order_brief_of(const tf_engine *e, uint64_t order_id, eng_order_brief *o
     out->last_trade = e->last_trade[o->tree >> 1];
     out->side = (uint8_t)(o->tree & 1);
     return 1;
+}
+
+int eng_order_brief_of(tf_engine *e, uint64_t order_id, eng_order_brief *out)
+{
+    return brief(e, eng_find_id(e, order_id), out);
+}
+
+int eng_client_brief_of(tf_engine *e, uint64_t account_id, uint64_t client_order_id,
+                        eng_order_brief *out)
+{
+    return brief(e, eng_find_client(e, account_id, client_order_id), out);
 }
 
 int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, int side, int last)

@@ -2,6 +2,8 @@
  * as the black sentinel). O(log levels) to add or drop a level whatever the prices, so a
  * hostile stream of far-apart prices costs neither memory (one pool entry per level) nor time.
  * The best level is cached in the side: matching only ever walks from it to the next worse one.
+ * A tree also holds the side's kept empty levels (book.c): eng_tree_next steps over them, and
+ * the best is the first level with orders.
  * The sentinel's parent field is written during removal (as CLRS does); nothing reads it after. */
 #include "engine/engine_internal.h"
 
@@ -58,9 +60,7 @@ void eng_tree_insert(tf_engine *e, eng_side *s, uint32_t z)
         L(y).left = z;
     else
         L(y).right = z;
-    if (!s->best || key < L(s->best).key)
-        s->best = z;
-    s->n_levels++;
+    s->n_nodes++;
 
     while (L(L(z).parent).red) {
         uint32_t p = L(z).parent, g = L(p).parent;
@@ -110,7 +110,8 @@ static uint32_t minimum(const tf_engine *e, uint32_t x)
     return x;
 }
 
-uint32_t eng_tree_next(const tf_engine *e, uint32_t x)
+/* The in-order successor, empty or not. */
+static uint32_t successor(const tf_engine *e, uint32_t x)
 {
     if (L(x).right)
         return minimum(e, L(x).right);
@@ -120,6 +121,14 @@ uint32_t eng_tree_next(const tf_engine *e, uint32_t x)
         y = L(y).parent;
     }
     return y;
+}
+
+uint32_t eng_tree_next(const tf_engine *e, uint32_t x)
+{
+    do
+        x = successor(e, x);
+    while (x && !L(x).n_orders);
+    return x;
 }
 
 static void transplant(tf_engine *e, eng_side *s, uint32_t u, uint32_t v)
@@ -190,11 +199,10 @@ static void remove_fixup(tf_engine *e, eng_side *s, uint32_t x)
     L(x).red = 0;
 }
 
+/* z is an empty level (book.c removes only those), so the best does not change. */
 void eng_tree_remove(tf_engine *e, eng_side *s, uint32_t z)
 {
-    if (s->best == z)
-        s->best = eng_tree_next(e, z);
-    s->n_levels--;
+    s->n_nodes--;
 
     uint32_t y = z, x;
     uint32_t y_red = L(y).red;
@@ -248,10 +256,15 @@ static int check(const tf_engine *e, uint32_t x, uint32_t parent, const int64_t 
 int eng_tree_check(const tf_engine *e, const eng_side *s)
 {
     uint64_t count = 0;
-    if (L(s->root).red || check(e, s->root, 0, NULL, NULL, &count) < 0 || count != s->n_levels)
+    if (L(s->root).red || check(e, s->root, 0, NULL, NULL, &count) < 0 || count != s->n_nodes)
         return -1;
-    uint32_t min = s->root;
-    while (min && L(min).left)
-        min = L(min).left;
-    return min == s->best ? 0 : -1;
+    uint32_t first = s->root;
+    while (first && L(first).left)
+        first = L(first).left;
+    if (first && !L(first).n_orders)
+        first = eng_tree_next(e, first);
+    uint64_t with_orders = 0;
+    for (uint32_t x = first; x; x = eng_tree_next(e, x))
+        with_orders++;
+    return first == s->best && with_orders == s->n_levels ? 0 : -1;
 }

@@ -147,14 +147,25 @@ int tf_paper_tick_from_data(const double *close, int64_t n_bars, double *tick)
 
 /* ---------------------------------------------------------------- the venue */
 
-/* Where the commands go: an in-process engine (optionally journaled) or the service through
- * two client connections (0: the strategy, 1: the counterparty or quoter). */
+/* Commands sent to the in-process engine and not yet applied: a change of position is at most
+ * two (the counterparty's and the strategy's), and so are the quotes of a bar. */
+#define LOCAL_QUEUE 4
+
+/* Where the commands go: an in-process engine (optionally journaled) or the service. Both take
+ * commands with venue_send and give back each one's events, in order, with venue_recv: the
+ * in-process engine applies a command when its events are asked for (nothing else touches it
+ * in between, so the order of the commands, and with it every event, is the service's). On the
+ * service connection 0 carries the strategy's orders and, in the auction, the counterparty's
+ * just before them (one send: their order on the venue is the order on the connection);
+ * connection 1 is the quoter's (half spread), which receives its fills as unsolicited Trades. */
 typedef struct venue {
     tf_engine *engine;
     tf_journal *jcmd, *jev;
     uint64_t next_seq;
+    tf_ofl_msg queue[LOCAL_QUEUE]; /* in-process: sent, not yet applied */
+    size_t q_head, q_n;
     tf_orders *conn[2];
-    tf_ofl_msg *ev; /* REPLY_CAP events of the last command */
+    tf_ofl_msg *ev; /* REPLY_CAP events of the last command received */
     size_t n_ev;
     uint64_t commands, events;
     uint64_t venue_fills; /* service: unsolicited Trades connection 1 received */
@@ -162,11 +173,32 @@ typedef struct venue {
     size_t msg_cap;
 } venue;
 
-/* Applies one command; its events are v->ev[0 .. v->n_ev). */
-static int venue_call(venue *v, int who, tf_ofl_msg *cmd)
+/* Sends cmds[0 .. n) to connection `who` without waiting; returns how many were taken (fewer
+ * than n: receive replies first), or the error with its message. */
+static int venue_send(venue *v, int who, const tf_ofl_msg *cmds, size_t n)
+{
+    if (v->engine) {
+        size_t k = 0;
+        for (; k < n && v->q_n < LOCAL_QUEUE; k++, v->q_n++)
+            v->queue[(v->q_head + v->q_n) % LOCAL_QUEUE] = cmds[k];
+        return (int)k;
+    }
+    int rc = tf_orders_send(v->conn[who], cmds, n);
+    if (rc < 0)
+        return tfu_msg(rc, v->msg, v->msg_cap, "engine service: %s", tf_strerror(rc));
+    return rc;
+}
+
+/* The events of the oldest command sent on `who` and not yet received: v->ev[0 .. v->n_ev). */
+static int venue_recv(venue *v, int who)
 {
     int rc;
     if (v->engine) {
+        if (!v->q_n)
+            return tfu_msg(TF_E_INVALID_ARG, v->msg, v->msg_cap, "no command to apply");
+        tf_ofl_msg *cmd = &v->queue[v->q_head];
+        v->q_head = (v->q_head + 1) % LOCAL_QUEUE;
+        v->q_n--;
         uint64_t seq = ++v->next_seq;
         switch (cmd->kind) {
         case TF_OFL_NEW_LIMIT:
@@ -197,7 +229,7 @@ static int venue_call(venue *v, int who, tf_ofl_msg *cmd)
                 return tfu_msg(rc, v->msg, v->msg_cap, "event journal: %s", tf_strerror(rc));
     } else {
         tf_orders_reply r = {.ev = v->ev, .cap = REPLY_CAP};
-        rc = tf_orders_call(v->conn[who], cmd, &r);
+        rc = tf_orders_recv(v->conn[who], &r);
         if (rc < 0)
             return tfu_msg(rc, v->msg, v->msg_cap, "engine service: %s", tf_strerror(rc));
         if (r.n > REPLY_CAP)
@@ -208,6 +240,15 @@ static int venue_call(venue *v, int who, tf_ofl_msg *cmd)
     v->commands++;
     v->events += v->n_ev;
     return 0;
+}
+
+/* One command and its events (the end of the run's quote cancels). */
+static int venue_call(venue *v, int who, const tf_ofl_msg *cmd)
+{
+    int rc = venue_send(v, who, cmd, 1);
+    if (rc == 0)
+        rc = tfu_msg(TF_E_LIMIT, v->msg, v->msg_cap, "the order client took no command");
+    return rc < 0 ? rc : venue_recv(v, who);
 }
 
 /* The order id of an accepted order, or 0 after writing why into the message. */
@@ -262,7 +303,8 @@ static int open_journals(venue *v, const char *dir, uint64_t instrument)
     return 0;
 }
 
-static int venue_open(venue *v, const tf_paper_config *c)
+/* window: the position changes the strategy's connection keeps in flight (two commands each). */
+static int venue_open(venue *v, const tf_paper_config *c, uint32_t window)
 {
     v->ev = calloc(REPLY_CAP, sizeof *v->ev);
     if (!v->ev)
@@ -271,10 +313,13 @@ static int venue_open(venue *v, const tf_paper_config *c)
     if (c->engine_url) {
         tf_orders_opts oo = {.size = sizeof oo,
                              .timeout_ms = c->timeout_ms,
+                             .max_inflight = 2 * window,
                              .session = c->session,
                              .secret = c->secret,
                              .secret_len = c->secret_len};
-        for (int k = 0; k < 2; k++) {
+        /* The quoter's connection only with a half spread: the auction's counterparty sends on
+         * the strategy's. */
+        for (int k = 0; k < (c->half_spread ? 2 : 1); k++) {
             rc = tf_orders_connect(&v->conn[k], c->engine_url, &oo);
             if (!rc && k && c->session) /* one session, two connections: one numbers */
                 rc = tf_orders_set_next_client_seq(v->conn[k], 0);
@@ -363,6 +408,13 @@ typedef struct quote {
     uint64_t remaining;
 } quote;
 
+/* A change of position sent whose events are not booked yet. */
+typedef struct change {
+    int64_t bar;
+    int want; /* the position after it */
+    int dir;  /* +1 buy, -1 sell */
+} change;
+
 /* One run's working state: the resolved configuration, the rounded series and the books. */
 typedef struct run {
     tf_paper_config c;
@@ -377,6 +429,14 @@ typedef struct run {
     uint64_t cid_strategy, cid_venue;
     double params[TF_STRATEGY_MAX_PARAMS]; /* a strategy's params, copied */
     tf_paper_result *out;                  /* the local result: fill_log etc. */
+    /* Changes in flight, oldest first: a ring of `window` (allocated before the loop). The
+     * strategy's next position depends on prices only, never on fills, so the loop goes on to
+     * the next bars while the service answers; the books see the fills in the order they were
+     * made either way, so every figure is the one a change-by-change run gives, bit for bit. */
+    change *pending;
+    uint32_t window, p_head, p_n;
+    int64_t bar;       /* the bar being traded: bars before it have sent everything */
+    int64_t booked_to; /* equity and mtm are written for bars before it */
 } run;
 
 static double now_s(void)
@@ -386,10 +446,26 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Keeps the quoter's order on one side at px: a Replace while it lives, else a new order. */
-static int requote(run *r, quote *q, int side, int64_t px, int64_t bar)
+/* equity and mtm of bars [booked_to, upto): the books as they stand (no change among them). */
+static void write_bars(run *r, int64_t upto)
 {
-    venue *v = &r->v;
+    tf_paper_result *o = r->out;
+    const ledger *l = &r->led;
+    for (int64_t k = r->booked_to; k < upto; k++) {
+        if (o->equity)
+            o->equity[k] = l->pnl;
+        if (o->mtm)
+            o->mtm[k] =
+                l->pnl + (l->pos ? (double)l->pos * (r->px[k] - l->entry) / l->entry * 100.0 : 0.0);
+    }
+    if (upto > r->booked_to)
+        r->booked_to = upto;
+}
+
+/* The quoter's command that keeps its order on one side at px: a Replace while it lives, else a
+ * new order. */
+static tf_ofl_msg quote_cmd(run *r, const quote *q, int side, int64_t px)
+{
     tf_ofl_msg m = {0};
     if (q->oid) {
         m.kind = TF_OFL_REPLACE;
@@ -406,9 +482,13 @@ static int requote(run *r, quote *q, int side, int64_t px, int64_t bar)
         m.new_limit.price = px;
         m.new_limit.quantity.lo = QUOTE_QTY;
     }
-    int rc = venue_call(v, 1, &m);
-    if (rc)
-        return rc;
+    return m;
+}
+
+/* The events of a quote's command (the last venue_recv): its order id, or the refusal. */
+static int quote_done(run *r, quote *q, int64_t bar)
+{
+    venue *v = &r->v;
     if (q->oid) {
         if (v->n_ev < 1 || v->ev[0].kind != TF_OFL_REPLACED)
             return tfu_msg(TF_E_PROTOCOL, v->msg, v->msg_cap,
@@ -424,41 +504,52 @@ static int requote(run *r, quote *q, int side, int64_t px, int64_t bar)
     return 0;
 }
 
-/* The strategy's order for a change of position at bar i (and, in the auction, the
- * counterparty's first), and the books of its fills. */
-static int trade(run *r, int64_t i, int pos, int want)
+/* Both quotes at the bar's price, the side the price moves towards first (so they never
+ * cross): sent together on the quoter's connection, one round trip. The strategy's market
+ * order goes on another connection and must meet these quotes, so they are read back before
+ * it is sent. */
+static int requote(run *r, int64_t ticks, int64_t last_ticks, int64_t bar)
+{
+    int64_t K = r->c.half_spread;
+    quote *first = ticks >= last_ticks ? &r->ask : &r->bid;
+    quote *second = first == &r->ask ? &r->bid : &r->ask;
+    quote *qs[2] = {first, second};
+    tf_ofl_msg m[2];
+    for (int k = 0; k < 2; k++)
+        m[k] = quote_cmd(r, qs[k], qs[k] == &r->ask ? TF_OFL_SELL : TF_OFL_BUY,
+                         qs[k] == &r->ask ? ticks + K : ticks - K);
+    int rc = venue_send(&r->v, 1, m, 2);
+    if (rc >= 0 && rc < 2) /* both fit whenever nothing else is in flight */
+        rc =
+            tfu_msg(TF_E_LIMIT, r->v.msg, r->v.msg_cap, "the order client took %d of 2 quotes", rc);
+    for (int k = 0; rc >= 0 && k < 2; k++) {
+        rc = venue_recv(&r->v, 1);
+        if (!rc)
+            rc = quote_done(r, qs[k], bar);
+    }
+    return rc < 0 ? rc : 0;
+}
+
+/* Books the oldest change in flight: its commands' events, in the order sent (in the auction
+ * the counterparty's resting order, then the strategy's, which crosses it), and the fills of
+ * the strategy's order into the ledger. Then the bars up to the next change in flight (or up to
+ * the bar being traded) are final. */
+static int book_oldest(run *r)
 {
     venue *v = &r->v;
-    int64_t ticks = r->ticks[i];
-    int dir = want > pos ? 1 : -1;
-    uint64_t qty = (uint64_t)(want > pos ? want - pos : pos - want);
-    int side = dir > 0 ? TF_OFL_BUY : TF_OFL_SELL;
-    tf_ofl_msg m = {0};
+    change ch = r->pending[r->p_head];
+    r->p_head = (r->p_head + 1) % r->window;
+    r->p_n--;
+    int64_t i = ch.bar;
+    write_bars(r, i);
     int rc;
-    if (!r->c.half_spread) { /* the closing auction: the other side rests first */
-        m.kind = TF_OFL_NEW_LIMIT;
-        m.new_limit.account_id = ACCT_COUNTER;
-        m.new_limit.client_order_id = ++r->cid_venue;
-        m.new_limit.instrument_id = r->c.instrument;
-        m.new_limit.side = (uint8_t)(dir > 0 ? TF_OFL_SELL : TF_OFL_BUY);
-        m.new_limit.price = ticks;
-        m.new_limit.quantity.lo = qty;
-        if ((rc = venue_call(v, 1, &m)) != 0)
+    if (!r->c.half_spread) {
+        if ((rc = venue_recv(v, 0)) != 0)
             return rc;
         if (!accepted_id(v, i, "the counterparty's order"))
             return TF_E_PROTOCOL;
-        m.new_limit.account_id = ACCT_STRATEGY;
-        m.new_limit.client_order_id = ++r->cid_strategy;
-        m.new_limit.side = (uint8_t)side;
-    } else {
-        m.kind = TF_OFL_NEW_MARKET;
-        m.new_market.account_id = ACCT_STRATEGY;
-        m.new_market.client_order_id = ++r->cid_strategy;
-        m.new_market.instrument_id = r->c.instrument;
-        m.new_market.side = (uint8_t)side;
-        m.new_market.quantity.lo = qty;
     }
-    if ((rc = venue_call(v, 0, &m)) != 0)
+    if ((rc = venue_recv(v, 0)) != 0)
         return rc;
     r->out->orders++;
     uint64_t oid = accepted_id(v, i, "the strategy's order");
@@ -470,12 +561,12 @@ static int trade(run *r, int64_t i, int pos, int want)
             continue;
         uint64_t lots = e->trade.quantity.lo;
         if (e->trade.quantity.hi ||
-            ledger_fill(&r->led, dir, lots, price_of(&r->tr, e->trade.price), r->fee))
+            ledger_fill(&r->led, ch.dir, lots, price_of(&r->tr, e->trade.price), r->fee))
             return tfu_msg(TF_E_PROTOCOL, v->msg, v->msg_cap,
                            "bar %" PRId64 ": a fill beyond one lot of position", i);
         tf_paper_result *o = r->out;
         if (o->fill_log && (uint64_t)o->fills < o->fill_log_cap)
-            o->fill_log[o->fills] = (tf_paper_fill){i, dir, (int64_t)lots, e->trade.price};
+            o->fill_log[o->fills] = (tf_paper_fill){i, ch.dir, (int64_t)lots, e->trade.price};
         o->fills++;
         quote *hit = e->trade.maker_order_id == r->bid.oid   ? &r->bid
                      : e->trade.maker_order_id == r->ask.oid ? &r->ask
@@ -483,10 +574,77 @@ static int trade(run *r, int64_t i, int pos, int want)
         if (hit && (hit->remaining -= lots) == 0)
             hit->oid = 0;
     }
-    if (r->led.pos != want)
+    if (r->led.pos != ch.want)
         return tfu_msg(TF_E_PROTOCOL, v->msg, v->msg_cap,
                        "bar %" PRId64 ": the order was not filled (position %d, wanted %d)", i,
-                       r->led.pos, want);
+                       r->led.pos, ch.want);
+    write_bars(r, r->p_n ? r->pending[r->p_head].bar : r->bar);
+    return 0;
+}
+
+/* Books changes until fewer than `keep` are in flight. */
+static int settle(run *r, uint32_t keep)
+{
+    int rc = 0;
+    while (!rc && r->p_n && r->p_n >= keep)
+        rc = book_oldest(r);
+    return rc;
+}
+
+/* Sends the commands of a change of position at bar i: in the closing auction the
+ * counterparty's resting order at the bar's tick price, then the strategy's limit order that
+ * crosses it (the second needs nothing from the first's events: both go in one send, and the
+ * service applies them in that order); with a half spread, the strategy's market order. The
+ * events are booked later, by book_oldest. */
+static int send_change(run *r, int64_t i, int pos, int want)
+{
+    int64_t ticks = r->ticks[i];
+    int dir = want > pos ? 1 : -1;
+    uint64_t qty = (uint64_t)(want > pos ? want - pos : pos - want);
+    int side = dir > 0 ? TF_OFL_BUY : TF_OFL_SELL;
+    tf_ofl_msg m[2] = {{0}};
+    size_t n = 0;
+    if (!r->c.half_spread) {
+        m[n].kind = TF_OFL_NEW_LIMIT;
+        m[n].new_limit.account_id = ACCT_COUNTER;
+        m[n].new_limit.client_order_id = ++r->cid_venue;
+        m[n].new_limit.instrument_id = r->c.instrument;
+        m[n].new_limit.side = (uint8_t)(dir > 0 ? TF_OFL_SELL : TF_OFL_BUY);
+        m[n].new_limit.price = ticks;
+        m[n].new_limit.quantity.lo = qty;
+        n++;
+        m[n] = m[0];
+        m[n].new_limit.account_id = ACCT_STRATEGY;
+        m[n].new_limit.client_order_id = ++r->cid_strategy;
+        m[n].new_limit.side = (uint8_t)side;
+        n++;
+    } else {
+        m[n].kind = TF_OFL_NEW_MARKET;
+        m[n].new_market.account_id = ACCT_STRATEGY;
+        m[n].new_market.client_order_id = ++r->cid_strategy;
+        m[n].new_market.instrument_id = r->c.instrument;
+        m[n].new_market.side = (uint8_t)side;
+        m[n].new_market.quantity.lo = qty;
+        n++;
+    }
+    int rc = settle(r, r->window); /* room for this one */
+    for (size_t sent = 0; !rc && sent < n;) {
+        rc = venue_send(&r->v, 0, m + sent, n - sent);
+        if (rc < 0)
+            return rc;
+        sent += (size_t)rc;
+        rc = 0;
+        if (sent < n) { /* the client's buffer is full: an older change's replies first */
+            if (!r->p_n)
+                return tfu_msg(TF_E_LIMIT, r->v.msg, r->v.msg_cap,
+                               "bar %" PRId64 ": the order client took no command", i);
+            rc = book_oldest(r);
+        }
+    }
+    if (rc)
+        return rc;
+    r->pending[(r->p_head + r->p_n) % r->window] = (change){i, want, dir};
+    r->p_n++;
     return 0;
 }
 
@@ -513,41 +671,38 @@ static int run_bars(run *r, tf_strategy *s)
     for (int64_t i = 0; i < r->n && !rc; i++) {
         if (pg && __atomic_load_n(&pg->cancel, __ATOMIC_RELAXED))
             return tfu_msg(TF_E_CANCELLED, v->msg, v->msg_cap, "cancelled at bar %" PRId64, i);
+        r->bar = i;
         int64_t ticks = r->ticks[i];
         int want = tf_strategy_step(s, r->px[i]);
         if (want < -1) /* px is a positive price by construction: not expected */
             return tfu_msg(want, v->msg, v->msg_cap, "bar %" PRId64 ": strategy: %s", i,
                            tf_strerror(want));
         if (K) {
-            /* Move the side the price moves towards first, so the quotes never cross. */
-            if (ticks >= last_ticks) {
-                rc = requote(r, &r->ask, TF_OFL_SELL, ticks + K, i);
-                if (!rc)
-                    rc = requote(r, &r->bid, TF_OFL_BUY, ticks - K, i);
-            } else {
-                rc = requote(r, &r->bid, TF_OFL_BUY, ticks - K, i);
-                if (!rc)
-                    rc = requote(r, &r->ask, TF_OFL_SELL, ticks + K, i);
-            }
+            rc = requote(r, ticks, last_ticks, i);
             last_ticks = ticks;
         }
         if (!rc && want != pos) {
-            rc = trade(r, i, pos, want);
+            rc = send_change(r, i, pos, want);
             pos = want;
         }
-        /* Service: drain the other side's fills; a reader that never reads would be closed. */
+        r->bar = i + 1; /* this bar has sent all it sends */
+        /* The changes beyond the window are booked now (window 1: this bar's, before the
+         * next: one round trip per change). */
+        if (!rc)
+            rc = settle(r, r->window);
+        /* Service: drain the quoter's fills; a reader that never reads would be closed. */
         if (!rc && v->conn[1])
             rc = drain_fills(r, 0);
-        const ledger *l = &r->led;
-        if (o->equity)
-            o->equity[i] = l->pnl;
-        if (o->mtm)
-            o->mtm[i] =
-                l->pnl + (l->pos ? (double)l->pos * (r->px[i] - l->entry) / l->entry * 100.0 : 0.0);
+        if (!rc && !r->p_n)
+            write_bars(r, i + 1);
         o->bars = i + 1;
         if (pg)
             __atomic_store_n(&pg->done, i + 1, __ATOMIC_RELAXED);
     }
+    if (!rc)
+        rc = settle(r, 1); /* every change in flight */
+    if (!rc)
+        write_bars(r, r->n);
     /* Leave the book as it was: the quotes go. */
     for (quote *qq = &r->bid; !rc && qq; qq = qq == &r->bid ? &r->ask : NULL) {
         if (!qq->oid)
@@ -556,10 +711,10 @@ static int run_bars(run *r, tf_strategy *s)
         m.cancel_by_order.order_id = qq->oid;
         rc = venue_call(v, 1, &m);
     }
-    /* The counterparty's last fills may still be on their way: wait for them (bounded). */
+    /* The quoter's last fills may still be on their way: wait for them (bounded). */
     double wait_s = (r->c.timeout_ms > 0 ? r->c.timeout_ms : TF_ORDERS_DEFAULT_TIMEOUT_MS) / 1e3;
     for (double end = now_s() + wait_s;
-         !rc && v->conn[1] && !K && v->venue_fills < (uint64_t)r->led.fills && now_s() < end;)
+         !rc && v->conn[1] && v->venue_fills < (uint64_t)r->led.fills && now_s() < end;)
         rc = drain_fills(r, 100);
     o->position = pos;
     return rc;
@@ -642,6 +797,14 @@ static int resolve(run *r, const tf_paper_config *cfg, char *msg, size_t cap)
     if (c->journal_dir && c->engine_url)
         return tfu_msg(TF_E_INVALID_ARG, msg, cap,
                        "a journal is for the in-process engine (the service keeps its own)");
+    if (c->max_inflight > TF_PAPER_MAX_INFLIGHT)
+        return tfu_msg(TF_E_INVALID_ARG, msg, cap,
+                       "max_inflight %u: want 0 (the default, %d) or 1 .. %d position changes",
+                       (unsigned)c->max_inflight, TF_PAPER_DEFAULT_INFLIGHT, TF_PAPER_MAX_INFLIGHT);
+    /* Only the service's auction keeps changes in flight (see struct run). */
+    r->window = !c->engine_url || c->half_spread ? 1
+                : c->max_inflight                ? c->max_inflight
+                                                 : TF_PAPER_DEFAULT_INFLIGHT;
     return 0;
 }
 
@@ -740,7 +903,12 @@ int tf_paper_run(const double *close, int64_t n_bars, const tf_paper_config *cfg
             tfu_msg(rc, msg, msg_cap, "%s: %s", r.c.strategy ? "params" : "combo", tf_strerror(rc));
         goto out;
     }
-    if ((rc = venue_open(&r.v, &r.c)) != 0)
+    r.pending = calloc(r.window, sizeof *r.pending);
+    if (!r.pending) {
+        rc = tfu_msg(TF_E_NOMEM, msg, msg_cap, "out of memory");
+        goto out;
+    }
+    if ((rc = venue_open(&r.v, &r.c, r.window)) != 0)
         goto out;
     double t0 = now_s();
     if ((rc = run_bars(&r, s)) != 0 || (rc = close_journals(&r.v)) != 0)
@@ -775,5 +943,6 @@ out:
     tf_strategy_close(s);
     free(ticks);
     free(px);
+    free(r.pending);
     return rc;
 }

@@ -226,7 +226,8 @@ static void reindex(tfv_risk *r)
 /* acct[] is ascending without duplicates, so account a sits at most a - acct[0].account places
  * in: when the configured ids are consecutive (1..N), that place is it (one compare); otherwise
  * the index. */
-static const tfv_limits *limits_of(const tfv_risk *r, uint64_t account)
+static inline __attribute__((always_inline)) const tfv_limits *limits_of(const tfv_risk *r,
+                                                                         uint64_t account)
 {
     uint64_t d = account - r->acct[0].l.account; /* wraps for an account below the first */
     if (d < r->n && r->acct[d].l.account == account)
@@ -331,23 +332,31 @@ int tfv_risk_apply_record(tfv_risk *r, int kind, const uint8_t *p, size_t n, tf_
 /* ---- checks ----------------------------------------------------------------------------- */
 
 /* |price - ref| beyond the band around ref (> 0), in ticks or basis points. */
-static int outside_band(const tfv_limits *l, int64_t ref, int64_t price)
+static inline __attribute__((always_inline)) int outside_band(const tfv_limits *l, int64_t ref,
+                                                              int64_t price)
 {
     uint64_t diff = price > ref ? (uint64_t)price - (uint64_t)ref : (uint64_t)ref - (uint64_t)price;
     if (l->band_unit == TFV_BAND_TICKS)
         return diff > l->band;
+    uint64_t a, b; /* the exact 64-bit products when both fit (nearly always), else 128-bit */
+    if (!__builtin_mul_overflow(diff, (uint64_t)10000, &a) &&
+        !__builtin_mul_overflow((uint64_t)ref, l->band, &b))
+        return a > b;
     return (u128)diff * 10000 > (u128)(uint64_t)ref * l->band;
 }
 
 /* The rules for an order of an account: quantity, notional (price > 0), band, open orders.
  * A Replace passes its order's brief (the engine's band references read with the order); a new
  * order has the engine read them only when its band needs them. */
-static int order_rules(const tfv_risk *r, const tfv_limits *l, uint64_t instrument, int side,
-                       const int64_t *price, uint64_t qty, const eng_order_brief *o, int adds_order)
+static inline __attribute__((always_inline)) int
+order_rules(const tfv_risk *r, const tfv_limits *l, uint64_t instrument, int side,
+            const int64_t *price, uint64_t qty, const eng_order_brief *o, int adds_order)
 {
     if (l->max_qty && qty > l->max_qty)
         return TFV_REASON_MAX_QUANTITY;
-    if (price && l->max_notional && (u128)qty * (uint64_t)*price > l->max_notional)
+    uint64_t notional; /* qty * price > max_notional, exactly: a product past 2^64 is past it */
+    if (price && l->max_notional &&
+        (__builtin_mul_overflow(qty, (uint64_t)*price, &notional) || notional > l->max_notional))
         return TFV_REASON_MAX_NOTIONAL;
     if (price && l->band) {
         /* the configured reference, else the engine's (risk_view.h); 0: nothing to measure
@@ -370,66 +379,12 @@ static int qty_valid(tf_ofl_qty q)
     return q.hi == 0 && q.lo >= 1 && q.lo <= (uint64_t)INT64_MAX;
 }
 
-int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd)
+/* The rules for an account's command: the kill switch, then the limits (none when the account
+ * has none, or when the engine will reject the command anyway). */
+static inline __attribute__((always_inline)) int
+account_rules(const tfv_risk *r, uint64_t account, uint64_t instrument, int side,
+              const int64_t *price, tf_ofl_qty q, const eng_order_brief *o, int adds_order)
 {
-    if (!r || (!r->n && !r->n_killed))
-        return 0;
-    uint64_t account, instrument = 0;
-    int side;
-    tf_ofl_qty q;
-    const int64_t *price = NULL;
-    eng_order_brief o, *brief = NULL;
-    switch (cmd->kind) {
-    case TF_OFL_NEW_LIMIT:
-        account = cmd->new_limit.account_id;
-        instrument = cmd->new_limit.instrument_id;
-        side = cmd->new_limit.side;
-        q = cmd->new_limit.quantity;
-        price = &cmd->new_limit.price;
-        break;
-    case TF_OFL_NEW_MARKET:
-        account = cmd->new_market.account_id;
-        side = cmd->new_market.side;
-        q = cmd->new_market.quantity;
-        break;
-    case TF_OFL_REPLACE:
-        if (!eng_order_brief_of(r->e, cmd->replace.order_id, &o))
-            return 0; /* the engine's OrderNotFound */
-        if (cmd->replace.price == o.price && qty_valid(cmd->replace.quantity) &&
-            cmd->replace.quantity.lo <= o.remaining)
-            return 0; /* only reduces what is there: always allowed */
-        account = o.account_id;
-        side = o.side;
-        q = cmd->replace.quantity;
-        price = &cmd->replace.price;
-        brief = &o;
-        break;
-    case TF_OFX_ORDER:
-        account = cmd->order.account_id;
-        instrument = cmd->order.instrument_id;
-        side = cmd->order.side;
-        q = (tf_ofl_qty){cmd->order.quantity, 0};
-        if (cmd->order.type == TF_OFX_LIMIT)
-            price = &cmd->order.price;
-        break;
-    case TF_OFX_REPLACE_BY_CLIENT: {
-        const tf_ofx_replace_by_client *rc = &cmd->replace_by_client;
-        tf_engine_order live;
-        if (!tf_engine_find_client(r->e, rc->account_id, rc->client_order_id, &live) ||
-            !eng_order_brief_of(r->e, live.order_id, &o))
-            return 0; /* the engine's OrderNotFound */
-        if (rc->price == o.price && rc->quantity >= 1 && rc->quantity <= o.remaining)
-            return 0; /* only reduces what is there: always allowed */
-        account = o.account_id;
-        side = o.side;
-        q = (tf_ofl_qty){rc->quantity, 0};
-        price = &rc->price;
-        brief = &o;
-        break;
-    }
-    default:
-        return 0; /* cancels always pass, even under a kill switch */
-    }
     if (r->n_killed && tfv_risk_killed(r, account))
         return TFV_REASON_KILL_SWITCH;
     if (!r->n)
@@ -437,8 +392,69 @@ int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd)
     const tfv_limits *l = limits_of(r, account);
     if (!l || !qty_valid(q) || (price && *price <= 0) || side > TF_OFL_SELL)
         return 0;
-    int adds = cmd->kind == TF_OFL_NEW_LIMIT ||
-               (cmd->kind == TF_OFX_ORDER && cmd->order.tif == TF_OFX_GTC &&
-                cmd->order.type == TF_OFX_LIMIT);
-    return order_rules(r, l, instrument, side, price, q.lo, brief, adds);
+    return order_rules(r, l, instrument, side, price, q.lo, o, adds_order);
+}
+
+/* A Replace or ReplaceByClient of the live order o to (price, q): one that only reduces what is
+ * there (same price, a valid quantity not above the remaining) always passes; otherwise as
+ * account_rules for o's account (its side is 0 or 1), the quantity tested once. */
+static inline __attribute__((always_inline)) int
+replace_rules(const tfv_risk *r, const eng_order_brief *o, const int64_t *price, tf_ofl_qty q)
+{
+    int valid = qty_valid(q);
+    if (*price == o->price && valid && q.lo <= o->remaining)
+        return 0;
+    if (r->n_killed && tfv_risk_killed(r, o->account_id))
+        return TFV_REASON_KILL_SWITCH;
+    if (!r->n || !valid || *price <= 0)
+        return 0;
+    const tfv_limits *l = limits_of(r, o->account_id);
+    return l ? order_rules(r, l, 0, o->side, price, q.lo, o, 0) : 0;
+}
+
+/* Everything but the cheap test of tfv_risk_check: kept out of line so that a venue without a
+ * config or a kill switch pays a call and two loads, not this function's frame. */
+/* Everything but the cheap test of tfv_risk_check: kept out of line so that a venue without a
+ * config or a kill switch pays a call and two loads, not this function's frame. Tests of the
+ * kind in the order of their frequency in a typical flow (a switch's jump table cost a
+ * mispredicted indirect jump whenever the kind changed). */
+static __attribute__((noinline)) int check(const tfv_risk *r, const tf_ofl_msg *cmd)
+{
+    eng_order_brief o;
+    int kind = cmd->kind;
+    if (kind == TF_OFL_REPLACE) {
+        /* not live: the engine's OrderNotFound. The lookup leaves the engine its hint. */
+        if (!eng_order_brief_of(r->e, cmd->replace.order_id, &o))
+            return 0;
+        return replace_rules(r, &o, &cmd->replace.price, cmd->replace.quantity);
+    }
+    if (kind == TF_OFL_NEW_LIMIT) {
+        const tf_ofl_new_limit *c = &cmd->new_limit;
+        return account_rules(r, c->account_id, c->instrument_id, c->side, &c->price, c->quantity,
+                             NULL, 1);
+    }
+    if (kind == TF_OFL_NEW_MARKET) {
+        const tf_ofl_new_market *c = &cmd->new_market;
+        return account_rules(r, c->account_id, 0, c->side, NULL, c->quantity, NULL, 0);
+    }
+    if (kind == TF_OFX_ORDER) {
+        const tf_ofx_order *c = &cmd->order;
+        int limit = c->type == TF_OFX_LIMIT;
+        return account_rules(r, c->account_id, c->instrument_id, c->side, limit ? &c->price : NULL,
+                             (tf_ofl_qty){c->quantity, 0}, NULL, limit && c->tif == TF_OFX_GTC);
+    }
+    if (kind == TF_OFX_REPLACE_BY_CLIENT) {
+        const tf_ofx_replace_by_client *c = &cmd->replace_by_client;
+        if (!eng_client_brief_of(r->e, c->account_id, c->client_order_id, &o))
+            return 0; /* the engine's OrderNotFound */
+        return replace_rules(r, &o, &c->price, (tf_ofl_qty){c->quantity, 0});
+    }
+    return 0; /* cancels always pass, even under a kill switch */
+}
+
+int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd)
+{
+    if (!r || (!r->n && !r->n_killed))
+        return 0;
+    return check(r, cmd);
 }

@@ -99,7 +99,8 @@ void tfv_risk_close(tfv_risk *r);
  * with max_open, starts counting its live orders. 0, TF_E_LIMIT (too many accounts), TF_E_NOMEM. */
 int tfv_risk_apply_limits(tfv_risk *r, const tfv_limits *l);
 /* The kill switch of an account: on cancels its live orders (tf_engine_cancel_account with
- * command_seq: Canceled events to sink) and refuses its new orders until off. Returns the
+ * command_seq: a Canceled to sink for an order an OFL1 command placed, a CanceledEx reason
+ * ACCOUNT for one a gateway command placed) and refuses its new orders until off. Returns the
  * engine's outcome, or an error. */
 int tfv_risk_kill(tfv_risk *r, uint64_t command_seq, uint64_t account, int on,
                   tf_engine_sink *sink);
@@ -107,7 +108,9 @@ int tfv_risk_killed(const tfv_risk *r, uint64_t account);
 /* The first rule cmd breaks (a TFV_REASON_*), or 0. Cancels always pass; a command the engine
  * will reject anyway (bad quantity or price, unknown instrument or order) passes, so the engine
  * gives its own reason. O(1) for accounts with consecutive ids (else one hash probe), plus one
- * order lookup for a Replace and one book read for a band. */
+ * order lookup for a Replace or ReplaceByClient (which leaves the engine the order's slot as its
+ * hint: the engine applying that command next skips its own lookup) and one book read for a
+ * band. Two loads and no frame while no limits and no kill switch are in force. */
 int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd);
 /* Applies a decoded risk record (kind 0x11 or 0x12; 0x13 needs the venue's owners and is
  * applied by tfv_apply): the outcome (TF_ENGINE_APPLIED, or the engine's for a kill switch) or

@@ -520,7 +520,8 @@ static int gw_order(em_model *m, const tf_ofx_order *c)
                   .instrument_id = c->instrument_id,
                   .price = market ? 0 : c->price,
                   .remaining = c->quantity,
-                  .side = c->side};
+                  .side = c->side,
+                  .gateway = 1};
     tf_ofl_msg *e = new_event(m, TF_OFX_ACCEPTED);
     e->accepted_ex.order_id = o.order_id;
     e->accepted_ex.client_order_id = o.client_order_id;
@@ -1009,7 +1010,10 @@ int em_cancel_account(em_model *m, uint64_t command_seq, uint64_t account)
     for (size_t i = 0; i < n; i++)
         if (all[i].account_id == account) {
             remove_at(m, (size_t)find_by_id(m, all[i].order_id));
-            emit_canceled(m, all[i].order_id);
+            if (all[i].gateway) /* its placer's kind of report */
+                emit_canceled_ex(m, &all[i], TF_OFX_CANCEL_ACCOUNT);
+            else
+                emit_canceled(m, all[i].order_id);
         }
     free(all);
     return m->ev_nomem ? TF_E_NOMEM : EM_APPLIED;

@@ -48,6 +48,7 @@ typedef struct em_order {
     uint64_t time;
     uint8_t side;    /* tf_ofl_side */
     uint64_t filled; /* cumulative filled quantity since accepted (a replace keeps it) */
+    uint8_t gateway; /* 1: a gateway command placed it (an account-wide cancel reports it so) */
 } em_order;
 
 typedef struct em_counters {

@@ -92,6 +92,7 @@ int main(void)
     FIELD(tf_paper_config, session);
     FIELD(tf_paper_config, secret);
     FIELD(tf_paper_config, secret_len);
+    FIELD(tf_paper_config, max_inflight);
 
     STRUCT(tf_paper_result);
     FIELD(tf_paper_result, size);

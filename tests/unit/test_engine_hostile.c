@@ -192,9 +192,160 @@ static void config_errors(void)
     tf_engine_destroy(NULL);
 }
 
+/* Kept empty levels (src/engine/book.c): a level that loses its last order stays in its tree
+ * and the level table until ENG_EMPTY_LEVELS others have emptied after it, or until the pool
+ * needs its entry. A plain list of the live orders is the reference: after every command the
+ * trees keep their rules, the kept levels are counted and bounded, and depth, level_at, best
+ * and the level count see only levels with orders. `max_orders` 16 makes nearly every new level
+ * take a kept one's entry; 4,096 makes more than ENG_EMPTY_LEVELS empty at once. At the end the
+ * state hash is that of an engine rebuilt from a snapshot (which has no kept levels). */
+typedef struct live_order {
+    uint64_t coid;
+    int side;
+    int64_t price;
+    uint64_t qty;
+} live_order;
+
+static int cmp_level(const void *a, const void *b)
+{
+    const tf_engine_level *x = a, *y = b;
+    return (x->price > y->price) - (x->price < y->price);
+}
+
+/* The reference depth of one side, best first, from the live list. */
+static int ref_depth(const live_order *lv, int n, int side, tf_engine_level *out)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (lv[i].side != side)
+            continue;
+        int j = 0;
+        while (j < k && out[j].price != lv[i].price)
+            j++;
+        if (j == k)
+            out[k++] = (tf_engine_level){lv[i].price, 0, 0};
+        out[j].total += lv[i].qty;
+        out[j].orders++;
+    }
+    qsort(out, (size_t)k, sizeof *out, cmp_level);
+    if (side == TF_OFL_BUY) /* highest first */
+        for (int i = 0; i < k / 2; i++) {
+            tf_engine_level t = out[i];
+            out[i] = out[k - 1 - i];
+            out[k - 1 - i] = t;
+        }
+    return k;
+}
+
+static void kept_empty_levels_case(uint32_t max_orders, int steps, int64_t span)
+{
+    static const uint64_t one = 1;
+    tf_engine_config cfg = {
+        .size = sizeof cfg, .instruments = &one, .n_instruments = 1, .max_orders = max_orders};
+    tf_engine *e;
+    CHECK_RC(tf_engine_create(&cfg, &e), 0);
+    if (!e)
+        return;
+    live_order *lv = calloc(max_orders, sizeof *lv);
+    tf_engine_level *a = calloc(max_orders + 1, sizeof *a), *b = calloc(max_orders + 1, sizeof *b);
+    int n = 0, bad = 0, max_empty_seen = 0;
+    uint64_t coid = 0;
+    for (int i = 0; i < steps && lv && a && b; i++) {
+        uint64_t r = next();
+        tf_ofl_msg m = {0};
+        tf_engine_sink s = {.ev = ev, .cap = 1 << 20};
+        int side = (int)(r & 1);
+        /* bids in [1000, 1000 + span), asks above them: nothing crosses */
+        int64_t price = side == TF_OFL_BUY ? 1000 + (int64_t)((r >> 8) % (uint64_t)span)
+                                           : 1000 + span + (int64_t)((r >> 8) % (uint64_t)span);
+        /* fill up to the limit, then drain, then fill again: levels empty in bulk */
+        int phase = (i / (int)(2 * max_orders)) & 1;
+        if (n < (int)max_orders && (n == 0 || (r >> 40) % 4 != 0) && !phase) {
+            m.kind = TF_OFL_NEW_LIMIT;
+            m.new_limit = (tf_ofl_new_limit){
+                ++seq, 5, ++coid, 1, price, {1 + (r >> 50) % 9, 0}, (uint8_t)side};
+            bad += tf_engine_apply(e, &m, &s) != TF_ENGINE_APPLIED;
+            lv[n++] = (live_order){coid, side, price, m.new_limit.quantity.lo};
+        } else if (n && (r >> 40) % 3 == 0) { /* a replace to a new price, same side */
+            int k = (int)((r >> 20) % (uint64_t)n);
+            int64_t p = lv[k].side == TF_OFL_BUY ? price - (side == TF_OFL_SELL ? span : 0)
+                                                 : price + (side == TF_OFL_BUY ? span : 0);
+            tf_engine_order o;
+            CHECK_RC(tf_engine_find_client(e, 5, lv[k].coid, &o), 1);
+            m.kind = TF_OFL_REPLACE;
+            m.replace = (tf_ofl_replace){++seq, o.order_id, ++coid, p, {lv[k].qty, 0}};
+            bad += tf_engine_apply(e, &m, &s) != TF_ENGINE_APPLIED;
+            lv[k].coid = coid;
+            lv[k].price = p;
+        } else if (n) {
+            int k = (int)((r >> 20) % (uint64_t)n);
+            m.kind = TF_OFL_CANCEL_BY_CLIENT;
+            m.cancel_by_client = (tf_ofl_cancel_by_client){++seq, 5, lv[k].coid};
+            bad += tf_engine_apply(e, &m, &s) != TF_ENGINE_APPLIED;
+            lv[k] = lv[--n];
+        }
+        if (e->n_empty > ENG_EMPTY_LEVELS)
+            bad++;
+        if ((int)e->n_empty > max_empty_seen)
+            max_empty_seen = (int)e->n_empty;
+        if (i % 7 && i != steps - 1)
+            continue;
+        bad += !trees_ok(e);
+        tf_engine_counters c;
+        tf_engine_get_counters(e, &c);
+        uint64_t levels = 0;
+        for (int sd = 0; sd < 2; sd++) {
+            int k1 = tf_engine_depth(e, 1, sd, a, (int)max_orders + 1);
+            int k2 = ref_depth(lv, n, sd, b);
+            levels += (uint64_t)k2;
+            bad += k1 != k2;
+            for (int j = 0; j < k1 && j < k2; j++)
+                bad += a[j].price != b[j].price || a[j].total != b[j].total ||
+                       a[j].orders != b[j].orders;
+            int64_t bp = 0;
+            uint64_t bq = 0;
+            bad += tf_engine_best(e, 1, sd, &bp, &bq) != (k2 > 0);
+            bad += k2 > 0 && (bp != b[0].price || bq != b[0].total);
+            /* a price that may be a kept empty level, or a live one */
+            tf_engine_level at;
+            int found = tf_engine_level_at(e, 1, sd, price, &at);
+            int want = 0;
+            for (int j = 0; j < k2; j++)
+                want |= b[j].price == price;
+            bad += found != want;
+        }
+        bad += c.price_levels != levels || c.resting_orders != (uint64_t)n;
+        uint64_t nodes = e->sides[0].n_nodes + e->sides[1].n_nodes;
+        bad += nodes != levels + e->n_empty;
+    }
+    CHECK_EQ(bad, 0);
+    /* the bulk emptying reached the bound (4,096) or kept levels were taken for new ones (16) */
+    CHECK(max_orders > ENG_EMPTY_LEVELS ? max_empty_seen == (int)ENG_EMPTY_LEVELS
+                                        : e->fresh_level == max_orders + 1);
+    uint64_t cap = tf_engine_snapshot_size(e), len = 0;
+    uint8_t *img = malloc(cap);
+    tf_engine *f = NULL;
+    CHECK_RC(tf_engine_snapshot_write(e, img, cap, &len), 0);
+    CHECK_RC(tf_engine_snapshot_read(img, len, NULL, &f), 0);
+    CHECK(f && f->n_empty == 0 && tf_engine_state_hash(f) == tf_engine_state_hash(e));
+    free(img);
+    tf_engine_destroy(f);
+    free(lv);
+    free(a);
+    free(b);
+    tf_engine_destroy(e);
+}
+
+static void kept_empty_levels(void)
+{
+    kept_empty_levels_case(16, 20000, 3000);
+    kept_empty_levels_case(4096, 60000, 20000);
+}
+
 int main(void)
 {
     config_errors();
+    kept_empty_levels();
     churn();
     far_apart_prices();
     return tf_test_report();

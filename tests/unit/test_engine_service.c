@@ -521,6 +521,29 @@ static void test_round_trip(void)
     CHECK_EQ(r.ev[0].m.rejected.reason, TF_OFL_ORDER_NOT_FOUND);
     CHECK_EQ(r.command_seq, 10);
 
+    /* A closed maker's order is nobody's: its Trade goes to the taker only, also when a new
+     * connection has taken the maker's slot (a connection's owner id carries the slot's
+     * generation). The new connection's first frame is its own reply. */
+    int c = t_connect_unix(s.sock);
+    CHECK(c >= 0);
+    m = new_limit(4, 40, 2, TF_OFL_SELL, 60, 1);
+    CHECK_RC(call(c, &m, &r), 0);
+    seen_reply(&sn, &r);
+    close(c);
+    int d = t_connect_unix(s.sock);
+    CHECK(d >= 0);
+    m = new_limit(4, 41, 2, TF_OFL_BUY, 60, 1);
+    CHECK_RC(call(b, &m, &r), 0);
+    seen_reply(&sn, &r);
+    CHECK_EQ(r.n, 2);
+    CHECK_EQ(r.ev[1].m.kind, TF_OFL_TRADE);
+    m = new_limit(4, 42, 3, TF_OFL_BUY, 1, 1);
+    CHECK_RC(call(d, &m, &r), 0);
+    seen_reply(&sn, &r);
+    CHECK_EQ(r.n_unsol, 0);
+    CHECK_EQ(r.ev[0].m.kind, TF_OFL_ACCEPTED);
+    close(d);
+
     /* Pipelined: 200 commands in one write, 200 replies in order. */
     uint8_t *big = malloc(200 * TF_OFL_MAX_FRAME);
     size_t bl = 0;
@@ -534,7 +557,7 @@ static void test_round_trip(void)
         if (read_reply(b, &r))
             break;
         seen_reply(&sn, &r);
-        in_order += r.command_seq == 11 + (uint64_t)i;
+        in_order += r.command_seq == 14 + (uint64_t)i;
     }
     CHECK_EQ(in_order, 200);
     free(big);
@@ -553,7 +576,7 @@ static void test_round_trip(void)
     check_offline(&s, "1-4");
     char log[8192];
     t_read_file(s.log, log, sizeof log);
-    CHECK(strstr(log, "210 commands (210 replayed)") != NULL);
+    CHECK(strstr(log, "213 commands (0 replayed after the snapshot)") != NULL);
     CHECK(strstr(log, "regenerated") == NULL);
     free(sn.f);
     es_cleanup(&s);
@@ -743,11 +766,22 @@ static void test_tails_and_snapshot(void)
     struct stat st;
     CHECK(stat(sp, &st) == 0);
 
-    /* A snapshot start replays only the tail (120 - 100 commands). */
+    /* The clean stop wrote a snapshot of its final state: the next start replays nothing. */
     CHECK_RC(es_start(&s, extra), 0);
     CHECK_EQ(es_stop(&s), 0);
     t_read_file(s.log, log, sizeof log);
-    CHECK(strstr(log, "(20 replayed after the snapshot)") != NULL);
+    CHECK(strstr(log, "120 commands (0 replayed after the snapshot)") != NULL);
+    check_offline(&s, NULL);
+
+    /* A crash (no snapshot at the stop) after 20 more commands, the last periodic snapshot at
+     * 120: the start replays only that tail. */
+    CHECK_RC(es_start(&s, extra), 0);
+    send_some(&s, 20, 8);
+    es_kill9(&s);
+    CHECK_RC(es_start(&s, extra), 0);
+    CHECK_EQ(es_stop(&s), 0);
+    t_read_file(s.log, log, sizeof log);
+    CHECK(strstr(log, "140 commands (20 replayed after the snapshot)") != NULL);
     check_offline(&s, NULL);
 
     /* A torn tail: half a record. Cut, reported, the state unchanged. */
@@ -760,11 +794,12 @@ static void test_tails_and_snapshot(void)
     CHECK_EQ(es_stop(&s), 0);
     t_read_file(s.log, log, sizeof log);
     CHECK(strstr(log, "damaged tail cut") != NULL);
-    CHECK(strstr(log, "120 commands") != NULL);
+    CHECK(strstr(log, "140 commands") != NULL);
     check_offline(&s, NULL);
 
     /* A corrupt last record (a flipped CRC bit): that command is cut; events.ofl, which holds
-     * its events, is cut back to match. */
+     * its events, is cut back to match; the snapshot of the stop, which covers that record, is
+     * not used. */
     uint8_t *img;
     size_t n = file_bytes(cp, &img);
     CHECK(n > 100);
@@ -777,8 +812,9 @@ static void test_tails_and_snapshot(void)
     CHECK_EQ(es_stop(&s), 0);
     t_read_file(s.log, log, sizeof log);
     CHECK(strstr(log, "damaged tail cut") != NULL);
-    CHECK(strstr(log, "119 commands") != NULL);
+    CHECK(strstr(log, "139 commands") != NULL);
     CHECK(strstr(log, "events past the journaled commands") != NULL);
+    CHECK(strstr(log, "commands.ofl is shorter than the commands it covers") != NULL);
     check_offline(&s, NULL);
 
     /* events.ofl lost: regenerated whole (the snapshot cannot be used without it). */

@@ -8,8 +8,12 @@
  *    violation and early close, each surfacing as its documented code.
  * 3. Errors of the API: bad urls and options, refused connections, a bad side, a timeout, the
  *    closed client, the bounded fill queue and the fill callback; no allocation per command.
+ * 3b. The split flow (tf_orders_send / tf_orders_recv): replies matched to commands in order with
+ *    fills between them, fills polled while replies are owed, the window, the refusals while
+ *    replies are owed, a close with replies owed; no allocation either.
  * 4. The real service (`tollfree engine serve`, from TF_BUILD_DIR) over Unix and TCP, when the
- *    binary has it: every command, fills across connections, pipelined send_many, the
+ *    binary has it: every command, fills across connections, pipelined send_many, a resting
+ *    order and its cross in one tf_orders_send, a window of 8 over 2,000 commands, the
  *    undecodable command, and the state hash after SIGTERM against `engine run` of its journal.
  * Deadlines here only guard against hangs; no check depends on wall time. */
 #include <pthread.h>
@@ -537,6 +541,129 @@ static void test_api_errors(const char *dir)
     fake_join(&w);
 }
 
+/* ---------------------------------------------------------------- send now, recv later */
+
+/* An Accepted of command cseq (order id oid) with k Trades, then its Heartbeat. */
+static size_t reply_with_trades(uint8_t *p, uint64_t cseq, uint64_t oid, int k)
+{
+    tf_ofl_msg a = {.kind = TF_OFL_ACCEPTED}, hb = {.kind = TF_OFL_HEARTBEAT};
+    a.accepted.command_seq = cseq;
+    a.accepted.order_id = oid;
+    hb.journal_seq = cseq;
+    size_t len = put_frame(p, &a);
+    len += trade_frames(p + len, k, cseq);
+    return len + put_frame(p + len, &hb);
+}
+
+static void test_split_flow(const char *dir)
+{
+    char url[200];
+    tf_orders *c = NULL;
+    tf_ofl_msg ev[8], fills[8];
+    tf_orders_reply r = {.ev = ev, .cap = 8};
+    static uint8_t stream[4096];
+
+    /* Three commands in one send; the answer: a fill, reply 1, a fill, reply 2 (with two
+     * Trades: the reply's own, not fills), reply 3, a fill. Each recv gets its command's. */
+    size_t len = trade_frames(stream, 1, 70);
+    len += reply_with_trades(stream + len, 71, 501, 0);
+    len += trade_frames(stream + len, 1, 70);
+    len += reply_with_trades(stream + len, 72, 502, 2);
+    len += reply_with_trades(stream + len, 73, 503, 0);
+    len += trade_frames(stream + len, 1, 72);
+    fake f = {.n_cmds = 3, .answer = stream, .answer_len = len, .hold = 1};
+    CHECK(fake_start(&f, dir) == 0);
+    fake_url(&f, url, sizeof url);
+    CHECK_RC(tf_orders_connect(&c, url, NULL), 0);
+    tf_ofl_msg cmds[3] = {limit_cmd(7, 1, TF_OFL_SELL, 100, 1), limit_cmd(8, 2, TF_OFL_BUY, 100, 2),
+                          limit_cmd(7, 3, TF_OFL_BUY, 99, 1)};
+    CHECK_EQ(tf_orders_unanswered(c), 0);
+    CHECK_RC(tf_orders_recv(c, &r), TF_E_INVALID_ARG); /* nothing owed: no wait for nothing */
+    CHECK_RC(tf_orders_send(c, cmds, 3), 3);
+    CHECK_EQ(tf_orders_unanswered(c), 3);
+    /* While replies are owed, call and send_many would read another command's reply */
+    CHECK_RC(tf_orders_call(c, &cmds[0], &r), TF_E_INVALID_ARG);
+    CHECK_RC(tf_orders_send_many(c, cmds, 1, ev, 8, NULL, NULL), TF_E_INVALID_ARG);
+    /* poll_fills reads the first fill and stops at reply 1, which stays for recv */
+    CHECK_EQ(tf_orders_poll_fills(c, fills, 8, 60000), 1);
+    CHECK_EQ(fills[0].trade.command_seq, 70);
+    CHECK_EQ(tf_orders_unanswered(c), 3);
+    CHECK_RC(tf_orders_recv(c, &r), 1);
+    CHECK_EQ(r.command_seq, 71);
+    CHECK_EQ(ev[0].accepted.order_id, 501);
+    CHECK_EQ(tf_orders_unanswered(c), 2);
+    CHECK_RC(tf_orders_recv(c, &r), 3);
+    CHECK_EQ(r.command_seq, 72);
+    CHECK_EQ(ev[0].accepted.order_id, 502);
+    CHECK(ev[1].kind == TF_OFL_TRADE && ev[2].kind == TF_OFL_TRADE &&
+          ev[2].trade.command_seq == 72);
+    CHECK_EQ(tf_orders_poll_fills(c, fills, 8, 0), 1); /* the one between replies 1 and 2 */
+    CHECK_RC(tf_orders_recv(c, &r), 1);
+    CHECK_EQ(r.command_seq, 73);
+    CHECK_EQ(ev[0].accepted.order_id, 503);
+    CHECK_EQ(tf_orders_unanswered(c), 0);
+    CHECK_EQ(tf_orders_poll_fills(c, fills, 8, 60000), 1); /* after the last reply */
+    CHECK_EQ(fills[0].trade.command_seq, 72);
+    /* the commands went out in order, as given */
+    CHECK_EQ(f.got_cmds, 3);
+    CHECK_EQ(f.cmds[1].new_limit.account_id, 8);
+    CHECK_EQ(f.cmds[2].new_limit.price, 99);
+    CHECK_RC(tf_orders_flush(c), 0); /* nothing left to write */
+    tf_orders_close(c);
+    fake_join(&f);
+
+    /* The caller's errors take nothing; the window (max_inflight 2) takes 2 of 3. */
+    fake g = {.n_cmds = 2, .hold = 1};
+    CHECK(fake_start(&g, dir) == 0);
+    fake_url(&g, url, sizeof url);
+    tf_orders_opts w = {.size = sizeof w, .max_inflight = 2, .timeout_ms = 200};
+    CHECK_RC(tf_orders_connect(&c, url, &w), 0);
+    CHECK_RC(tf_orders_send(NULL, cmds, 1), TF_E_NULL_ARG);
+    CHECK_RC(tf_orders_send(c, NULL, 1), TF_E_NULL_ARG);
+    CHECK_RC(tf_orders_recv(c, NULL), TF_E_NULL_ARG);
+    CHECK_RC(tf_orders_recv(NULL, &r), TF_E_NULL_ARG);
+    CHECK_RC(tf_orders_flush(NULL), TF_E_NULL_ARG);
+    CHECK_EQ(tf_orders_unanswered(NULL), 0);
+    tf_ofl_msg bad[2] = {cmds[0], cmds[1]};
+    bad[1].new_limit.side = 5;
+    CHECK_RC(tf_orders_send(c, bad, 2), TF_E_OFL_INVALID_SIDE);
+    bad[1] = (tf_ofl_msg){.kind = TF_OFL_ACCEPTED};
+    CHECK_RC(tf_orders_send(c, bad, 2), TF_E_INVALID_ARG); /* an event is no command */
+    CHECK_EQ(tf_orders_unanswered(c), 0);
+    CHECK_RC(tf_orders_send(c, cmds, 0), 0);
+    CHECK_RC(tf_orders_send(c, cmds, 3), 2);
+    CHECK_RC(tf_orders_send(c, cmds + 2, 1), 0); /* full: a status, not an error */
+    CHECK_EQ(tf_orders_unanswered(c), 2);
+    CHECK(tf_orders_fd(c) >= 0);
+    /* the fake never answers: the timeout closes the client; the count stays (resends) */
+    CHECK_RC(tf_orders_recv(c, &r), -ETIMEDOUT);
+    CHECK_EQ(tf_orders_fd(c), -1);
+    CHECK_EQ(tf_orders_unanswered(c), 2);
+    CHECK_RC(tf_orders_recv(c, &r), -ENOTCONN);
+    CHECK_RC(tf_orders_send(c, cmds, 1), -ENOTCONN);
+    CHECK_RC(tf_orders_flush(c), -ENOTCONN);
+    tf_orders_close(c);
+    fake_join(&g);
+    /* the refused calls left no bytes behind: the fake read the two commands taken, in order */
+    CHECK_EQ(g.got_cmds, 2);
+    CHECK_EQ(g.cmds[0].new_limit.client_order_id, 1);
+    CHECK_EQ(g.cmds[1].new_limit.client_order_id, 2);
+
+    /* A server that answers the first of two commands and closes: the second recv says so. */
+    len = reply_with_trades(stream, 5, 9, 0);
+    fake h = {.n_cmds = 2, .answer = stream, .answer_len = len, .hold = 0};
+    CHECK(fake_start(&h, dir) == 0);
+    fake_url(&h, url, sizeof url);
+    CHECK_RC(tf_orders_connect(&c, url, NULL), 0);
+    CHECK_RC(tf_orders_send(c, cmds, 2), 2);
+    CHECK_RC(tf_orders_recv(c, &r), 1);
+    CHECK_EQ(r.command_seq, 5);
+    CHECK_RC(tf_orders_recv(c, &r), -ECONNRESET);
+    CHECK_EQ(tf_orders_unanswered(c), 1);
+    tf_orders_close(c);
+    fake_join(&h);
+}
+
 /* No allocation per command after connect: 1,000 calls against a fake that answers them all. */
 static void test_no_alloc(const char *dir)
 {
@@ -557,9 +684,18 @@ static void test_no_alloc(const char *dir)
     int ok = 0;
     tf_alloc_calls = tf_free_calls = 0;
     tf_alloc_on = 1;
-    for (int k = 0; k < N; k++)
+    /* the first half one call at a time, the second ten sends and ten recvs at a time */
+    for (int k = 0; k < N / 2; k++)
         ok += tf_orders_new_limit(c, 1, (uint64_t)k + 1, 1, TF_OFL_BUY, 100, 1, &r) == 1 &&
               r.command_seq == (uint64_t)k + 1;
+    tf_ofl_msg batch[10];
+    for (int k = 0; k < 10; k++)
+        batch[k] = limit_cmd(1, (uint64_t)k + 1, TF_OFL_BUY, 100, 1);
+    for (int k = N / 2; k < N; k += 10) {
+        ok += 10 * (tf_orders_send(c, batch, 10) == 10);
+        for (int j = 0; j < 10; j++)
+            ok -= !(tf_orders_recv(c, &r) == 1 && r.command_seq == (uint64_t)(k + j) + 1);
+    }
     tf_alloc_on = 0;
     CHECK_EQ(ok, N);
     CHECK_EQ(tf_alloc_calls, 0);
@@ -733,6 +869,49 @@ static void test_service_url(const char *url, int *next_cid)
     }
     CHECK(asc);
     CHECK(kinds);
+
+    /* tf_orders_send: a resting sell and the buy that crosses it in one send (one round trip):
+     * the service applies them in that order, so the second's reply holds the Trade against the
+     * first; the maker is this connection, so no unsolicited copy comes back. */
+    tf_ofl_msg pair[2] = {limit_cmd(15, (uint64_t)cid, TF_OFL_SELL, 2000, 1),
+                          limit_cmd(16, (uint64_t)cid, TF_OFL_BUY, 2000, 1)};
+    CHECK_RC(tf_orders_send(b, pair, 2), 2);
+    CHECK_RC(tf_orders_recv(b, &r), 1);
+    CHECK_EQ(ev[0].kind, TF_OFL_ACCEPTED);
+    uint64_t rest = ev[0].accepted.order_id, rest_seq = r.command_seq;
+    CHECK_RC(tf_orders_recv(b, &r), 2);
+    CHECK_EQ(r.command_seq, rest_seq + 1);
+    CHECK_EQ(ev[1].kind, TF_OFL_TRADE);
+    CHECK_EQ(ev[1].trade.maker_order_id, rest);
+    CHECK_EQ(tf_orders_poll_fills(b, fills, 4, 0), 0);
+    /* 2,000 commands (rest, cancel by client id) through a window of 8: each send takes what
+     * the window allows, each reply is its command's */
+    tf_orders *w = NULL;
+    tf_orders_opts wo = {.size = sizeof wo, .timeout_ms = 60000, .max_inflight = 8};
+    CHECK_RC(tf_orders_connect(&w, url, &wo), 0);
+    if (w) {
+        size_t sent = 0, got = 0;
+        int took_all = 1, in_order = 1, capped = 1;
+        uint64_t last = 0;
+        while (got < 2000) {
+            if (sent < 2000) {
+                int k = tf_orders_send(w, cmds + sent, 2000 - sent);
+                took_all &= k >= 0;
+                sent += k > 0 ? (size_t)k : 0;
+                capped &= tf_orders_unanswered(w) <= 8;
+            }
+            if (tf_orders_recv(w, &r) < 1)
+                break;
+            in_order &=
+                r.command_seq > last && ev[0].kind == (got % 2 ? TF_OFL_CANCELED : TF_OFL_ACCEPTED);
+            last = r.command_seq;
+            got++;
+        }
+        CHECK_EQ(got, 2000);
+        CHECK(took_all && in_order && capped);
+        CHECK_EQ(tf_orders_unanswered(w), 0);
+        tf_orders_close(w);
+    }
     *next_cid = cid + 10;
     tf_orders_close(a);
     tf_orders_close(b);
@@ -801,6 +980,7 @@ int main(void)
     CHECK(t_mkdtemp(dir, sizeof dir) == 0);
     test_streams(dir);
     test_api_errors(dir);
+    test_split_flow(dir);
     test_no_alloc(dir);
     rmdir(dir);
     test_service();

@@ -327,6 +327,22 @@ static void test_errors(void)
     c.half_spread = -1;
     CHECK_RC(run(x, 50, &c, &r, msg), TF_E_INVALID_ARG);
     c.half_spread = 0;
+    /* the window of changes in flight: bounded; in-process it changes nothing (applied at
+     * once), and a caller of the layout before it (its size) gets the default */
+    c.max_inflight = TF_PAPER_MAX_INFLIGHT + 1;
+    CHECK_RC(run(x, 50, &c, &r, msg), TF_E_INVALID_ARG);
+    CHECK(strstr(msg, "max_inflight") != NULL);
+    tf_paper_result r0 = {.size = sizeof r0}, r1 = {.size = sizeof r1};
+    c.max_inflight = 0;
+    CHECK_RC(run(x, 50, &c, &r0, msg), 0);
+    c.max_inflight = TF_PAPER_MAX_INFLIGHT;
+    CHECK_RC(run(x, 50, &c, &r1, msg), 0);
+    CHECK(memcmp(&r0.pnl, &r1.pnl, sizeof r0.pnl) == 0 && r0.state_hash == r1.state_hash &&
+          r0.commands == r1.commands);
+    c.size = offsetof(tf_paper_config, max_inflight);
+    CHECK_RC(run(x, 50, &c, &r1, msg), 0);
+    c.size = sizeof c;
+    c.max_inflight = 0;
     c.engine_url = "unix:/nonexistent/x.sock";
     c.journal_dir = "/tmp";
     CHECK_RC(run(x, 50, &c, &r, msg), TF_E_INVALID_ARG);

@@ -309,6 +309,158 @@ static void kill_switch(void)
     tf_engine_destroy(e);
 }
 
+static tf_ofl_msg gw(uint64_t account, uint64_t coid, int side, int64_t px, uint64_t qty)
+{
+    tf_ofl_msg m = {.kind = TF_OFX_ORDER};
+    m.order = (tf_ofx_order){.command_seq = ++seq,
+                             .account_id = account,
+                             .client_order_id = coid,
+                             .instrument_id = 1,
+                             .price = px,
+                             .quantity = qty,
+                             .side = (uint8_t)side,
+                             .type = TF_OFX_LIMIT,
+                             .tif = TF_OFX_GTC};
+    return m;
+}
+
+/* The kill switch's cancel of each order, as its placer understands it: a Canceled for the
+ * order a NewLimit placed, a CanceledEx (reason ACCOUNT, the order's state) for the one a gateway
+ * Order placed, in hash order; the same from an engine read back from a snapshot, which keeps
+ * who placed each order. (The kill switch used to answer every order with an OFL1 Canceled.) */
+static void kill_switch_reports(void)
+{
+    for (int from_snapshot = 0; from_snapshot < 2; from_snapshot++) {
+        tf_engine *e = make();
+        apply(e, nl(7, 1, 1, 0, 10, 5));  /* order 1: OFL1, bid 10 */
+        apply(e, gw(7, 2, 0, 11, 9));     /* order 2: gateway, bid 11 */
+        apply(e, gw(8, 1, 1, 11, 4));     /* order 3: sells 4 to order 2 (5 left, 4 filled) */
+        apply(e, nl(8, 2, 1, 0, 500, 1)); /* order 4: another account's */
+        if (from_snapshot) {
+            uint64_t cap = tf_engine_snapshot_size(e), len = 0;
+            uint8_t *img = malloc(cap);
+            CHECK(img != NULL);
+            CHECK_RC(tf_engine_snapshot_write(e, img, cap, &len), 0);
+            tf_engine *e2 = NULL;
+            CHECK_RC(tf_engine_snapshot_read(img, len, NULL, &e2), 0);
+            free(img);
+            CHECK_EQ(tf_engine_state_hash(e2), tf_engine_state_hash(e));
+            tf_engine_destroy(e);
+            e = e2;
+        }
+        tfv_risk *r = NULL;
+        CHECK_RC(tfv_risk_open(e, &r), 0);
+        sink.n = 0;
+        CHECK_RC(tfv_risk_kill(r, 100, 7, 1, &sink), TF_ENGINE_APPLIED);
+        CHECK_EQ(sink.n, 2u);
+        /* hash order: bids best first, so order 2 (11) before order 1 (10) */
+        CHECK(ev[0].kind == TF_OFX_CANCELED);
+        const tf_ofx_canceled *x = &ev[0].canceled_ex;
+        CHECK_EQ(x->order_id, 2u);
+        CHECK_EQ(x->client_order_id, 2u);
+        CHECK_EQ(x->account_id, 7u);
+        CHECK_EQ(x->instrument_id, 1u);
+        CHECK_EQ(x->price, 11);
+        CHECK_EQ(x->remaining, 5u);
+        CHECK_EQ(x->filled, 4u);
+        CHECK_EQ(x->side, 0u);
+        CHECK_EQ(x->reason, TF_OFX_CANCEL_ACCOUNT);
+        CHECK_EQ(x->command_seq, 100u);
+        CHECK(ev[1].kind == TF_OFL_CANCELED && ev[1].canceled.order_id == 1);
+        tf_engine_order o;
+        CHECK_EQ(tf_engine_find_order(e, 4, &o), 1);
+        /* the same order kinds again after the cancel: the flag follows the pool slot's new
+         * order, never the old one's */
+        seq = 100;
+        apply(e, nl(8, 3, 1, 0, 20, 1)); /* slot of order 1 or 2, placed by NewLimit */
+        sink.n = 0;
+        CHECK_RC(tf_engine_cancel_account(e, ++seq, 8, &sink), TF_ENGINE_APPLIED);
+        CHECK_EQ(sink.n, 2u);
+        CHECK(ev[0].kind == TF_OFL_CANCELED && ev[1].kind == TF_OFL_CANCELED);
+        /* a listed cancel (cancel-on-disconnect) reports alike, in the list's order */
+        apply(e, gw(9, 1, 1, 600, 2));    /* order 6 */
+        apply(e, nl(9, 2, 1, 1, 601, 2)); /* order 7 */
+        const uint64_t ids[] = {7, 6};
+        sink.n = 0;
+        CHECK_RC(tf_engine_cancel_orders(e, ++seq, ids, 2, &sink), TF_ENGINE_APPLIED);
+        CHECK_EQ(sink.n, 2u);
+        CHECK(ev[0].kind == TF_OFL_CANCELED && ev[0].canceled.order_id == 7);
+        CHECK(ev[1].kind == TF_OFX_CANCELED && ev[1].canceled_ex.order_id == 6 &&
+              ev[1].canceled_ex.reason == TF_OFX_CANCEL_ACCOUNT &&
+              ev[1].canceled_ex.remaining == 2);
+        tfv_risk_close(r);
+        tf_engine_destroy(e);
+    }
+}
+
+/* The hint a check leaves the engine (risk_view.h) is checked before it is used: a Replace
+ * after the checked order left the book (canceled, or filled) is OrderNotFound, a Replace of
+ * another order finds that one, and a ReplaceByClient whose order was replaced by a new one
+ * with the same client id finds the new one. */
+static void stale_hint(void)
+{
+    tf_engine *e = make();
+    tfv_risk *r = NULL;
+    CHECK_RC(tfv_risk_open(e, &r), 0);
+    tfv_risk_config c = {0};
+    CHECK_RC(load(r, "account 7 max_qty 100\n", &c), 0);
+    tfv_risk_config_free(&c);
+    apply(e, nl(7, 1, 1, 0, 10, 5)); /* order 1 */
+    apply(e, nl(7, 2, 1, 0, 11, 5)); /* order 2 */
+    tf_ofl_msg rp = {.kind = TF_OFL_REPLACE};
+    rp.replace =
+        (tf_ofl_replace){.order_id = 1, .client_order_id = 9, .price = 12, .quantity = {3, 0}};
+    CHECK_EQ(chk(r, rp), 0); /* leaves the hint on order 1's slot */
+    tf_ofl_msg cx = {.kind = TF_OFL_CANCEL_BY_ORDER};
+    cx.cancel_by_order = (tf_ofl_cancel_by_order){.command_seq = ++seq, .order_id = 1};
+    apply(e, cx);
+    rp.replace.command_seq = ++seq;
+    apply(e, rp);
+    CHECK_EQ(sink.n, 1u);
+    CHECK(ev[0].kind == TF_OFL_REJECTED && ev[0].rejected.reason == TF_OFL_ORDER_NOT_FOUND);
+    CHECK_EQ(chk(r, rp), 0); /* not live: passes, no hint */
+    rp.replace.order_id = 2;
+    rp.replace.command_seq = ++seq;
+    CHECK_EQ(chk(r, rp), 0);
+    rp.replace.order_id = 3; /* no such order, the hint on order 2's slot */
+    apply(e, rp);
+    CHECK(ev[0].kind == TF_OFL_REJECTED && ev[0].rejected.reason == TF_OFL_ORDER_NOT_FOUND);
+    rp.replace.order_id = 2;
+    rp.replace.command_seq = ++seq;
+    apply(e, rp);
+    CHECK(ev[0].kind == TF_OFL_REPLACED && ev[0].replaced.order_id == 2);
+    /* filled away: order 2 (now 3 at 12) trades whole against a sell */
+    CHECK_EQ(chk(r, rp), 0);
+    apply(e, nl(8, 1, 1, 1, 12, 3));
+    rp.replace.command_seq = ++seq;
+    apply(e, rp);
+    CHECK(ev[0].kind == TF_OFL_REJECTED && ev[0].rejected.reason == TF_OFL_ORDER_NOT_FOUND);
+    /* by client id: gateway order (7, 5) checked, canceled, placed again as a new order */
+    apply(e, gw(7, 5, 0, 10, 5));
+    tf_ofl_msg rb = {.kind = TF_OFX_REPLACE_BY_CLIENT};
+    rb.replace_by_client = (tf_ofx_replace_by_client){.account_id = 7,
+                                                      .client_order_id = 5,
+                                                      .new_client_order_id = 6,
+                                                      .price = 10,
+                                                      .quantity = 7};
+    CHECK_EQ(chk(r, rb), 0);
+    tf_ofl_msg gc = {.kind = TF_OFX_CANCEL};
+    gc.cancel = (tf_ofx_cancel){.command_seq = ++seq, .account_id = 7, .client_order_id = 5};
+    apply(e, gc);
+    rb.replace_by_client.command_seq = ++seq;
+    apply(e, rb);
+    CHECK(ev[0].kind == TF_OFX_REJECTED && ev[0].rejected_ex.reason == TF_OFL_ORDER_NOT_FOUND);
+    apply(e, nl(9, 1, 1, 0, 5, 1)); /* takes the free slot */
+    apply(e, gw(7, 5, 0, 10, 5));   /* (7, 5) again, a new order id in another slot */
+    rb.replace_by_client.command_seq = ++seq;
+    apply(e, rb);
+    tf_engine_counters k;
+    tf_engine_get_counters(e, &k);
+    CHECK(ev[0].kind == TF_OFX_REPLACED && ev[0].replaced_ex.order_id == k.next_order_id - 1);
+    tfv_risk_close(r);
+    tf_engine_destroy(e);
+}
+
 /* The band around the last trade (`ref last`): the book's reference before the instrument's
  * first trade, the last trade's price after it (ticks and basis points, exactly at the band
  * accepted, one over refused), for a Replace too, and the same decisions from an engine rebuilt
@@ -585,6 +737,8 @@ int main(void)
     payloads();
     rules();
     kill_switch();
+    kill_switch_reports();
+    stale_hint();
     through_records();
     through_venue();
     band_last_trade();
