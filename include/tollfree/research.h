@@ -278,8 +278,9 @@ TF_API int tf_oos_verdict(const tf_oos_row *rows, int n, int64_t m, char *msg, s
 
 /* ---- Time-aware figures (docs/definition.md section 10) ----
  *
- * Computed after a sweep, for the combos the caller names, from the bars each combo holds a
- * position (a second pass: the plain sweep's speed and bits are untouched). Every figure is the
+ * Booked by the sweep itself (tf_sweep_time, tf_sweep_with_time: one pass, in a copy of the
+ * booking loop, so the plain sweep's speed and bits are untouched), or computed after one for the
+ * combos the caller names, from the bars each combo holds a position. Every figure is the
  * arithmetic docs/definition.md section 10 writes out, on the mark-to-market equity in percent
  * points of the starting capital (additive, like pnl) and its per-bar changes; annualised with
  * periods_per_year. The same bits from every path that calls these functions. */
@@ -343,12 +344,25 @@ TF_API int tf_time_stats_with(const tf_strategy_def *def, const double *close, i
  * figures are finished after the last bar. Every output is bit-identical to tf_sweep's and to
  * tf_time_stats_positions' given the combo's positions, on every ISA and thread count. opts
  * gives threads, isa, fee, max_bytes (which then also counts 32 bytes a bar and about 100 bytes
- * a combo for the figures) and progress; topts gives times and periods_per_year (its fee and
- * threads are not read: the sweep's are). 0, or tf_sweep's errors (TF_E_LIMIT with a message
- * naming max_bytes when the figures' sums alone exceed it), TF_E_INVALID_ARG for a bad topts. */
+ * a combo for the figures) and progress; topts gives
+ * times and periods_per_year (its fee and threads are not read: the sweep's are). 0, or tf_sweep's
+ * errors (TF_E_LIMIT with a message naming max_bytes when the figures' sums alone exceed it),
+ * TF_E_INVALID_ARG for a bad topts. */
 TF_API int tf_sweep_time(const double *close, int64_t n_bars, const int64_t *params,
                          int64_t n_combos, double *pnl, int64_t *trades, const tf_sweep_opts *opts,
                          const tf_time_opts *topts, tf_time_stats *out, char *msg, size_t msg_cap);
+
+/* tf_sweep_with and, in the same pass, the time-aware figures of every combo into out[m], as
+ * tf_sweep_time does for HMA: every path of tf_sweep_with (the built-ins' fast sweeps, a def's
+ * changes lanes or steps, step by step; "hma" is tf_sweep_time) hands each position change to
+ * the figures' sums as it books it. Every output is bit-identical to tf_sweep_with's and to
+ * tf_time_stats_with's (the second pass over streaming handles), on every path and thread
+ * count. opts and topts as for tf_sweep_time. 0, tf_sweep_with's errors (TF_E_STRATEGY for a def
+ * that breaks the contract, with a message), TF_E_LIMIT, TF_E_INVALID_ARG, TF_E_NULL_ARG. */
+TF_API int tf_sweep_with_time(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                              const double *params, int64_t n_combos, double *pnl, int64_t *trades,
+                              const tf_sweep_opts *opts, const tf_time_opts *topts,
+                              tf_time_stats *out, char *msg, size_t msg_cap);
 
 /* The figures' names in tf_time_stats order (the CLI's and sweep_frame's column names), and
  * figure k of s as a double; NULL / NaN outside 0 .. TF_TIME_FIGURES - 1. */

@@ -297,3 +297,44 @@ def test_cluster_asked_for_while_a_child_reimports_the_script(tmp_path):
     assert r.returncode == 0 and "child exit 1" in r.stdout, r.stderr
     assert "a LocalCluster was asked for while this worker process" in r.stderr
     assert f"imports {tmp_path / 'child.py'} again" in r.stderr
+
+
+@pytest.mark.parametrize("strategy,stats", [(None, False), (None, True), ("sma_cross", True)])
+def test_time_stats_bits_equal_in_process(client, strategy, stats):
+    """time_stats=True on the cluster (each task books its block's figures in its one sweep):
+    every column of every row is sweep_panel(time_stats=True)'s in process, raw bits (NaN and
+    inf closes inside, an empty series, a one-bar one), HMA and a built-in strategy."""
+    from tollfree.stats import TIME_FIGURES
+    pan = random_panel(13)
+    if strategy is None:
+        g = random_grid(8)
+    else:
+        g = np.array([[f, s] for f in (2, 3, 5) for s in (10, 21, 40)], dtype=np.float64)
+    df = TD.sweep(pan, g, validate=False, client=client, chunk=4, fee=0.05, stats=stats,
+                  strategy=strategy, time_stats=True, periods_per_year=252)
+    ref = P.sweep_panel(pan, g, fee=0.05, stats=stats, validate=False, strategy=strategy,
+                        time_stats=True, periods_per_year=252)
+    assert list(df.columns) == list(ref.columns) and set(TIME_FIGURES) <= set(df.columns)
+    assert df.attrs["tollfree"]["tasks"] == 6 * -(-len(g) // 4)
+    assert df.attrs["tollfree"]["cached_instruments"] == 0
+    for n in ref.columns[1:]:
+        assert df[n].to_numpy().tobytes() == ref[n].to_numpy().tobytes(), n
+    assert list(df.instrument) == list(ref.instrument)
+
+
+def test_cli_scheduler_time_stats(client, tmp_path):
+    """`sweep --panel DIR --scheduler ADDR --time-stats`: the rows of the in-process run."""
+    d = tmp_path / "panel"
+    d.mkdir()
+    for k, n in (("a", 1200), ("b", 900)):
+        c = generate_close(n, n)
+        (d / f"{k}.csv").write_text("close\n" + "\n".join(repr(float(v)) for v in c) + "\n")
+    addr = client.scheduler.address
+    base = [bin_path(), "sweep", "--panel", str(d), "--periods-per-year", "252", "--quiet",
+            "--sort", "-sharpe", "--top", "7"]
+    there = subprocess.run(base + ["--scheduler", addr, "--chunk", "9"], capture_output=True,
+                           text=True, timeout=DEADLINE)
+    here = subprocess.run(base, capture_output=True, text=True, timeout=DEADLINE)
+    assert there.returncode == 0, there.stderr
+    assert here.returncode == 0, here.stderr
+    assert there.stdout == here.stdout and there.stdout.count("\n") == 1 + 2 * 7

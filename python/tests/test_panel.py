@@ -485,8 +485,8 @@ def test_wide_csv_dates_are_checked_like_input(tmp_path):
 
 def test_cli_panel_time_stats(tmp_path):
     """`sweep --panel --time-stats`: each instrument's rows carry the library's time-aware
-    figures of its series (the bits of tollfree.stats.time_stats, printed %.17g), in process;
-    with --scheduler they are refused, naming the reason."""
+    figures of its series (the bits of tollfree.stats.time_stats, printed %.17g), in process
+    (on Dask: test_distributed.py, test_cli_scheduler_time_stats)."""
     from tollfree import grid, stats
     d = tmp_path / "panel"
     d.mkdir()
@@ -511,5 +511,101 @@ def test_cli_panel_time_stats(tmp_path):
             for k, fig in enumerate(stats.TIME_FIGURES):
                 assert row[3 + k] == "%.17g" % want[fig][j] or (
                     np.isnan(want[fig][j]) and row[3 + k].endswith("nan")), (name, j, fig)
-    rc, out, err = run_cli("--panel", str(d), "--time-stats", "--scheduler", "local:1")
-    assert rc == 2 and "--time-stats with --scheduler" in err
+
+
+@pytest.mark.parametrize("strategy, params", [
+    (None, None),
+    ("sma_cross", [[3, 20], [5, 40], [3, 20], [10, 100]]),
+    ("bollinger", [[20, 2.0], [30, 1.5]]),
+])
+def test_panel_time_stats_one_sweep_per_instrument(monkeypatch, strategy, params):
+    """sweep_panel(time_stats=True): one sweep per instrument books the statistics and the
+    figures (tollfree.stats.sweep_time; the plain sweeps and the figures' own pass are never
+    called), with the bits of each alone: the stats frame's and stats.time_stats'."""
+    from tollfree import grid, stats
+    pan = {k: v for k, v in random_panel(11).items() if v.size == 0 or np.isfinite(v).all()}
+    params = (np.ascontiguousarray(grid.default_grid()[::7]) if params is None
+              else np.asarray(params, np.float64))
+    want_df = P.sweep_panel(pan, params, threads=1, stats=True, strategy=strategy)
+    want_t = {k: stats.time_stats(c, params, strategy=strategy, periods_per_year=252,
+                                  threads=1) for k, c in pan.items()}
+    calls = []
+    real = stats.sweep_time
+
+    def counted(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+
+    def refuse(*a, **kw):
+        raise AssertionError("a second sweep")
+
+    monkeypatch.setattr(stats, "sweep_time", counted)
+    for name in ("sweep", "sweep_stats"):
+        monkeypatch.setattr(binding, name, refuse)
+    monkeypatch.setattr(stats, "time_stats", refuse)
+    for threads in (1, 2):
+        calls.clear()
+        df = P.sweep_panel(pan, params, threads=threads, stats=True, strategy=strategy,
+                           periods_per_year=252)
+        assert len(calls) == len(pan)
+        for col in want_df.columns:
+            a, b = df[col].to_numpy(), want_df[col].to_numpy()
+            assert a.tobytes() == b.tobytes() if a.dtype != object else list(a) == list(b), col
+        for k in pan:
+            sub = df[df["instrument"] == k]
+            for fig in stats.TIME_FIGURES:
+                assert bits(sub[fig].to_numpy()).tolist() == bits(want_t[k][fig]).tolist(), \
+                    (k, fig)
+
+
+def test_panel_rank_by_a_time_figure():
+    """A panel ranks by a time-aware figure as by any column (P.rank: per instrument, highest
+    first, '-' lowest first, NaN last, ties in grid order); a frame without them says how to
+    get them."""
+    from tollfree import grid, stats
+    pan = {k: v for k, v in random_panel(5).items() if v.size > 100 and np.isfinite(v).all()}
+    params = np.ascontiguousarray(grid.default_grid()[::5])
+    df = P.sweep_panel(pan, params, threads=1, time_stats=True, periods_per_year=252)
+    for spec in ("cagr", "-sharpe", "mtm_max_dd", "-calmar"):
+        name, sign = spec.lstrip("-"), -1 if spec.startswith("-") else 1
+        idx = P.rank(df, spec)
+        assert sorted(idx.tolist()) == list(range(len(df)))
+        for k in pan:
+            rows = [i for i in idx if df["instrument"].iloc[i] == k]
+            v = df[name].to_numpy()[rows]
+            finite = v[~np.isnan(v)]
+            assert (np.diff(finite) * sign <= 0).all(), (k, spec)
+            assert np.isnan(v[len(finite):]).all()  # NaN last
+        assert len(P.rank(df, spec, top=3)) == 3 * len(pan)
+    plain = P.sweep_panel(pan, params, threads=1)
+    with pytest.raises(ValueError, match="time_stats=True"):
+        P.rank(plain, "cagr")
+    assert stats.TIME_FIGURES[1] == "cagr"
+
+
+def test_cli_panel_sort_by_a_time_figure(tmp_path):
+    """`sweep --panel --sort cagr --top 2`: each instrument's two combos of highest cagr (the
+    library's figures), computed by the sweep though not printed without --time-stats."""
+    from tollfree import grid, stats
+    d = tmp_path / "panel"
+    d.mkdir()
+    rng = np.random.default_rng(43)
+    series = {}
+    for name in ("a", "b"):
+        c = 100.0 * np.exp(np.cumsum(rng.normal(0.0002, 0.01, 2000)))
+        series[name] = c
+        (d / f"{name}.csv").write_text("close\n" + "\n".join(repr(float(v)) for v in c) + "\n")
+    rc, out, err = run_cli("--panel", str(d), "--sort", "cagr", "--top", "2", "--columns",
+                           "L,pnl", "--quiet")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].split(",") == ["instrument", "L", "pnl"]
+    params = grid.default_grid()
+    for name, close in series.items():
+        t = stats.time_stats(close, params)
+        order = np.argsort(-t["cagr"], kind="stable")[:2]
+        rows = [ln.split(",") for ln in lines[1:] if ln.startswith(name + ",")]
+        assert [int(r[1]) for r in rows] == [int(params[j][0]) for j in order]
+    rc, out, err = run_cli("--panel", str(d), "--sort", "-sharpe", "--quiet")
+    assert rc == 0, err
+    assert len(out.splitlines()) == 1 + 2 * len(params)

@@ -162,15 +162,22 @@ _CACHE = _SeriesCache()
 
 def _block(close: np.ndarray, params: np.ndarray, lo: int, hi: int, key: str, threads: int,
            isa: str, use_cache: bool, fee: float = binding.FEE_DEFAULT, stats: bool = False,
-           strategy=None):
+           strategy=None, time_stats: bool = False, periods_per_year=None):
     """One task: rows lo:hi of params on close, in this worker process. -> (pnl, trades), or
-    with ``stats`` the block's :func:`binding.sweep_stats` dict. ``strategy``: None (HMA), a
+    with ``stats`` the block's :func:`binding.sweep_stats` dict, or with ``time_stats`` the
+    block's ``(statistics, figures)`` from one sweep (:func:`tollfree.stats.sweep_time`: a
+    combo's figures depend only on its own series, never on its block). ``strategy``: None (HMA), a
     built-in name or plugin path (a string: the path must exist on the worker), or a
     :class:`tollfree.strategies.UserStrategy` (unpickled from its importable functions,
     compiled once per worker process)."""
     if not close.flags.aligned or not close.flags.c_contiguous:
         close = np.ascontiguousarray(close).copy()
     p = np.ascontiguousarray(params[lo:hi])
+    if time_stats:
+        from tollfree.stats import sweep_time
+
+        return sweep_time(close, p, threads=threads, isa=isa, fee=fee,
+                          periods_per_year=periods_per_year, validate=False, strategy=strategy)
     if not use_cache or strategy is not None:  # the client checked the series
         if stats:
             return binding.sweep_stats(close, p, threads=threads, isa=isa, fee=fee,
@@ -351,7 +358,8 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
           threads: int = 1, isa: str = "auto", broadcast: bool | None = None, cache=None,
           progress: bool | None = None, quiet: bool = True, connect_timeout: float = 10.0,
           max_resubmits: int = 3, fee: float | None = None, stats: bool = False,
-          fill: str | None = None, validate: bool = True, strategy=None, _task=None):
+          fill: str | None = None, validate: bool = True, strategy=None, _task=None,
+          time_stats: bool = False, periods_per_year=None):
     """Sweeps ``params`` over every instrument of ``panel`` on a Dask cluster.
 
     ``panel`` and the result are those of :func:`tollfree.panel.sweep_panel`, bit for bit.
@@ -377,6 +385,10 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
     must be importable on the workers, from a module, not ``__main__``; each worker compiles
     them once). A plain-Python strategy runs in-process only (it would hold each worker's GIL).
     ``params`` is then its (n, k) float64 grid.
+
+    ``time_stats=True`` (or ``periods_per_year=``): the time-aware figures appended as
+    :func:`tollfree.panel.sweep_panel` appends them, each task booking its block's figures in its
+    one sweep (no series cache then): the same bits as in process.
     """
     from tollfree import strategies as _st
 
@@ -393,6 +405,10 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
                              "to Dask workers")
     fee = as_fee(fee)
     stats = bool(stats)
+    time_stats = bool(time_stats) or periods_per_year is not None
+    if periods_per_year is not None and not (0.0 < float(periods_per_year) < float("inf")):
+        raise ValueError(f"periods_per_year must be a positive finite number, got "
+                         f"{periods_per_year}")
     prep = prepare_panel(panel, names, fill, validate)
     names, series = prep.names, prep.series
     if isa not in binding.ISAS:
@@ -404,7 +420,9 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
     if client is None and (estimate_seconds(lengths, params) < SMALL_S
                            or r_st.kind == "python"):
         return _attach(sweep_panel(dict(zip(names, series)), params, threads=None, isa=isa,
-                                   fee=fee, stats=stats, validate=False, strategy=r_st), prep)
+                                   fee=fee, stats=stats, validate=False, strategy=r_st,
+                                   time_stats=time_stats, periods_per_year=periods_per_year),
+                       prep)
     own = client is None
     cl, cluster = connect("local" if own else client, timeout=connect_timeout)
     try:
@@ -416,7 +434,7 @@ def sweep(panel, params: np.ndarray, client=None, chunk: int | None = None, *, n
                                            f"after {connect_timeout:g} s") from None
         return _attach(_run(cl, names, series, params, chunk, threads, isa, broadcast, cache,
                             progress, quiet, max_resubmits, _task or _block, fee, stats, spec,
-                            r_st), prep)
+                            r_st, (periods_per_year,) if time_stats else None), prep)
     finally:
         if cl is not client:
             cl.close()
@@ -441,7 +459,8 @@ def _has_dashboard(client, info) -> bool:
 
 
 def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, progress, quiet,
-         max_resubmits, task, fee, stats, spec=None, r_st=None):
+         max_resubmits, task, fee, stats, spec=None, r_st=None, timed=None):
+    """timed: None, or (periods_per_year,) for the time-aware figures."""
     from dask.distributed import as_completed
 
     info = client.scheduler_info()
@@ -456,14 +475,19 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
     order = np.argsort(params[:, 0], kind="stable")
     sparams = np.ascontiguousarray(params[order])
     lengths = [s.shape[0] for s in series]
-    blocks = plan(lengths, sparams, chunk, n_threads, False if spec is not None else cache)
+    blocks = plan(lengths, sparams, chunk, n_threads,
+                  False if spec is not None or timed else cache)
     if broadcast is None:
         broadcast = (sum(s.nbytes for s in series) <= BROADCAST_BYTES
                      or len(series) < n_threads)
     token = f"tollfree-{uuid.uuid4().hex[:12]}"
     pnl = [np.empty(m, dtype=np.float64) for _ in series]
     trades = [np.empty(m, dtype=np.int64) for _ in series]
-    srows = [np.empty(m, dtype=binding.STATS_DTYPE) for _ in series] if stats else None
+    srows = [np.empty(m, dtype=binding.STATS_DTYPE) for _ in series] if stats or timed else None
+    trows = None
+    if timed:
+        from tollfree.stats import TIME_DTYPE, TIME_FIGURES
+        trows = [np.empty(m, dtype=TIME_DTYPE) for _ in series]
 
     def scatter(i):
         return client.scatter(series[i], broadcast=broadcast, hash=False)
@@ -478,6 +502,8 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
 
     def submit(i, lo, hi, use):
         kw = {} if spec is None else {"strategy": spec}  # HMA: the task's signature as before
+        if timed:
+            kw.update(time_stats=True, periods_per_year=timed[0])
         f = client.submit(task, sf[i], pf, lo, hi, f"{token}-{i}", int(threads), isa, use,
                           fee=fee, stats=stats, **kw,
                           key=f"{token}-{i}-{lo}-{uuid.uuid4().hex[:6]}", pure=False)
@@ -502,7 +528,13 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
                     res = None  # its result, or what recomputing it needs, went with a worker
             if res is not None:
                 rows = order[lo:hi]
-                if stats:
+                if timed:
+                    res, figs = res
+                    for name in binding.STAT_NAMES:
+                        srows[i][name][rows] = res[name]
+                    for name in TIME_FIGURES:
+                        trows[i][name][rows] = figs[name]
+                elif stats:
                     for name in binding.STAT_NAMES:
                         srows[i][name][rows] = res[name]
                 else:
@@ -532,8 +564,14 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
         except Exception:  # noqa: BLE001  (a worker gone: its cache went with it)
             pass
     pnames = r_st.param_names if spec is not None else PARAM_NAMES
+    if timed and not stats:
+        pnl = [r["pnl"] for r in srows]
+        trades = [r["trades"] for r in srows]
     df = (stats_frame(names, params, srows, pnames) if stats
           else result_frame(names, params, pnl, trades, pnames))
+    if timed:
+        for name in TIME_FIGURES:
+            df[name] = np.concatenate([t[name] for t in trows]) if trows else np.empty(0)
     df.attrs["tollfree"] = {"tasks": n_tasks, "resubmitted": sum(resubmits.values()),
                             "broadcast": bool(broadcast), "workers": len(info["workers"]),
                             "threads": n_threads,

@@ -361,12 +361,14 @@ def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=Non
 
     ``time_stats=True`` (or ``periods_per_year=``): the time-aware figures of
     :func:`tollfree.stats.time_stats` (docs/definition.md section 10) appended per instrument
-    and combo (a second pass over every combo; per-bar figures unless ``periods_per_year``:
-    a panel carries no dates).
+    and combo, booked by each instrument's one sweep (:func:`tollfree.stats.sweep_time`: the
+    same bits as the figures alone; per-bar figures unless ``periods_per_year``: a panel
+    carries no dates). ``isa="reference"`` then computes them by a second pass.
     """
     from tollfree.strategies import resolve
 
-    if time_stats or periods_per_year is not None:
+    want_time = time_stats or periods_per_year is not None
+    if want_time and isa == "reference":
         df = sweep_panel(panel, params, threads, names, isa, fee, stats, fill, validate,
                          strategy=strategy)
         return _with_time(df, panel, params, threads, names, fee, fill, validate, strategy,
@@ -380,6 +382,21 @@ def sweep_panel(panel, params: np.ndarray, threads: int | None = None, names=Non
         params, pnames = r_st.params(params), r_st.param_names
     fee = as_fee(fee)
     p = prepare_panel(panel, names, fill, validate)
+    if want_time:  # one sweep per instrument: its statistics and its figures
+        from tollfree.stats import TIME_FIGURES, sweep_time
+
+        runs = [sweep_time(close, params, threads=threads, isa=isa, fee=fee,
+                           periods_per_year=periods_per_year, validate=False,
+                           strategy=None if r_st.is_hma else strategy)
+                for close in p.series]
+        if stats:
+            df = stats_frame(p.names, params, [st for st, _ in runs], pnames)
+        else:
+            df = result_frame(p.names, params, [st["pnl"] for st, _ in runs],
+                              [st["trades"] for st, _ in runs], pnames)
+        for k in TIME_FIGURES:
+            df[k] = _cat([ts[k] for _, ts in runs], np.float64)
+        return _attach(df, p)
     if stats:
         kw = _raw_kw(binding.sweep_stats)
         rows = [binding.sweep_stats(close, params, threads=threads, isa=isa, fee=fee,
@@ -612,13 +629,12 @@ def parse_columns(spec: str, names=None) -> tuple:
 
 def parse_sort(spec: str, names=None) -> tuple[str, int]:
     """``--sort``: ``COLUMN`` (highest first) or ``-COLUMN`` (lowest first) -> (name, sign);
-    ``names``: a strategy's parameter names (its table)."""
+    ``names``: a strategy's parameter names (its table). A time-aware figure (``cagr``,
+    ``sharpe``, ...) ranks a frame that has it (``time_stats=True``)."""
     try:
         if names is None:
             col, sign = _research.column_find(spec)
-            if _research.column_flags(col) & _research.COLUMN_TIME:
-                raise ValueError(f"{spec}: the time-aware figures do not rank a panel (yet)")
-            return _research.column_names()[col], sign
+            return _research.column_names(with_time=True)[col], sign
         res = _research.results(m=0, names=names)
         col, sign = _research.table_find(res, spec)
         return _research.table_names(res)[col], sign
@@ -637,9 +653,19 @@ def parse_fee(text: str) -> float:
 
 
 def needs_stats(columns, sort: str | None, names=None) -> bool:
-    """Whether the columns (or the sort column) need the kernel's statistics."""
+    """Whether the columns (or the sort column) need the kernel's statistics (the time-aware
+    figures come with their own sweep: :func:`needs_time`)."""
+    from tollfree.stats import TIME_FIGURES
+
     cols = list(columns) + ([parse_sort(sort, names)[0]] if sort else [])
-    return any(n not in _table(names)[1] for n in cols)
+    return any(n not in _table(names)[1] and n not in TIME_FIGURES for n in cols)
+
+
+def needs_time(sort: str | None, names=None) -> bool:
+    """Whether the sort column is a time-aware figure (the sweep must then compute them)."""
+    from tollfree.stats import TIME_FIGURES
+
+    return sort is not None and parse_sort(sort, names)[0] in TIME_FIGURES
 
 
 def rank(df, sort: str | None = None, top: int | None = None, names=None) -> np.ndarray:
@@ -654,7 +680,10 @@ def rank(df, sort: str | None = None, top: int | None = None, names=None) -> np.
         sort = "pnl"
     name, sign = parse_sort(sort, names)
     if name not in df.columns:
-        raise ValueError(f"sort: the frame has no column {name!r} (sweep with stats=True)")
+        from tollfree.stats import TIME_FIGURES
+
+        how = "time_stats=True" if name in TIME_FIGURES else "stats=True"
+        raise ValueError(f"sort: the frame has no column {name!r} (sweep with {how})")
     inst = df["instrument"].to_numpy()
     v = df[name].to_numpy().astype(np.float64)  # the C table compares every column as a double
     key = -v if sign < 0 else v
@@ -807,9 +836,7 @@ def main(argv=None) -> int:
         fee = None if a.fee is None else parse_fee(a.fee)
         want_stats = needs_stats(columns, a.sort, pnames)
         want_time = a.time_stats or a.periods_per_year is not None
-        if want_time and a.scheduler:
-            raise ValueError("--time-stats with --scheduler: the Dask run does not compute the "
-                             "time-aware figures (run the panel in process)")
+        time_sort = needs_time(a.sort, pnames)  # ranked by a figure: computed, not printed
         if a.periods_per_year is not None and not (0.0 < a.periods_per_year < float("inf")):
             raise ValueError("--periods-per-year must be a positive finite number, got "
                              f"{a.periods_per_year}")
@@ -852,10 +879,12 @@ def main(argv=None) -> int:
                                    threads=1 if a.threads is None else a.threads, isa=a.isa,
                                    progress=None if not a.quiet else False, quiet=a.quiet,
                                    connect_timeout=a.connect_timeout, fee=fee, stats=want_stats,
-                                   strategy=strategy)
+                                   strategy=strategy, time_stats=want_time or time_sort,
+                                   periods_per_year=a.periods_per_year)
         else:
             df = sweep_panel(panel, params, threads=a.threads, isa=a.isa, fee=fee,
-                             stats=want_stats, strategy=strategy, time_stats=want_time,
+                             stats=want_stats, strategy=strategy,
+                             time_stats=want_time or time_sort,
                              periods_per_year=a.periods_per_year)
     except (ValueError, OSError, binding.KernelError) as e:
         print(f"tollfree sweep: {e}", file=err)

@@ -140,9 +140,10 @@ def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto
 
     ``min_trades=N``: combos with fewer than N trades are left out (not eligible for the
     ranking). ``time_stats=True`` (or ``periods_per_year=``, or a ``sort`` by one of them):
-    the time-aware figures of :func:`time_stats` appended as columns; for HMA they come from
-    the sweep itself (``tf_sweep_time``: one pass, every combo, the same bits), for another
-    strategy from a second pass (over the rows returned, or every row when ``sort`` names one);
+    the time-aware figures of :func:`time_stats` appended as columns, booked by the sweep itself
+    (:func:`sweep_time`: one pass, every combo, any strategy, the same bits; with
+    ``isa="reference"`` a second pass over the rows returned, or every row when ``sort`` names
+    one);
     ``times``: each bar's time (default: the index of a pandas ``close`` when it holds
     times)."""
     import pandas as pd
@@ -172,9 +173,10 @@ def sweep_frame(close, params=None, threads: int | None = None, isa: str = "auto
         params = r.params(params)
     _order(sort, top, names)  # a bad sort or top is refused before the sweep, not after
     ts = None  # every combo's time-aware figures, when computed before the ranking
-    if want_time and r.is_hma and isa != "reference":
+    if want_time and isa != "reference":
         st, ts = sweep_time(close, params, threads=threads, isa=isa, fee=fee, times=times,
-                            periods_per_year=periods_per_year)
+                            periods_per_year=periods_per_year,
+                            strategy=None if r.is_hma else strategy)
     else:
         st = sweep_stats(close, params, threads=threads, isa=isa, fee=fee, progress=progress,
                          strategy=r)
@@ -274,6 +276,7 @@ def _time_lib():
         lb.tf_time_stats_hma.argtypes = [p, i64, p, i64, p, p, ctypes.c_char_p, sz]
         lb.tf_time_stats_with.argtypes = [p, p, i64, p, i64, p, p, ctypes.c_char_p, sz]
         lb.tf_sweep_time.argtypes = [p, i64, p, i64, p, p, p, p, p, ctypes.c_char_p, sz]
+        lb.tf_sweep_with_time.argtypes = [p, p, i64, p, i64, p, p, p, p, p, ctypes.c_char_p, sz]
         lb._tf_time_declared = True
     return lb
 
@@ -294,18 +297,25 @@ def _time_rows(time, m: int) -> np.ndarray:
 
 def sweep_time(close, params, *, threads: int | None = None, isa: str = "auto",
                fee: float = FEE_DEFAULT, times=None, periods_per_year=None,
-               validate: bool = True) -> tuple[dict, dict]:
-    """HMA's sweep and its time-aware figures in one pass (``tf_sweep_time``): ``(stats,
-    figures)``, the dicts of :func:`tollfree.sweep_stats` and :func:`time_stats` for every
-    combo of ``params`` (int64 (m, 6)), the same bits as each of them on every ``isa`` and
-    thread count (``isa="reference"`` is not a path of this call)."""
-    from tollfree.binding import _opts, as_params
+               validate: bool = True, strategy=None) -> tuple[dict, dict]:
+    """A sweep and its time-aware figures in one pass: ``(stats, figures)``, the dicts of
+    :func:`tollfree.sweep_stats` and :func:`time_stats` for every combo of ``params`` (HMA's
+    int64 (m, 6) by default: ``tf_sweep_time``; ``strategy``'s (m, k) grid:
+    ``tf_sweep_with_time``), the same bits as each of them on every ``isa`` and thread count
+    (``isa="reference"`` is not a path of this call)."""
+    from tollfree import strategies as _st
+    from tollfree.binding import KernelError, _opts, _Progress, as_params, hma_params
     from tollfree.data import to_close
 
     close = np.ascontiguousarray(to_close(close, validate=validate), dtype=np.float64)
     n = close.shape[0]
     t = _time_times(times, n)
-    params = as_params(params)
+    r = _st.resolve(strategy)
+    if r.is_hma:
+        params = as_params(params) if strategy is None else hma_params(params)
+    else:
+        params = np.ascontiguousarray(r.params(params), dtype=np.float64)
+        threads = _st.slow_path_note(r, threads) or threads
     m = params.shape[0]
     pnl = np.empty(m, dtype=np.float64)
     trades = np.empty(m, dtype=np.int64)
@@ -315,9 +325,24 @@ def sweep_time(close, params, *, threads: int | None = None, isa: str = "auto",
     topts = _TimeOpts(ctypes.sizeof(_TimeOpts), 0 if t is None else t.ctypes.data,
                       0.0 if periods_per_year is None else float(periods_per_year), None, 0)
     buf = ctypes.create_string_buffer(1024)
-    rc = _time_lib().tf_sweep_time(close.ctypes.data, n, params.ctypes.data, m,
-                                   pnl.ctypes.data, trades.ctypes.data, ctypes.addressof(opts),
-                                   ctypes.addressof(topts), out.ctypes.data, buf, 1024)
+    args = (close.ctypes.data, n, params.ctypes.data, m, pnl.ctypes.data, trades.ctypes.data,
+            ctypes.addressof(opts), ctypes.addressof(topts), out.ctypes.data, buf, 1024)
+    if r.is_hma:
+        rc = _time_lib().tf_sweep_time(*args)
+    else:
+        pg = None
+        if r.kind == "python":  # callbacks into this interpreter: a raising one cancels
+            pg = _Progress()
+            opts.progress = ctypes.pointer(pg)
+            r.spec.progress = ctypes.byref(pg)
+        try:
+            rc = _time_lib().tf_sweep_with_time(r.ptr, *args)
+        finally:
+            if pg is not None:
+                r.spec.progress = None
+        _st.after_run(r)
+        if rc == _st.E_STRATEGY:
+            raise KernelError(rc, "sweep", r.refusal(params))
     if rc:
         raise ValueError(buf.value.decode(errors="replace") or f"sweep_time: error {rc}")
     st = {k: np.ascontiguousarray(rows[k]) for k in STAT_NAMES}

@@ -71,8 +71,8 @@ static const char usage_time[] =
     "                    rows printed: equity,cagr,ann_vol,sharpe,sortino,calmar,mtm_max_dd,\n"
     "                    exposure_pct,buy_hold,compounded,mean_bars,max_bars,mean_days,\n"
     "                    max_days,periods_per_year; annualised by the bars a year of --input's\n"
-    "                    dates, per bar without dates. A second pass over the printed combos\n"
-    "                    (use --top to keep it short); the ranking never uses them\n"
+    "                    dates, per bar without dates. Booked by the sweep itself (one\n"
+    "                    pass; with --isa reference, a second pass)\n"
     "  --periods-per-year N  annualise with N periods (bars) a year (e.g. 252); implies\n"
     "                    --time-stats\n"
     "  --compounded      append only compounded: the closed trades' returns compounded in\n"
@@ -824,16 +824,18 @@ static int sweep_with(const sweep_args *a, const double *series, int64_t n, cons
     return rc;
 }
 
-/* HMA's sweep with the time-aware figures of every combo in the same pass (tf_sweep_time), with
- * Ctrl-C armed: the kernel's code, msg the library's message. */
-static int sweep_timed(const double *series, int64_t n, const int64_t *grid, int64_t m, double *pnl,
+/* The sweep with the time-aware figures of every combo in the same pass (HMA: tf_sweep_time;
+ * def: tf_sweep_with_time), with Ctrl-C armed: the library's code, msg its message. */
+static int sweep_timed(const tf_strategy_def *def, const double *series, int64_t n,
+                       const int64_t *grid, const double *dgrid, int64_t m, double *pnl,
                        int64_t *trades, tf_sweep_opts *o, const tf_time_opts *topts,
                        tf_time_stats *ts, char *msg, size_t cap)
 {
     tf_progress stop = {0};
     o->progress = &stop;
     tf_cli_interrupt_arm(&stop);
-    int rc = tf_sweep_time(series, n, grid, m, pnl, trades, o, topts, ts, msg, cap);
+    int rc = def ? tf_sweep_with_time(def, series, n, dgrid, m, pnl, trades, o, topts, ts, msg, cap)
+                 : tf_sweep_time(series, n, grid, m, pnl, trades, o, topts, ts, msg, cap);
     tf_cli_interrupt_disarm();
     o->progress = NULL;
     return rc;
@@ -860,35 +862,35 @@ static int run_plain(const sweep_args *a, const double *series, int64_t n, const
                           .periods_per_year = a->ppy,
                           .fee = &a->fee,
                           .threads = (int)a->threads};
-    /* HMA's time-aware figures come from the sweep itself (one pass, every combo); a ranking or
-     * a column by one needs them for every combo (other strategies: a second pass below) */
+    /* The time-aware figures come from the sweep itself (one pass, every combo, any strategy); a
+     * ranking or a column by one needs them for every combo (--isa reference: a second pass) */
     int time_cols = time_columns_wanted(a);
-    int timed = (a->time_stats || a->compounded || time_cols) && !a->def && !a->reference;
+    int timed = (a->time_stats || a->compounded || time_cols) && !a->reference;
     if (timed && !(tstats = malloc(sizeof(tf_time_stats) * k))) {
         fputs("tollfree sweep: out of memory\n", stderr);
         goto done;
     }
     double t0 = now_s();
     char tmsg[512] = "";
-    int rc = a->def  ? sweep_with(a, series, n, dgrid, m, pnl, trades, &o)
-             : timed ? sweep_timed(series, n, grid, m, pnl, trades, &o, &topts, tstats, tmsg,
-                                   sizeof tmsg)
-                     : tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, a->reference,
-                                        !a->quiet && isatty(STDERR_FILENO));
+    int rc = timed ? sweep_timed(a->def, series, n, grid, dgrid, m, pnl, trades, &o, &topts, tstats,
+                                 tmsg, sizeof tmsg)
+             : a->def ? sweep_with(a, series, n, dgrid, m, pnl, trades, &o)
+                      : tf_cli_sweep_run(series, n, grid, m, pnl, trades, &o, a->reference,
+                                         !a->quiet && isatty(STDERR_FILENO));
     double dt = now_s() - t0;
-    if (rc && rc != TF_E_CANCELLED && tmsg[0]) {
-        fprintf(stderr, "tollfree sweep: time-aware figures: %s\n", tmsg);
-        goto done;
-    }
     if (rc == TF_E_CANCELLED) {
         fputs("tollfree sweep: interrupted\n", stderr);
         status = 130;
         goto done;
     }
-    if (rc == TF_E_STRATEGY) { /* init refused a combo: name it */
+    if (rc == TF_E_STRATEGY && a->def) { /* init refused a combo: name it */
         int64_t bad = -1;
         tf_strategy_params_check(a->def, dgrid, m, &bad, NULL, 0);
         refused_combo(a->def, dgrid, bad);
+        goto done;
+    }
+    if (rc && tmsg[0]) {
+        fprintf(stderr, "tollfree sweep: time-aware figures: %s\n", tmsg);
         goto done;
     }
     if (rc) {

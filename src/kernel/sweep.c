@@ -684,7 +684,7 @@ static double footprint(const plan *pl, int nt, int64_t n_blocks)
            (double)pl->n_combos * (double)(sizeof(tfk_sar) + N_FIRST * 12 + 8 + 48 +
                                            (pl->extra_wanted ? sizeof(tfk_sar_extra) : 0) +
                                            (pl->tin ? sizeof(tfk_tacc) : 0)) +
-           (pl->tin ? 32.0 * (double)pl->n_bars : 0.0);
+           (pl->tin ? tfk_time_bytes(pl->n_bars) : 0.0);
 }
 
 static int resolve_threads(const tfk_opts *opts, const plan *pl)

@@ -1,6 +1,7 @@
 /* The time-aware figures' accumulation (docs/definition.md section 10) at each trade's two ends:
- * one home for the fast sweep's per-trade hook (sweep.c, tfk_sweep_timed) and research's
- * positions path (src/research/timestats.c), so the figures' arithmetic exists once.
+ * one home for the sweeps' per-trade hook (sweep.c's tfk_sweep_timed, and every strategy's sweep
+ * through tfk_tacc_change) and research's positions path (src/research/timestats.c), so the
+ * figures' arithmetic exists once.
  *
  * The MTM drawdown is defined over every bar's mark. A trade's marks are
  * E[t] = eq + k * (dp * (P1[t] - P1[e])), each operation rounded, and every rounded operation is
@@ -17,6 +18,8 @@
 
 #include <math.h>
 #include <stdint.h>
+
+#include "kernel_internal.h"
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -37,6 +40,13 @@ typedef struct tfk_time_in {
      * (each [n/64 + 1]): bounds of a trade's marks from the words it touches, cache-resident */
     const double *wlo, *whi;
 } tfk_time_in;
+
+/* Bytes a series of n bars needs for tfk_time_in's arrays, what max_bytes counts: the four
+ * prefix sums, 32 bytes a bar (the words' bounds, 16 bytes per 64 bars, ride along uncounted). */
+static inline double tfk_time_bytes(int64_t n)
+{
+    return 32.0 * (double)n;
+}
 
 /* One combo's running state over its trades. */
 typedef struct tfk_tacc {
@@ -182,6 +192,26 @@ tfk_tacc_close(tfk_tacc *a, const tfk_time_in *in, int64_t e, int64_t x, int p, 
         if (dd > a->max_days)
             a->max_days = dd;
     }
+}
+
+/* A bar i where a position moves from st->pos to want (-1..1, != st->pos) at close c: the
+ * booking (book.h's tfk_book_change; tfk_sar_flip when neither is 0) with the figures' hook:
+ * the closed trade handed to ta at its exit bar i, and i kept as the next trade's entry bar.
+ * Every strategy's sweep books through this when it books the figures in the same pass. */
+static inline __attribute__((always_inline)) void tfk_tacc_change(tfk_tacc *ta,
+                                                                  const tfk_time_in *in,
+                                                                  tfk_sar *st, tfk_sar_extra *x,
+                                                                  int want, double c, int64_t i)
+{
+    if (st->pos != 0) {
+        int p = (int)st->pos;
+        double r = tfk_sar_book(st, x, c);
+        tfk_tacc_close(ta, in, ta->entry, i, p, r);
+    }
+    if (want != 0)
+        st->entry = c;
+    st->pos = want;
+    ta->entry = i;
 }
 
 #endif

@@ -15,6 +15,7 @@
 #include "common/opts_size.h"
 #include "kernel/kernel_internal.h"
 #include "kernel/timeacc.h"
+#include "strategy/strategy_internal.h"
 #include "tollfree/error.h"
 #include "tollfree/research.h"
 #include "tollfree/strategy.h"
@@ -258,16 +259,19 @@ int tf_time_stats_positions(const double *close, int64_t n, const int8_t *pos,
     return 0;
 }
 
-/* ---- the sweep with the hook (HMA) ---- */
+/* ---- the sweep with the hook (HMA, and any strategy) ---- */
 
-int tf_sweep_time(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
-                  double *pnl, int64_t *trades, const tf_sweep_opts *opts,
-                  const tf_time_opts *topts, tf_time_stats *out, char *msg, size_t msg_cap)
+/* tf_sweep_time (def NULL: params are int64 iparams) and tf_sweep_with_time (def: dparams). */
+static int sweep_time(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                      const int64_t *iparams, const double *dparams, int64_t n_combos, double *pnl,
+                      int64_t *trades, const tf_sweep_opts *opts, const tf_time_opts *topts,
+                      tf_time_stats *out, char *msg, size_t msg_cap)
 {
     if (n_bars < 0 || n_combos < 0)
         return tfu_msg(TF_E_INVALID_ARG, msg, msg_cap, "n and m must be >= 0, got %lld and %lld",
                        (long long)n_bars, (long long)n_combos);
-    if (n_combos > 0 && (!out || !pnl || !trades || !params || (n_bars > 0 && !close)))
+    if (n_combos > 0 && (!out || !pnl || !trades || !(def ? (const void *)dparams : iparams) ||
+                         (n_bars > 0 && !close)))
         return TF_E_NULL_ARG;
     tfk_opts ko;
     if (tfk_opts_resolve(opts, &ko))
@@ -277,10 +281,10 @@ int tf_sweep_time(const double *close, int64_t n_bars, const int64_t *params, in
     if (rc || n_combos == 0)
         return rc;
     /* the prefix sums first: 32 bytes a bar, within the sweep's budget */
-    if (ko.max_bytes && 32.0 * (double)n_bars > (double)ko.max_bytes)
+    if (ko.max_bytes && tfk_time_bytes(n_bars) > (double)ko.max_bytes)
         return tfu_msg(TF_E_LIMIT, msg, msg_cap,
                        "the time-aware figures need %.0f bytes for %lld bars, over max_bytes %zu",
-                       32.0 * (double)n_bars, (long long)n_bars, ko.max_bytes);
+                       tfk_time_bytes(n_bars), (long long)n_bars, ko.max_bytes);
     tfk_time_in in;
     double *all = NULL;
     tf_stats *st = ko.stats ? ko.stats : malloc(sizeof(tf_stats) * (size_t)n_combos);
@@ -296,7 +300,9 @@ int tf_sweep_time(const double *close, int64_t n_bars, const int64_t *params, in
                         .fee = &ko.fee,
                         .stats = st,
                         .progress = ko.progress};
-    rc = tfk_sweep_timed(close, n_bars, params, n_combos, pnl, trades, &so, NULL, &in, acc);
+    rc = def ? tfs_sweep_with_timed(def, close, n_bars, dparams, n_combos, pnl, trades, &so, &in,
+                                    acc)
+             : tfk_sweep_timed(close, n_bars, iparams, n_combos, pnl, trades, &so, NULL, &in, acc);
     if (rc) {
         tfu_msg(rc, msg, msg_cap, "%s", tf_strerror(rc));
         goto done;
@@ -309,6 +315,28 @@ done:
     free(acc);
     free(all);
     return rc;
+}
+
+int tf_sweep_time(const double *close, int64_t n_bars, const int64_t *params, int64_t n_combos,
+                  double *pnl, int64_t *trades, const tf_sweep_opts *opts,
+                  const tf_time_opts *topts, tf_time_stats *out, char *msg, size_t msg_cap)
+{
+    return sweep_time(NULL, close, n_bars, params, NULL, n_combos, pnl, trades, opts, topts, out,
+                      msg, msg_cap);
+}
+
+int tf_sweep_with_time(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                       const double *params, int64_t n_combos, double *pnl, int64_t *trades,
+                       const tf_sweep_opts *opts, const tf_time_opts *topts, tf_time_stats *out,
+                       char *msg, size_t msg_cap)
+{
+    if (!def)
+        return TF_E_NULL_ARG;
+    int rc = tf_strategy_def_check(def, msg, msg_cap);
+    if (rc)
+        return rc;
+    return sweep_time(def, close, n_bars, NULL, params, n_combos, pnl, trades, opts, topts, out,
+                      msg, msg_cap);
 }
 
 /* ---- the second pass over combos (any other strategy) ---- */

@@ -75,6 +75,8 @@ typedef struct fplan {
     int64_t *uidx;   /* [n][2]: the units a combo reads */
     tfk_book *books; /* [n] */
     int stats;
+    const tfk_time_in *tin; /* the time-aware figures' hook, or NULL */
+    tfk_tacc *tacc;         /* [n] with tin */
     tfk_cmp_fn cmp;
     int avx2; /* the AVX2 bitmask builders (same bits as the scalar ones) */
     /* donchian */
@@ -734,16 +736,37 @@ static void group_block(fplan *pl, int64_t g, int64_t t0, int64_t t1)
 
 /* ---- booking ---- */
 
+/* One bar's target want (not HOLD) at close c, bar i: the booking, or with ta the booking with
+ * the time-aware figures' hook (stats are then kept). */
+static inline __attribute__((always_inline)) void book_bar(tfk_sar *st, tfk_sar_extra *x,
+                                                           int64_t *expo, tfk_tacc *ta,
+                                                           const tfk_time_in *tin, int want,
+                                                           double c, int64_t i)
+{
+    if (!ta) {
+        tfk_book_bar(st, x, expo, want, c);
+        return;
+    }
+    if (want != st->pos)
+        tfk_tacc_change(ta, tin, st, x, want, c, i);
+    *expo += st->pos != 0;
+}
+
 /* Books n bars whose targets are up (+1), down (-1) or neither (HOLD), never both; c[0] is the
- * close of the first. See the top of the file. */
-static inline __attribute__((always_inline)) void book_events_with(tfk_book *b, int stats,
-                                                                   const uint64_t *up,
-                                                                   const uint64_t *down,
-                                                                   const double *c, int64_t n)
+ * close of the first, bar i0. See the top of the file. ta_mem, tin: the time-aware figures'
+ * hook (stats set), or NULL: a third copy. */
+static inline __attribute__((always_inline)) void
+book_events_with(tfk_book *b, int stats, tfk_tacc *ta_mem, const tfk_time_in *tin, int64_t i0,
+                 const uint64_t *up, const uint64_t *down, const double *c, int64_t n)
 {
     tfk_sar st = b->sar;
     tfk_sar_extra xl = b->x, *x = stats ? &xl : NULL;
     int64_t expo = b->exposure;
+    tfk_tacc ta_local, *ta = NULL;
+    if (ta_mem) {
+        ta_local = *ta_mem;
+        ta = &ta_local;
+    }
     for (int64_t w = 0; w * 64 < n; w++) {
         int64_t base = w * 64, nb = n - base < 64 ? n - base : 64;
         uint64_t all = nb == 64 ? ~(uint64_t)0 : ((uint64_t)1 << nb) - 1;
@@ -753,7 +776,11 @@ static inline __attribute__((always_inline)) void book_events_with(tfk_book *b, 
             while (flips) {
                 int bit = __builtin_ctzll(flips);
                 flips &= flips - 1;
-                tfk_sar_flip(&st, x, (u >> bit) & 1 ? 1 : -1, c[base + bit]);
+                if (ta)
+                    tfk_tacc_change(ta, tin, &st, x, (u >> bit) & 1 ? 1 : -1, c[base + bit],
+                                    i0 + base + bit);
+                else
+                    tfk_sar_flip(&st, x, (u >> bit) & 1 ? 1 : -1, c[base + bit]);
             }
             if (stats)
                 expo += nb;
@@ -765,7 +792,8 @@ static inline __attribute__((always_inline)) void book_events_with(tfk_book *b, 
             ev &= ev - 1;
             if (stats && st.pos != 0)
                 expo += bit - from;
-            tfk_book_bar(&st, x, &expo, (u >> bit) & 1 ? 1 : -1, c[base + bit]);
+            book_bar(&st, x, &expo, ta, tin, (u >> bit) & 1 ? 1 : -1, c[base + bit],
+                     i0 + base + bit);
             from = bit + 1;
         }
         if (stats && st.pos != 0)
@@ -774,15 +802,19 @@ static inline __attribute__((always_inline)) void book_events_with(tfk_book *b, 
     b->sar = st;
     b->x = xl;
     b->exposure = expo;
+    if (ta_mem)
+        *ta_mem = ta_local;
 }
 
-static void book_events(tfk_book *b, int stats, const uint64_t *up, const uint64_t *down,
-                        const double *c, int64_t n)
+static void book_events(tfk_book *b, int stats, tfk_tacc *ta, const tfk_time_in *tin, int64_t i0,
+                        const uint64_t *up, const uint64_t *down, const double *c, int64_t n)
 {
-    if (stats)
-        book_events_with(b, 1, up, down, c, n);
+    if (ta)
+        book_events_with(b, 1, ta, tin, i0, up, down, c, n);
+    else if (stats)
+        book_events_with(b, 1, NULL, NULL, 0, up, down, c, n);
     else
-        book_events_with(b, 0, up, down, c, n);
+        book_events_with(b, 0, NULL, NULL, 0, up, down, c, n);
 }
 
 /* bollinger's targets from its bitmasks, visiting only the bars where the position changes
@@ -793,12 +825,18 @@ static void book_events(tfk_book *b, int stats, const uint64_t *up, const uint64
  *   t == -1: up -> +1, else (not down) le -> 0.
  * Every other bar is HOLD or the target t already holds, which book nothing. */
 static inline __attribute__((always_inline)) void
-book_bollinger_with(tfk_book *b, int stats, const uint64_t *upm, const uint64_t *downm,
-                    const uint64_t *gem, const uint64_t *lem, const double *c, int64_t n)
+book_bollinger_with(tfk_book *b, int stats, tfk_tacc *ta_mem, const tfk_time_in *tin, int64_t i0,
+                    const uint64_t *upm, const uint64_t *downm, const uint64_t *gem,
+                    const uint64_t *lem, const double *c, int64_t n)
 {
     tfk_sar st = b->sar;
     tfk_sar_extra xl = b->x, *x = stats ? &xl : NULL;
     int64_t expo = b->exposure;
+    tfk_tacc ta_local, *ta = NULL;
+    if (ta_mem) {
+        ta_local = *ta_mem;
+        ta = &ta_local;
+    }
     for (int64_t w = 0; w * 64 < n; w++) {
         int64_t base = w * 64, nb = n - base < 64 ? n - base : 64;
         uint64_t all = nb == 64 ? ~(uint64_t)0 : ((uint64_t)1 << nb) - 1;
@@ -815,7 +853,7 @@ book_bollinger_with(tfk_book *b, int stats, const uint64_t *upm, const uint64_t 
             int want = st.pos == 0  ? ((u >> bit) & 1 ? 1 : -1)
                        : st.pos > 0 ? ((d >> bit) & 1 ? -1 : 0)
                                     : ((u >> bit) & 1 ? 1 : 0);
-            tfk_book_bar(&st, x, &expo, want, c[base + bit]);
+            book_bar(&st, x, &expo, ta, tin, want, c[base + bit], i0 + base + bit);
             from = bit + 1;
             rest = from < 64 ? all & (~(uint64_t)0 << from) : 0;
         }
@@ -825,6 +863,8 @@ book_bollinger_with(tfk_book *b, int stats, const uint64_t *upm, const uint64_t 
     b->sar = st;
     b->x = xl;
     b->exposure = expo;
+    if (ta_mem)
+        *ta_mem = ta_local;
 }
 
 /* out = the n bits of in starting at bit off. */
@@ -844,6 +884,7 @@ static void combo_block(const fplan *pl, int64_t j, int64_t t0, int64_t t1, uint
     const double *p = pl->params + j * pl->k;
     const int64_t *ui = pl->uidx + 2 * j;
     tfk_book *b = &pl->books[j];
+    tfk_tacc *ta = pl->tacc ? &pl->tacc[j] : NULL;
     /* The first bar with a target: slow-1, donchian's w, rsi's period, bollinger's w-1. */
     int64_t first;
     switch (pl->kind) {
@@ -869,15 +910,15 @@ static void combo_block(const fplan *pl, int64_t j, int64_t t0, int64_t t1, uint
     case K_SMA:
     case K_EMA:
         pl->cmp(row(pl, ui[0], 0) + off, row(pl, ui[1], 0) + off, n, up, down);
-        book_events(b, pl->stats, up, down, c, n);
+        book_events(b, pl->stats, ta, pl->tin, lo, up, down, c, n);
         break;
     case K_RSI: /* up: rsi < lower, down: rsi > upper */
         thresh(pl, row(pl, ui[0], 0) + off, row(pl, ui[0], 0) + off, n, p[1], p[2], up, down);
-        book_events(b, pl->stats, up, down, c, n);
+        book_events(b, pl->stats, ta, pl->tin, lo, up, down, c, n);
         break;
     case K_DONCHIAN: /* up: U > w, down: D > w */
         beyond(pl, drow(pl, 0) + off, drow(pl, 1) + off, n, (int32_t)p[0], up, down);
-        book_events(b, pl->stats, up, down, c, n);
+        book_events(b, pl->stats, ta, pl->tin, lo, up, down, c, n);
         break;
     case K_BOLLINGER: {
         const double *m = row(pl, ui[0], 0) + off, *sd = row(pl, ui[0], 1) + off;
@@ -887,10 +928,12 @@ static void combo_block(const fplan *pl, int64_t j, int64_t t0, int64_t t1, uint
         uint64_t *ge_s = masks + 3 * pl->W, *le_s = junk;
         shift_bits(ge, off, n, ge_s);
         shift_bits(le, off, n, le_s);
-        if (pl->stats)
-            book_bollinger_with(b, 1, up, down, ge_s, le_s, c, n);
+        if (ta)
+            book_bollinger_with(b, 1, ta, pl->tin, lo, up, down, ge_s, le_s, c, n);
+        else if (pl->stats)
+            book_bollinger_with(b, 1, NULL, NULL, 0, up, down, ge_s, le_s, c, n);
         else
-            book_bollinger_with(b, 0, up, down, ge_s, le_s, c, n);
+            book_bollinger_with(b, 0, NULL, NULL, 0, up, down, ge_s, le_s, c, n);
         break;
     }
     }
@@ -1005,6 +1048,7 @@ static int plan_init(fplan *pl, const tf_strategy_def *def, const int *cols, int
     pl->k = def->n_params;
     pl->books = out;
     pl->stats = fo->stats;
+    pl->tin = fo->tin;
     pl->cmp = fo->cmp;
     pl->avx2 = fo->avx2;
     pl->progress = fo->progress;
@@ -1084,8 +1128,11 @@ int tfs_fast_sweep(const tf_strategy_def *def, const double *close, int64_t n_ba
         kind = K_DONCHIAN, cols = cols_one, n_cols = 1;
     else
         return -1;
-    for (int64_t j = 0; j < n; j++)
+    for (int64_t j = 0; j < n; j++) {
         tfk_book_start(&out[j], fo->fee);
+        if (fo->tacc)
+            fo->tacc[j] = tfk_tacc_start();
+    }
     if (n_bars == 0 || n == 0)
         return 0;
 
@@ -1102,6 +1149,7 @@ int tfs_fast_sweep(const tf_strategy_def *def, const double *close, int64_t n_ba
         pls[t].kind = kind;
         rc = plan_init(&pls[t], def, cols, n_cols, close, n_bars, params + j0 * def->n_params,
                        j1 - j0, fo, out + j0, &b);
+        pls[t].tacc = fo->tacc ? fo->tacc + j0 : NULL;
         bytes += b;
         total += (j1 - j0) * pls[t].n_blocks;
     }

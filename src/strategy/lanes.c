@@ -22,8 +22,10 @@ typedef struct lanes_job {
     size_t stride; /* bytes per lane's state */
     double fee;
     int stats;
+    const tfk_time_in *tin; /* the time-aware figures' hook, or NULL */
     tf_progress *progress;
-    tfk_book *out; /* [n] */
+    tfk_book *out;  /* [n] */
+    tfk_tacc *tacc; /* [n] with tin */
     atomic_llong next;
     atomic_int rc; /* the first error any thread met */
 } lanes_job;
@@ -37,6 +39,7 @@ typedef struct lanes_work {
     int32_t pos[TF_STRATEGY_MAX_LANES];
     int64_t since[TF_STRATEGY_MAX_LANES]; /* the bar each lane's position last moved at */
     tfk_book book[TF_STRATEGY_MAX_LANES];
+    tfk_tacc ta[TF_STRATEGY_MAX_LANES]; /* with the figures' hook */
 } lanes_work;
 
 double tfs_lanes_bytes(uint32_t lanes, size_t stride)
@@ -47,10 +50,9 @@ double tfs_lanes_bytes(uint32_t lanes, size_t stride)
 /* Books one lane's changes of the run of len bars at bar i: 0, or TF_E_STRATEGY when they break
  * the contract (a count outside 0 .. len, a bar out of order or outside the run, a target that
  * is TF_HOLD, the position itself, or not -1, 0, +1). */
-static inline __attribute__((always_inline)) int book_lane(tfk_book *b, int64_t *since,
-                                                           const int32_t *bars, const int32_t *t,
-                                                           int64_t m, int64_t i, int64_t len,
-                                                           const double *close, int stats)
+static inline __attribute__((always_inline)) int
+book_lane(tfk_book *b, tfk_tacc *ta, const tfk_time_in *tin, int64_t *since, const int32_t *bars,
+          const int32_t *t, int64_t m, int64_t i, int64_t len, const double *close, int stats)
 {
     if (m < 0 || m > len)
         return TF_E_STRATEGY;
@@ -65,7 +67,10 @@ static inline __attribute__((always_inline)) int book_lane(tfk_book *b, int64_t 
             b->exposure += b->sar.pos != 0 ? at - *since : 0;
             *since = at;
         }
-        tfk_book_change(&b->sar, stats ? &b->x : NULL, t[k], close[at]);
+        if (ta) /* the figures' hook (stats set) */
+            tfk_tacc_change(ta, tin, &b->sar, &b->x, t[k], close[at], at);
+        else
+            tfk_book_change(&b->sar, stats ? &b->x : NULL, t[k], close[at]);
     }
     return 0;
 }
@@ -82,6 +87,7 @@ static int group_start(const lanes_job *jb, int64_t j0, lanes_work *w)
         if (def->init(st, jb->params + j * (int64_t)def->n_params))
             return TF_E_STRATEGY;
         tfk_book_start(&w->book[l], jb->fee);
+        w->ta[l] = tfk_tacc_start();
         w->since[l] = 0;
     }
     return 0;
@@ -105,10 +111,12 @@ static int run_group(const lanes_job *jb, int64_t j0, lanes_work *w)
             return TF_E_STRATEGY;
         for (uint32_t l = 0; l < lanes && !rc; l++) {
             const int32_t *b = w->bars + l * len, *t = w->targets + l * len;
-            rc = jb->stats ? book_lane(&w->book[l], &w->since[l], b, t, w->counts[l], i, len,
-                                       jb->close, 1)
-                           : book_lane(&w->book[l], &w->since[l], b, t, w->counts[l], i, len,
-                                       jb->close, 0);
+            rc = jb->tin     ? book_lane(&w->book[l], &w->ta[l], jb->tin, &w->since[l], b, t,
+                                         w->counts[l], i, len, jb->close, 1)
+                 : jb->stats ? book_lane(&w->book[l], NULL, NULL, &w->since[l], b, t, w->counts[l],
+                                         i, len, jb->close, 1)
+                             : book_lane(&w->book[l], NULL, NULL, &w->since[l], b, t, w->counts[l],
+                                         i, len, jb->close, 0);
         }
     }
     for (uint32_t l = 0; l < lanes && j0 + l < jb->n && !rc; l++) {
@@ -116,6 +124,8 @@ static int run_group(const lanes_job *jb, int64_t j0, lanes_work *w)
         if (jb->stats && b->sar.pos != 0)
             b->exposure += jb->n_bars - w->since[l];
         jb->out[j0 + l] = *b;
+        if (jb->tin)
+            jb->tacc[j0 + l] = w->ta[l];
     }
     return rc;
 }
@@ -171,8 +181,10 @@ int tfs_lanes_sweep(const tf_strategy_def *def, const double *close, int64_t n_b
                     .stride = stride,
                     .fee = fo->fee,
                     .stats = fo->stats,
+                    .tin = fo->tin,
                     .progress = fo->progress,
-                    .out = out};
+                    .out = out,
+                    .tacc = fo->tacc};
     atomic_init(&jb.next, 0);
     atomic_init(&jb.rc, 0);
     int groups = (int)((n + def->lanes - 1) / def->lanes);

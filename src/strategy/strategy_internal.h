@@ -7,6 +7,7 @@
 
 #include "kernel/book.h"
 #include "kernel/kernel_internal.h"
+#include "kernel/timeacc.h"
 #include "tollfree/strategy.h"
 
 /* The built-ins (builtins.c; "hma" is the kernel's, tfk_hma_def in kernel_internal.h). */
@@ -35,6 +36,10 @@ typedef struct tfs_fast_opts {
     size_t max_bytes;      /* 0, or TF_E_LIMIT above it */
     tfk_cmp_fn cmp;        /* the ISA's signal bitmasks (kernel_internal.h) */
     int avx2;              /* 1: the ISA has AVX2 (the fast sweeps' own bitmask builders) */
+    /* The time-aware figures' hook (stats set): NULL, or the series' sums, and then tacc[n],
+     * each combo's accumulation (timeacc.h), booked at each change of its position. */
+    const tfk_time_in *tin;
+    tfk_tacc *tacc;
 } tfs_fast_opts;
 
 /* The fast sweep of a built-in other than hma over the distinct combos params[n][k] (each
@@ -63,5 +68,14 @@ int tfs_lanes_sweep(const tf_strategy_def *def, const double *close, int64_t n_b
                     tfk_book *out);
 /* The bytes one thread of tfs_lanes_sweep holds (for max_bytes). */
 double tfs_lanes_bytes(uint32_t lanes, size_t stride);
+
+/* tf_sweep_with (opts->stats required) with the time-aware figures' hook: each caller row's
+ * accumulation into tacc[n_combos] (its pos set to the position after the last bar), booked in
+ * the same pass by every path ("hma": tfk_sweep_timed; the built-ins' fast sweeps, the changes
+ * lanes, the stepped combos: tfk_tacc_change at each move). in->n == n_bars, in->fee the
+ * sweep's fee. tf_sweep_with's codes, TF_E_INVALID_ARG for a mismatched in. */
+int tfs_sweep_with_timed(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                         const double *params, int64_t n_combos, double *pnl, int64_t *trades,
+                         const tf_sweep_opts *opts, const tfk_time_in *in, tfk_tacc *tacc);
 
 #endif

@@ -21,10 +21,27 @@
 /* A def's steps (a block of targets a call) or step (a bar a call) over close[n] into st, every
  * bar through the booking. 0, TF_E_STRATEGY (a target outside -1, 0, +1, TF_HOLD, steps
  * failed), TF_E_CANCELLED (checked every block, or every 64 Ki bars when stepping). */
+/* One bar's target t (valid) at close c, bar i: the booking, or with ta the booking with the
+ * time-aware figures' hook (x is then set). */
+static inline __attribute__((always_inline)) void book_bar(tfk_sar *st, tfk_sar_extra *x,
+                                                           int64_t *expo, tfk_tacc *ta,
+                                                           const tfk_time_in *tin, int t, double c,
+                                                           int64_t i)
+{
+    if (!ta) {
+        tfk_book_bar(st, x, expo, t, c);
+        return;
+    }
+    if (t != TF_HOLD && t != st->pos)
+        tfk_tacc_change(ta, tin, st, x, t, c, i);
+    *expo += st->pos != 0;
+}
+
+/* ta, tin: the time-aware figures' hook (x set), or NULL. */
 static inline __attribute__((always_inline)) int
 run_targets(const tf_strategy_def *def, int (*steps)(void *, const double *, int64_t, int32_t *),
             void *state, const double *close, int64_t n, tfk_sar *st, tfk_sar_extra *x,
-            int64_t *expo, const tf_progress *progress)
+            int64_t *expo, tfk_tacc *ta, const tfk_time_in *tin, const tf_progress *progress)
 {
     if (steps) { /* the strategy's own loop, a block of bars a call, then the booking */
         int32_t t[STEPS_BLOCK];
@@ -37,7 +54,7 @@ run_targets(const tf_strategy_def *def, int (*steps)(void *, const double *, int
             for (int64_t k = 0; k < len; k++) {
                 if (!tfk_target_ok(t[k]))
                     return TF_E_STRATEGY;
-                tfk_book_bar(st, x, expo, t[k], close[i + k]);
+                book_bar(st, x, expo, ta, tin, t[k], close[i + k], i + k);
             }
         }
         return 0;
@@ -50,7 +67,7 @@ run_targets(const tf_strategy_def *def, int (*steps)(void *, const double *, int
         int t = step(state, close[i]);
         if (!tfk_target_ok(t))
             return TF_E_STRATEGY;
-        tfk_book_bar(st, x, expo, t, close[i]);
+        book_bar(st, x, expo, ta, tin, t, close[i], i);
     }
     return 0;
 }
@@ -61,32 +78,45 @@ run_targets(const tf_strategy_def *def, int (*steps)(void *, const double *, int
 static inline __attribute__((always_inline)) int run_with(const tf_strategy_def *def, void *state,
                                                           const double *close, int64_t n,
                                                           tfk_book *b, int stats, int batch,
+                                                          tfk_tacc *ta_mem, const tfk_time_in *tin,
                                                           const tf_progress *progress)
 {
     tfk_sar st = b->sar;
     tfk_sar_extra x = b->x;
     int64_t expo = b->exposure;
+    tfk_tacc ta_local, *ta = NULL;
+    if (ta_mem) {
+        ta_local = *ta_mem;
+        ta = &ta_local;
+    }
     int rc = run_targets(def, batch ? tfk_def_steps(def) : NULL, state, close, n, &st,
-                         stats ? &x : NULL, &expo, progress);
+                         stats ? &x : NULL, &expo, ta, tin, progress);
     if (rc)
         return rc;
     b->sar = st;
     b->x = x;
     b->exposure = expo;
+    if (ta_mem)
+        *ta_mem = ta_local;
     return 0;
 }
 
+/* ta, tin: the time-aware figures' hook (stats set), or NULL. */
 static int run_combo(const tf_strategy_def *def, void *state, size_t bytes, const double *p,
                      const double *close, int64_t n, double fee, int stats, int batch,
-                     const tf_progress *progress, tfk_book *b)
+                     const tf_progress *progress, tfk_book *b, tfk_tacc *ta, const tfk_time_in *tin)
 {
     tfk_book_start(b, fee);
     memset(state, 0, bytes);
     if (def->init(state, p))
         return TF_E_STRATEGY;
+    if (ta) {
+        *ta = tfk_tacc_start();
+        return run_with(def, state, close, n, b, 1, batch, ta, tin, progress);
+    }
     if (stats)
-        return run_with(def, state, close, n, b, 1, batch, progress);
-    return run_with(def, state, close, n, b, 0, batch, progress);
+        return run_with(def, state, close, n, b, 1, batch, NULL, NULL, progress);
+    return run_with(def, state, close, n, b, 0, batch, NULL, NULL, progress);
 }
 
 /* ---- argument checks shared by tf_sweep_with and its reference ---- */
@@ -176,8 +206,9 @@ int tf_sweep_with_reference(const tf_strategy_def *def, const double *close, int
         rc = TF_E_NOMEM;
     for (int64_t j = 0; j < n_combos && !rc; j++) {
         const double *p = params + j * (int64_t)def->n_params;
-        rc = run_combo(def, state, tfk_state_bytes(def, p), p, close, n_bars, o.fee,
-                       o.stats != NULL, 0, NULL, &books[j]); /* the model: step, bar by bar */
+        rc =
+            run_combo(def, state, tfk_state_bytes(def, p), p, close, n_bars, o.fee, o.stats != NULL,
+                      0, NULL, &books[j], NULL, NULL); /* the model: step, bar by bar */
     }
     for (int64_t j = 0; j < n_combos && !rc; j++)
         write_outputs(&books[j], o.stats != NULL, &pnl[j], &trades[j],
@@ -199,7 +230,9 @@ typedef struct job {
     int stats;
     size_t max_bytes;
     tf_progress *progress;
-    tfk_book *books; /* [n] */
+    tfk_book *books;        /* [n] */
+    const tfk_time_in *tin; /* the time-aware figures' hook, or NULL */
+    tfk_tacc *tacc;         /* [n] with tin */
     atomic_llong next;
     atomic_int rc; /* the first error any thread met */
 } job;
@@ -223,7 +256,8 @@ static void *job_main(void *arg)
             break;
         const double *p = jb->params + j * (int64_t)jb->def->n_params;
         int rc = run_combo(jb->def, state, tfk_state_bytes(jb->def, p), p, jb->close, jb->n_bars,
-                           jb->fee, jb->stats, 1, jb->progress, &jb->books[j]);
+                           jb->fee, jb->stats, 1, jb->progress, &jb->books[j],
+                           jb->tacc ? &jb->tacc[j] : NULL, jb->tin);
         if (rc) {
             int zero = 0;
             atomic_compare_exchange_strong(&jb->rc, &zero, rc);
@@ -305,9 +339,11 @@ static int dedup(const double *params, int64_t m, uint32_t k, double **uniq, int
     return 0;
 }
 
-/* "hma": whole numbers to int64, then tf_sweep (the fast path, every ISA). */
+/* "hma": whole numbers to int64, then tf_sweep (the fast path, every ISA); with tin, the same
+ * sweep with the figures' hook (tfk_sweep_timed). */
 static int sweep_hma(const double *close, int64_t n_bars, const double *params, int64_t n_combos,
-                     double *pnl, int64_t *trades, const tf_sweep_opts *opts)
+                     double *pnl, int64_t *trades, const tf_sweep_opts *opts,
+                     const tfk_time_in *tin, tfk_tacc *tacc)
 {
     int64_t *ip = malloc(sizeof(int64_t) * TF_PARAMS_PER_COMBO * (size_t)(n_combos ? n_combos : 1));
     if (!ip)
@@ -319,21 +355,25 @@ static int sweep_hma(const double *close, int64_t n_bars, const double *params, 
         }
         ip[i] = (int64_t)params[i];
     }
-    int rc = tf_sweep(close, n_bars, ip, n_combos, pnl, trades, opts);
+    int rc = tin ? tfk_sweep_timed(close, n_bars, ip, n_combos, pnl, trades, opts, NULL, tin, tacc)
+                 : tf_sweep(close, n_bars, ip, n_combos, pnl, trades, opts);
     free(ip);
     return rc;
 }
 
-int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bars,
-                  const double *params, int64_t n_combos, double *pnl, int64_t *trades,
-                  const tf_sweep_opts *opts)
+/* tf_sweep_with, and with tin (opts' stats set) the figures' hook: tacc_out[n_combos]. */
+static int sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                      const double *params, int64_t n_combos, double *pnl, int64_t *trades,
+                      const tf_sweep_opts *opts, const tfk_time_in *tin, tfk_tacc *tacc_out)
 {
     tfk_opts o;
     int rc = check_args(def, close, n_bars, params, n_combos, pnl, trades, opts, &o);
     if (rc || n_combos == 0)
         return rc;
+    if (tin && (!tacc_out || !o.stats || tin->n != n_bars || tin->fee != o.fee))
+        return TF_E_INVALID_ARG;
     if (def == &tfk_hma_def)
-        return sweep_hma(close, n_bars, params, n_combos, pnl, trades, opts);
+        return sweep_hma(close, n_bars, params, n_combos, pnl, trades, opts, tin, tacc_out);
     tfk_isa_ops ops;
     if (tfk_isa_ops_for(o.isa, &ops))
         return TF_E_ISA_UNAVAILABLE;
@@ -342,6 +382,7 @@ int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bar
     double *uniq = NULL;
     int64_t n = 0;
     tfk_book *books = NULL;
+    tfk_tacc *tacc = NULL;
     size_t max_bytes = 16;
     if (!combo_of)
         return TF_E_NOMEM;
@@ -353,17 +394,21 @@ int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bar
     if (!rc && o.max_bytes) {
         double need = (double)n * (double)(sizeof(tfk_book) + 8 * def->n_params + 8) +
                       (double)nt * (lanes ? tfs_lanes_bytes(lanes, max_bytes) : (double)max_bytes);
+        if (tin) /* the series' sums and each combo's accumulation */
+            need += tfk_time_bytes(n_bars) + (double)n * (double)sizeof(tfk_tacc);
         if (need > (double)o.max_bytes)
             rc = TF_E_LIMIT;
     }
     if (!rc && !(books = malloc(sizeof(tfk_book) * (size_t)n)))
         rc = TF_E_NOMEM;
+    if (!rc && tin && !(tacc = malloc(sizeof(tfk_tacc) * (size_t)n)))
+        rc = TF_E_NOMEM;
     if (!rc) {
         if (o.progress)
             __atomic_store_n(&o.progress->total, n, __ATOMIC_RELAXED);
         tf_isa isa = o.isa == TF_ISA_AUTO ? tf_isa_best() : o.isa;
-        tfs_fast_opts fo = {o.fee,   o.stats != NULL,   nt, o.progress, o.max_bytes,
-                            ops.cmp, isa >= TF_ISA_AVX2};
+        tfs_fast_opts fo = {o.fee,   o.stats != NULL,    nt,  o.progress, o.max_bytes,
+                            ops.cmp, isa >= TF_ISA_AVX2, tin, tacc};
         rc = tfs_fast_sweep(def, close, n_bars, uniq, n, &fo, books);
         if (rc == -1 && lanes)
             rc = tfs_lanes_sweep(def, close, n_bars, uniq, n, max_bytes, &fo, books);
@@ -377,7 +422,9 @@ int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bar
                       .stats = o.stats != NULL,
                       .max_bytes = max_bytes,
                       .progress = o.progress,
-                      .books = books};
+                      .books = books,
+                      .tin = tin,
+                      .tacc = tacc};
             atomic_init(&jb.next, 0);
             atomic_init(&jb.rc, 0);
             tfs_run_threads(job_main, &jb, nt);
@@ -386,11 +433,33 @@ int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bar
         if (!rc && o.progress && __atomic_load_n(&o.progress->cancel, __ATOMIC_RELAXED))
             rc = TF_E_CANCELLED;
     }
-    for (int64_t j = 0; j < n_combos && !rc; j++)
+    for (int64_t j = 0; j < n_combos && !rc; j++) {
         write_outputs(&books[combo_of[j]], o.stats != NULL, &pnl[j], &trades[j],
                       o.stats ? &o.stats[j] : NULL);
+        if (tin) {
+            tacc_out[j] = tacc[combo_of[j]];
+            tacc_out[j].pos = books[combo_of[j]].sar.pos;
+        }
+    }
+    free(tacc);
     free(books);
     free(uniq);
     free(combo_of);
     return rc;
+}
+
+int tf_sweep_with(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                  const double *params, int64_t n_combos, double *pnl, int64_t *trades,
+                  const tf_sweep_opts *opts)
+{
+    return sweep_with(def, close, n_bars, params, n_combos, pnl, trades, opts, NULL, NULL);
+}
+
+int tfs_sweep_with_timed(const tf_strategy_def *def, const double *close, int64_t n_bars,
+                         const double *params, int64_t n_combos, double *pnl, int64_t *trades,
+                         const tf_sweep_opts *opts, const tfk_time_in *in, tfk_tacc *tacc)
+{
+    if (!in)
+        return TF_E_NULL_ARG;
+    return sweep_with(def, close, n_bars, params, n_combos, pnl, trades, opts, in, tacc);
 }

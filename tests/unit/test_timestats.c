@@ -195,7 +195,8 @@ static double model_mtm_dd(const double *c, int64_t n, const int8_t *pos, double
 /* Random positions (runs of 1 to `hold` bars, flat sometimes) over closes with the hostile
  * values the definition covers: the library's MTM drawdown equals the bar-by-bar model's bits,
  * through every branch of the shortcut (no new peak, new peak inside the drawdown, the bars
- * marked one by one, words reaching a non-finite value). */
+ * marked one by one, the words' bounds proving a trade changes nothing, trades over one word,
+ * two or many, words reaching a non-finite value). */
 static void test_marks_model(void)
 {
     enum { N = 4000 };
@@ -230,7 +231,9 @@ static void test_marks_model(void)
         if (round % 6 == 4)
             for (int i = 2000; i < N; i++)
                 c[i] = -c[i]; /* negative closes: k < 0, the marks' order reversed */
-        int64_t hold = 1 + (round % 5) * 40;
+        /* up to 161 bars (one, two or three words), or 1500 (trades over many words: the words'
+         * bounds, the exact scan and the bar-by-bar marks over long runs) */
+        int64_t hold = round % 10 == 9 ? 1500 : 1 + (round % 5) * 40;
         int cur = 0;
         for (int i = 0; i < N;) {
             int64_t len = 1 + (int64_t)(tf_test_uniform(&rng) * (double)hold);
@@ -334,6 +337,156 @@ static void test_sweep_time_paths(void)
     free(pos);
 }
 
+/* ---- tf_sweep_with_time: the figures inside every strategy's sweep ---- */
+
+static const tf_strategy_def *loop_base; /* whose step the steps and changes below loop over */
+
+static int loop_steps(void *state, const double *close, int64_t n, int32_t *targets)
+{
+    for (int64_t i = 0; i < n; i++)
+        targets[i] = loop_base->step(state, close[i]);
+    return 0;
+}
+
+static int loop_changes(void *states, size_t stride, const double *close, int64_t n, int32_t *pos,
+                        int32_t *bars, int32_t *targets, int64_t *counts)
+{
+    for (uint32_t l = 0; l < 3; l++) {
+        void *st = (char *)states + l * stride;
+        int32_t p = pos[l];
+        int64_t k = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int t = loop_base->step(st, close[i]);
+            if (t != TF_HOLD && t != p) {
+                bars[l * n + k] = (int32_t)i;
+                targets[l * n + k] = t;
+                p = t;
+                k++;
+            }
+        }
+        counts[l] = k;
+        pos[l] = p;
+    }
+    return 0;
+}
+
+/* Combo j of built-in b (its parameters in a row of 6). */
+static void builtin_combo(int b, int j, double *p)
+{
+    switch (b) {
+    case 0: /* sma_cross, ema_cross: fast, slow */
+    case 1:
+        p[0] = 2 + j % 5;
+        p[1] = 9 + 4 * j;
+        break;
+    case 2: /* donchian: w */
+        p[0] = 3 + 7 * j;
+        break;
+    case 3: /* rsi: period, lower, upper */
+        p[0] = 4 + j;
+        p[1] = 25 + j;
+        p[2] = 70;
+        break;
+    case 4: /* bollinger: w, k */
+        p[0] = 8 + 3 * j;
+        p[1] = 1.0 + 0.25 * (j % 4);
+        break;
+    default: { /* hma: the six windows */
+        int64_t w[6];
+        tf_combo_from_length(6 + 9 * j, w);
+        for (int k = 0; k < 6; k++)
+            p[k] = (double)w[k];
+    }
+    }
+}
+
+/* tf_sweep_with_time on every built-in (its fast sweep; "hma" the kernel's), and on copies that
+ * take the generic paths (step by step, a steps member, a changes member of 3 lanes), on 1, 2
+ * and 3 threads, with dates, a duplicated combo and a NaN close: the sweep's outputs are
+ * tf_sweep_with's bits, and the figures those of the second pass over streaming handles
+ * (tf_time_stats_with). */
+static void test_sweep_with_time(void)
+{
+    static const char *const names[] = {"sma_cross", "ema_cross", "donchian",
+                                        "rsi",       "bollinger", "hma"};
+    enum { N = 5000, M = 9 };
+    double *c = malloc(sizeof(double) * N);
+    int64_t *t = malloc(sizeof(int64_t) * N);
+    tf_test_random_walk(c, N, 0.02, &rng);
+    c[N / 3] = NAN;
+    for (int i = 0; i < N; i++)
+        t[i] = 1577836800000000000ll + (int64_t)i * 86400000000000ll;
+    double fee = 0.06;
+    tf_time_opts to = {.size = sizeof to, .times = t, .fee = &fee, .threads = 2};
+    int ok = 1, runs = 0;
+    for (int b = 0; b < 6; b++) {
+        const tf_strategy_def *def = tf_strategy_builtin(names[b]);
+        CHECK(def != NULL);
+        if (!def)
+            continue;
+        uint32_t k = def->n_params;
+        double grid[M * 6];
+        for (int j = 0; j < M; j++)
+            builtin_combo(b, j == M - 1 ? 0 : j, grid + j * k); /* the last repeats the first */
+        tf_time_stats want[M];
+        CHECK_RC(tf_time_stats_with(def, c, N, grid, M, &to, want, NULL, 0), 0);
+        double pnl0[M], pnl[M];
+        int64_t tr0[M], tr[M];
+        tf_stats st0[M], st[M];
+        tf_sweep_opts so = {.size = sizeof so, .threads = 1, .fee = &fee, .stats = st0};
+        CHECK_RC(tf_sweep_with(def, c, N, grid, M, pnl0, tr0, &so), 0);
+        loop_base = def;
+        for (int v = 0; v < (b == 5 ? 1 : 4); v++) {
+            tf_strategy_def d = *def; /* a copy: the generic paths, not the built-in's fast one */
+            if (v == 2)
+                d.steps = loop_steps;
+            if (v == 3) {
+                d.changes = loop_changes;
+                d.lanes = 3;
+            }
+            const tf_strategy_def *use = v == 0 ? def : &d;
+            for (int threads = 1; threads <= 3; threads++) {
+                tf_time_stats got[M];
+                tf_sweep_opts o = {.size = sizeof o, .threads = threads, .fee = &fee, .stats = st};
+                memset(got, 0xab, sizeof got);
+                CHECK_RC(tf_sweep_with_time(use, c, N, grid, M, pnl, tr, &o, &to, got, NULL, 0), 0);
+                int same_sweep = !memcmp(pnl, pnl0, sizeof pnl) && !memcmp(tr, tr0, sizeof tr) &&
+                                 !memcmp(st, st0, sizeof st);
+                int same_fig = !memcmp(got, want, sizeof got);
+                if (!same_sweep || !same_fig) {
+                    ok = 0;
+                    fprintf(stderr,
+                            "tf_sweep_with_time %s path %d, %d threads: sweep %s, "
+                            "figures %s\n",
+                            names[b], v, threads, same_sweep ? "same" : "DIFFER",
+                            same_fig ? "same" : "DIFFER");
+                }
+                runs++;
+            }
+        }
+        /* trades happened, and the figures are not all trivial */
+        CHECK(tr0[0] > 0 && want[0].exposure_pct > 0.0);
+    }
+    CHECK(ok && runs == 5 * 12 + 3);
+    /* refusals: no def, a def that breaks the contract, a max_bytes the figures exceed */
+    const tf_strategy_def *sma = tf_strategy_builtin("sma_cross");
+    double g[2] = {3, 10}, pnl[1];
+    int64_t tr[1];
+    tf_time_stats got[1];
+    char msg[200] = "";
+    CHECK_RC(tf_sweep_with_time(NULL, c, N, g, 1, pnl, tr, NULL, &to, got, msg, sizeof msg),
+             TF_E_NULL_ARG);
+    tf_strategy_def bad = *sma;
+    bad.n_params = 0;
+    CHECK(tf_sweep_with_time(&bad, c, N, g, 1, pnl, tr, NULL, &to, got, msg, sizeof msg) < 0);
+    tf_sweep_opts small = {.size = sizeof small, .max_bytes = 1000};
+    CHECK_RC(tf_sweep_with_time(sma, c, N, g, 1, pnl, tr, &small, &to, got, msg, sizeof msg),
+             TF_E_LIMIT);
+    CHECK(strstr(msg, "max_bytes") != NULL);
+    free(c);
+    free(t);
+}
+
 /* tf_sweep_time's refusals: a max_bytes the figures' sums alone exceed (the message names the
  * budget), one the sweep exceeds, bad time options, NULL outputs, bad sweep options. */
 static void test_sweep_time_refusals(void)
@@ -431,5 +584,6 @@ int main(void)
     test_marks_model();
     test_sweep_time_paths();
     test_sweep_time_refusals();
+    test_sweep_with_time();
     return tf_test_report();
 }
