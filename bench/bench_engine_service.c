@@ -14,6 +14,7 @@
  * The commands alternate a resting buy and a crossing sell at one price, so the book stays small
  * and every other command trades. Usage: bench_engine_service [--count N] [--rtt N] [--lone N]
  * [--bin PATH/tollfree] [--dir TMPDIR] [--snapshot-every N] [--only restart|pipelined] [--keep 1]
+ * [--crash 1]
  * (--only pipelined: the two pipelined runs alone, for an A/B of two binaries (--bin);
  * --only restart: the group-durability pipelined run and the restarts after it, three times;
  * --keep 1 leaves that journal directory for a profile). Defaults: N = 1000000, 2000 round trips
@@ -100,9 +101,13 @@ static double start(server *s, const char *name, const char *durability, int fre
     }
 }
 
+/* --crash 1: every stop is a kill -9 (no snapshot at a clean stop: a restart loads the last
+ * periodic snapshot and replays the tail after it); else SIGTERM, a clean stop. */
+static int g_crash;
+
 static void stop(server *s)
 {
-    kill(s->pid, SIGTERM);
+    kill(s->pid, g_crash ? SIGKILL : SIGTERM);
     waitpid(s->pid, NULL, 0);
 }
 
@@ -327,6 +332,8 @@ int main(int argc, char **argv)
             pipelined_only = 1;
         else if (!strcmp(argv[i], "--keep"))
             keep = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--crash"))
+            g_crash = atoi(argv[i + 1]);
     }
     if (!g_bin[0]) {
         char self[900];
@@ -368,9 +375,10 @@ int main(int argc, char **argv)
 
     double rs = start(&s, "pipelined", "group", 0);
     stop(&s);
-    printf("restart with %llu journaled commands (%s, exec to listening): %.3f s\n",
+    printf("restart with %llu journaled commands (%s%s, exec to listening): %.3f s\n",
            (unsigned long long)count,
-           g_snapshot_every ? "snapshot + tail" : "the service's default snapshots", rs);
+           g_snapshot_every ? "snapshot + tail" : "the service's default snapshots",
+           g_crash ? ", every stop a kill -9" : ", clean stops", rs);
     for (int k = 1; k < 3; k++) { /* steadiness: the same restart again (page cache warm) */
         rs = start(&s, "pipelined", "group", 0);
         stop(&s);
