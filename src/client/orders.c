@@ -109,6 +109,19 @@ static int fail(tf_orders *c, int rc)
     return rc;
 }
 
+/* Waits until pf's events or the deadline: 0 when ready (or interrupted: the caller looks
+ * again), else the connection is closed and -ETIMEDOUT or -errno returned. */
+static int wait_ready(tf_orders *c, struct pollfd *pf, int64_t deadline)
+{
+    int left = ms_left(deadline);
+    if (left == 0)
+        return fail(c, -ETIMEDOUT);
+    int pr = poll(pf, 1, left);
+    if (pr < 0 && errno != EINTR)
+        return fail(c, -errno);
+    return pr == 0 ? fail(c, -ETIMEDOUT) : 0;
+}
+
 /* An OFL1 event, a VenueRejected or a gateway report (AcceptedEx ... RejectedEx, Fill). */
 static int is_event(uint8_t kind)
 {
@@ -291,14 +304,9 @@ static int run(tf_orders *c, const tf_ofl_msg *cmds, size_t n, rx_target *t, int
         struct pollfd pf = {c->fd, POLLIN, 0};
         if (c->tlen > c->tpos)
             pf.events |= POLLOUT;
-        int left = ms_left(deadline);
-        if (left == 0)
-            return fail(c, -ETIMEDOUT);
-        int pr = poll(&pf, 1, left);
-        if (pr < 0 && errno != EINTR)
-            return fail(c, -errno);
-        if (pr == 0)
-            return fail(c, -ETIMEDOUT);
+        int rc_wait = wait_ready(c, &pf, deadline);
+        if (rc_wait)
+            return rc_wait;
     }
 }
 
@@ -436,14 +444,9 @@ int tf_orders_flush(tf_orders *c)
             continue;
         }
         struct pollfd pf = {c->fd, (short)(POLLOUT | (room ? POLLIN : 0)), 0};
-        int left = ms_left(deadline);
-        if (left == 0)
-            return fail(c, -ETIMEDOUT);
-        int pr = poll(&pf, 1, left);
-        if (pr < 0 && errno != EINTR)
-            return fail(c, -errno);
-        if (pr == 0)
-            return fail(c, -ETIMEDOUT);
+        int rc_wait = wait_ready(c, &pf, deadline);
+        if (rc_wait)
+            return rc_wait;
     }
 }
 

@@ -6,27 +6,18 @@
 #include "orderflow/orderflow_internal.h"
 
 /* Every command payload starts with command_seq (tf_engine_apply reads it through new_limit). */
-_Static_assert(offsetof(tf_ofl_msg, order.command_seq) ==
-                   offsetof(tf_ofl_msg, new_limit.command_seq),
-               "command_seq first");
-_Static_assert(offsetof(tf_ofl_msg, cancel.command_seq) ==
-                   offsetof(tf_ofl_msg, new_limit.command_seq),
-               "command_seq first");
-_Static_assert(offsetof(tf_ofl_msg, replace_by_client.command_seq) ==
-                   offsetof(tf_ofl_msg, new_limit.command_seq),
-               "command_seq first");
-_Static_assert(offsetof(tf_ofl_msg, new_market.command_seq) ==
-                   offsetof(tf_ofl_msg, new_limit.command_seq),
-               "command_seq first");
-_Static_assert(offsetof(tf_ofl_msg, cancel_by_order.command_seq) ==
-                   offsetof(tf_ofl_msg, new_limit.command_seq),
-               "command_seq first");
-_Static_assert(offsetof(tf_ofl_msg, cancel_by_client.command_seq) ==
-                   offsetof(tf_ofl_msg, new_limit.command_seq),
-               "command_seq first");
-_Static_assert(offsetof(tf_ofl_msg, replace.command_seq) ==
-                   offsetof(tf_ofl_msg, new_limit.command_seq),
-               "command_seq first");
+#define SEQ_FIRST(m)                                                                               \
+    _Static_assert(offsetof(tf_ofl_msg, m.command_seq) ==                                          \
+                       offsetof(tf_ofl_msg, new_limit.command_seq),                                \
+                   #m ": command_seq first")
+SEQ_FIRST(new_market);
+SEQ_FIRST(cancel_by_order);
+SEQ_FIRST(cancel_by_client);
+SEQ_FIRST(replace);
+SEQ_FIRST(order);
+SEQ_FIRST(cancel);
+SEQ_FIRST(replace_by_client);
+#undef SEQ_FIRST
 
 /* ---- create / destroy ----------------------------------------------------------------------- */
 
