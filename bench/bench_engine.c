@@ -78,7 +78,7 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void die(const char *what, int rc)
+_Noreturn static void die(const char *what, int rc)
 {
     fprintf(stderr, "bench_engine: %s: %s\n", what, rc ? tf_strerror(rc) : "failed");
     exit(1);
@@ -903,7 +903,7 @@ static void gate_gateway(const flow *f)
     tf_engine_config cfg = {
         .size = sizeof cfg, .instruments = &one, .n_instruments = 1, .max_orders = max_orders};
     tf_engine *e;
-    base_engine *b;
+    base_engine *b = NULL;
     if (tf_engine_create(&cfg, &e) || base_engine_create(&cfg, &b))
         die("gate create", 0);
     static tf_ofl_msg ev[1 << 16], bev[1 << 16];

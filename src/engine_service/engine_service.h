@@ -73,6 +73,10 @@ typedef struct tfes_recovered {
     uint64_t replayed; /* commands applied on start (after the snapshot, if one was used) */
     int from_snapshot;
     uint64_t snapshot_records; /* records of commands.ofl the snapshot used covers (0: none) */
+    /* Keyed records (sessions' commands) among the records the snapshot covers. Only they can
+     * name the owner of an order live at the snapshot (tfv_rebuild_owners, which walks both
+     * journals whole); with none, no such order has an owner to find. */
+    uint64_t keyed_covered;
 } tfes_recovered;
 
 /* Where recovery's lines go: the caller's logger (the service's, which prefixes its name), one

@@ -149,9 +149,10 @@ static int apply_record(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_m
  * in a replay of the whole journal, because the venue's state (sessions, risk) is not in the
  * snapshot. The open of commands.ofl has just checked every record of this prefix (length, CRC,
  * journal_seq), so they are found here by their length fields alone: no second CRC walk; and
- * before the first extension record there is nothing to do at all. */
+ * before the first extension record there is nothing to do at all. *keyed counts the Keyed
+ * records among them (tfes_recovered.keyed_covered). */
 static int replay_covered(tfv_venue *v, const tf_journal_map *m, uint64_t from, uint64_t from_seq,
-                          uint64_t to, uint64_t records, tf_engine_sink *sink)
+                          uint64_t to, uint64_t records, tf_engine_sink *sink, uint64_t *keyed)
 {
     tf_journal_reader r;
     int rc = tf_journal_reader_init(&r, m->data, m->len);
@@ -169,6 +170,7 @@ static int replay_covered(tfv_venue *v, const tf_journal_map *m, uint64_t from, 
         if (tfv_is_ext_kind(p[2]) &&
             tf_ofl_kind_class(p[2]) != TF_OFL_CLASS_COMMAND) { /* not a gateway command */
             tf_ofl_msg msg = {.kind = p[2], .journal_seq = seq};
+            *keyed += p[2] == TFV_KEYED;
             r.frame = p;
             r.frame_len = fsize;
             rc = apply_record(v, &r, &msg, sink, &applied);
@@ -725,7 +727,8 @@ static int replay_journal(start *st)
     int rc = tf_journal_map_open(st->cmd_path, &cm), mapped = !rc;
     if (!rc && st->tail_off && tf_journal_first_ext(out->commands, &ext_off, &ext_seq) == 1 &&
         ext_off < st->tail_off)
-        rc = replay_covered(out->venue, &cm, ext_off, ext_seq, st->tail_off, st->tail_seq, &sink);
+        rc = replay_covered(out->venue, &cm, ext_off, ext_seq, st->tail_off, st->tail_seq, &sink,
+                            &out->keyed_covered);
     if (!rc)
         rc = replay(out->venue, &cm, st->tail_off, st->tail_seq, &sink, &out->replayed);
     if (!rc && sink.n)

@@ -1083,8 +1083,9 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         tfes_path(ev_path, sizeof ev_path, cfg->dir, "events.ofl");
         tfes_path(cmd_path, sizeof cmd_path, cfg->dir, "commands.ofl");
         tfv_set_events(s->r.venue, s->r.events, ev_path);
-        /* Orders live at the snapshot: their owners from the Keyed records (docs/venue.md). */
-        if (s->r.from_snapshot && tf_journal_flush(s->r.events) == 0) {
+        /* Orders live at the snapshot: their owners from the Keyed records (docs/venue.md);
+         * without a Keyed record before the snapshot there is none to find (nor a walk). */
+        if (s->r.from_snapshot && s->r.keyed_covered && tf_journal_flush(s->r.events) == 0) {
             int n = tfv_rebuild_owners(s->r.venue, cmd_path, ev_path);
             if (n < 0)
                 tfn_log(s->lp, 1, "owners of the orders before the snapshot: %s", tf_strerror(n));
