@@ -184,6 +184,12 @@ int tfv_take(tfv_venue *v, const tfv_session *sess, const tf_ofl_msg *cmd, uint6
  * Keyed commands were not replayed), from the Accepted events in ev_path and the Keyed records in
  * cmd_path. Returns the number of owners found, or an error. */
 int tfv_rebuild_owners(tfv_venue *v, const char *cmd_path, const char *ev_path);
+/* For rebuild.c: the venue's engine; whether an order's owner is known; record an order's placing
+ * session (no connection: a start has none); the owners known. */
+tf_engine *tfv_venue_engine(tfv_venue *v);
+int tfv_owner_known(const tfv_venue *v, uint64_t order_id);
+int tfv_owner_put(tfv_venue *v, uint64_t order_id, uint64_t session);
+uint64_t tfv_owner_count(const tfv_venue *v);
 /* Applies one record (live, after it was journaled, or in a replay): the venue's checks, then
  * the engine. Returns the tf_engine_outcome or an error, as tf_engine_apply. The sink gets the
  * events in tf_ofl_msg form (kind TFV_VENUE_REJECTED for the venue's rejections). Events may be
