@@ -50,8 +50,11 @@ typedef void (*tf_orders_fill_fn)(void *ctx, const tf_ofl_msg *trade);
 
 /* Options, read by tf_orders_connect only. A zeroed struct (or NULL) gives the defaults. */
 typedef struct tf_orders_opts {
-    /* Not yet the one size rule (docs/api.md): a uint32_t, and 0, exactly _SIZE_V1 or _V2, or
-     * at least sizeof are accepted. */
+    /* The size rule of docs/api.md ("Growable structs"): sizeof as the caller's header declares
+     * it (0: this library's layout). Any size from TF_ORDERS_OPTS_SIZE_V1 up is a layout (the
+     * fields beyond it read NULL or 0); a larger size than the library's is accepted only when
+     * every byte it does not know is zero. A uint32_t (not the rule's size_t) until the next
+     * layout break. */
     uint32_t size;             /* sizeof(tf_orders_opts), or 0: lets the struct grow */
     int timeout_ms;            /* per call; 0 = TF_ORDERS_DEFAULT_TIMEOUT_MS; < 0 = wait forever */
     uint32_t max_fills;        /* unsolicited Trades queued for tf_orders_poll_fills; 0 = default */

@@ -7,8 +7,10 @@
 static const char usage[] =
     "usage: tollfree <command> [options]\n"
     "\n"
-    "The tollfree engine: an exact HMA/HMA3 stop-and-reverse sweep kernel, served over any\n"
-    "boundary, and the OFL1 order-flow path.\n"
+    "The tollfree engine: an exact strategy sweep (HMA/HMA3 stop-and-reverse, five more "
+    "built-ins,\n"
+    "or your own C plugin), served over any boundary, and an order engine with\n"
+    "its OFL1 journal and a durable service (sessions, pre-trade risk, resends).\n"
     "\n"
     "commands:\n"
     "  sweep     run the parameter sweep on a close series (default: the embedded data)\n"

@@ -26,6 +26,7 @@
 #include <netinet/tcp.h>
 
 #include "client/client_internal.h"
+#include "common/opts_size.h"
 #include "tollfree/orders.h"
 #include "venue/venue.h"
 
@@ -650,19 +651,27 @@ static int logon(tf_orders *c, const char *session, const void *secret, size_t s
 
 /* ---------------------------------------------------------------- connect / close */
 
+/* The caller's options under the size rule (docs/api.md): any size from the first layout (_V1)
+ * up, the fields it lacks NULL or 0; a longer struct only with its unknown bytes zero. NULL:
+ * the defaults. 0, or TF_E_INVALID_ARG. */
+static int load_opts(tf_orders_opts *o, const tf_orders_opts *opts)
+{
+    *o = (tf_orders_opts){.size = sizeof *o};
+    if (!opts)
+        return 0;
+    int rc = tfu_opts_load_n(o, sizeof *o, opts, opts->size, TF_ORDERS_OPTS_SIZE_V1);
+    o->size = sizeof *o;
+    return rc;
+}
+
 int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *opts)
 {
     if (!out || !url)
         return TF_E_NULL_ARG;
     *out = NULL;
-    tf_orders_opts o = {0};
-    if (opts) {
-        /* 0, this layout, or one before the session or TLS fields (which then stay NULL). */
-        if (opts->size != 0 && opts->size != TF_ORDERS_OPTS_SIZE_V1 &&
-            opts->size != TF_ORDERS_OPTS_SIZE_V2 && opts->size < sizeof o)
-            return TF_E_INVALID_ARG;
-        memcpy(&o, opts, opts->size && opts->size < sizeof o ? opts->size : sizeof o);
-    }
+    tf_orders_opts o;
+    if (load_opts(&o, opts))
+        return TF_E_INVALID_ARG;
     if (o.session && (!o.secret || !o.secret_len || o.secret_len > TFV_SECRET_MAX))
         return TF_E_INVALID_ARG;
     if (o.max_fills > (1u << 24) || o.max_inflight > (1u << 24))
@@ -716,14 +725,9 @@ int tf_orders_connect_session(tf_orders **out, const char *url, const char *sess
 {
     if (!session || !secret)
         return TF_E_NULL_ARG;
-    tf_orders_opts o = {0};
-    if (opts) {
-        if (opts->size != 0 && opts->size != TF_ORDERS_OPTS_SIZE_V1 &&
-            opts->size != TF_ORDERS_OPTS_SIZE_V2 && opts->size < sizeof o)
-            return TF_E_INVALID_ARG;
-        memcpy(&o, opts, opts->size && opts->size < sizeof o ? opts->size : sizeof o);
-    }
-    o.size = sizeof o;
+    tf_orders_opts o;
+    if (load_opts(&o, opts))
+        return TF_E_INVALID_ARG;
     o.session = session;
     o.secret = secret;
     o.secret_len = secret_len;

@@ -8,10 +8,8 @@
 
 #include "tollfree/error.h"
 
-int tfu_opts_load(void *dst, size_t known, const void *src, size_t min)
+int tfu_opts_load_n(void *dst, size_t known, const void *src, size_t size, size_t min)
 {
-    size_t size;
-    memcpy(&size, src, sizeof size);
     if (size == 0)
         size = known;
     if (size < min)
@@ -23,8 +21,17 @@ int tfu_opts_load(void *dst, size_t known, const void *src, size_t min)
     size_t n = size < known ? size : known;
     memcpy(dst, src, n);
     memset((unsigned char *)dst + n, 0, known - n);
-    memcpy(dst, &known, sizeof known);
     return 0;
+}
+
+int tfu_opts_load(void *dst, size_t known, const void *src, size_t min)
+{
+    size_t size;
+    memcpy(&size, src, sizeof size);
+    int rc = tfu_opts_load_n(dst, known, src, size, min);
+    if (!rc)
+        memcpy(dst, &known, sizeof known);
+    return rc;
 }
 
 /* "1048576 bytes" or "1M (1048576 bytes)": a bound as a reader would write it. */

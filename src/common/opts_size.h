@@ -1,6 +1,6 @@
 /* Growable public structs (tf_sweep_opts, tf_client_opts, tf_journal_opts, tf_prices_opts,
- * tf_oos_opts, tf_time_opts, tf_paper_config): one rule for their `size` field, in one place
- * (docs/api.md, "Growable structs"). Not installed.
+ * tf_oos_opts, tf_time_opts, tf_paper_config, tf_orders_opts): one rule for their `size` field,
+ * in one place (docs/api.md, "Growable structs"). Not installed.
  *
  * Such a struct starts with `size_t size`: 0 means the layout this library was built with; a
  * caller built against an older, shorter layout passes its own sizeof and the fields it lacks
@@ -26,6 +26,10 @@
  * zero. On success dst->size is known. Returns 0, or TF_E_INVALID_ARG (size below min, or a
  * non-zero byte beyond known) with dst untouched. src and dst must not be NULL. */
 int tfu_opts_load(void *dst, size_t known, const void *src, size_t min);
+/* The same rule for a struct whose size field is not a size_t (tf_orders_opts: a uint32_t, kept
+ * until its next layout break): the caller reads size from its own field and passes it (0 meaning
+ * known); dst's size field is left as copied from src, for the caller to set. */
+int tfu_opts_load_n(void *dst, size_t known, const void *src, size_t size, size_t min);
 
 /* ---- limit options of the servers (`serve`, `engine serve`): one parser, one wording ---- */
 

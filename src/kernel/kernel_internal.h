@@ -10,6 +10,14 @@
 struct tf_strategy_def;
 extern const struct tf_strategy_def tfk_hma_def;
 
+/* A streaming handle (stream.c) for def with params[def->n_params], which the caller has checked
+ * (tf_strategy_def_check: the strategy layer's tf_strategy_open_with does): the kernel runs the
+ * def it is handed and calls nothing of the strategy layer. 0, TF_E_STRATEGY (no state, or init
+ * refuses the params), TF_E_NOMEM. */
+struct tf_strategy;
+int tfk_stream_open(struct tf_strategy **out, const struct tf_strategy_def *def,
+                    const double *params);
+
 /* WMA(x, L)[i] for output bars i in [lo, hi), docs/definition.md section 3: a direct windowed sum,
  * oldest first, from 0.0, divided by L*(L+1)/2. Requires lo >= L-1 (no warm-up handling here)
  * and x readable over [lo-L+1, hi). out[i - lo] receives bar i. SIMD versions put consecutive

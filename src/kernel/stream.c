@@ -2,7 +2,9 @@
  *
  * A handle runs a strategy (tf_strategy_def): its step gives the target, the one booking
  * (book.h) books it, exactly as tf_sweep_with does. tf_strategy_open is the HMA/HMA3 def
- * (hma_def.c: seven WMAs over mirrored rings, a step never allocates) with int64 windows. */
+ * (hma_def.c: seven WMAs over mirrored rings, a step never allocates) with int64 windows. The
+ * kernel trusts the def it is handed: checking a caller's def is the strategy layer's
+ * (tf_strategy_open_with, src/strategy/stream.c), so the kernel calls nothing above it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +61,7 @@ int tf_strategy_open(tf_strategy **out, const int64_t params[TF_PARAMS_PER_COMBO
         return rc;
     double d[TF_PARAMS_PER_COMBO];
     as_doubles(params, d);
-    rc = tf_strategy_open_with(out, &tfk_hma_def, d);
+    rc = tfk_stream_open(out, &tfk_hma_def, d);
     return rc == TF_E_STRATEGY ? TF_E_INVALID_ARG : rc; /* not reached: check() took them */
 }
 
@@ -94,12 +96,10 @@ void tf_strategy_close(tf_strategy *s)
     free(s);
 }
 
-int tf_strategy_open_with(tf_strategy **out, const tf_strategy_def *def, const double *params)
+/* The handle for def and params, which the caller has checked (tf_strategy_open_with, in
+ * src/strategy/stream.c, checks a caller's def; tf_strategy_open passes the built-in HMA def). */
+int tfk_stream_open(tf_strategy **out, const tf_strategy_def *def, const double *params)
 {
-    if (!out || !def || !params)
-        return TF_E_NULL_ARG;
-    if (tf_strategy_def_check(def, NULL, 0))
-        return TF_E_STRATEGY;
     size_t bytes = tfk_state_bytes(def, params);
     if (!bytes)
         return TF_E_STRATEGY;
@@ -126,8 +126,8 @@ int tf_strategy_open_with(tf_strategy **out, const tf_strategy_def *def, const d
     return 0;
 }
 
-/* One bar of a tf_strategy_open_with handle. A target outside the contract is TF_E_STRATEGY and
- * books nothing (the strategy's own state has seen the bar: reset the handle to reuse it). */
+/* One bar of a handle. A target outside the contract is TF_E_STRATEGY and books nothing (the
+ * strategy's own state has seen the bar: reset the handle to reuse it). */
 static int step_with(tf_strategy *s, double close)
 {
     int t = s->def->step(s->state, close);

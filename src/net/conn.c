@@ -135,6 +135,8 @@ void tfn_conn_close_in(tfn_loop *lp, tfn_conn *c, const char *why)
     int clean = c->state != CS_HANDSHAKE;
     c->state = CS_DEAD;
     c->ops->on_close(c, why);
+    if (c->ring)
+        tfn_ring_detach(c->ring); /* the control socket of a ring: its peer is gone */
     if (c->io->end)
         c->io->end(c, clean);
     close(c->rfd);

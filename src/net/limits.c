@@ -1,6 +1,6 @@
 /* Limits and caps: the memory counter, connections per peer (Unix: the process; TCP: the
- * address or IPv6 /64), the reserve for new peers and the admission of an accepted socket; it
- * knows no frame, no timer and nothing of how bytes move. */
+ * address or IPv6 /64), the reserve for new peers, the admission of an accepted socket and of a
+ * shared-memory ring; it knows no frame, no timer and nothing of how bytes move. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -177,7 +177,7 @@ void tfn_peer_name(const uint8_t key[TFN_PEER_KEY_BYTES], char *buf, size_t cap)
  * be taken: 1, or 0 with why set (counted). */
 int tfn_admit(tfn_loop *lp, const uint8_t key[TFN_PEER_KEY_BYTES], size_t bytes, const char **why)
 {
-    int n = lp->nconns, max = lp->cfg.max_conns;
+    int n = lp->nconns + lp->nrings, max = lp->cfg.max_conns; /* a ring is a connection too */
     if (n >= max) {
         lp->ctr.refused_full++;
         *why = "the server is full (max-conns)";
@@ -200,4 +200,28 @@ int tfn_admit(tfn_loop *lp, const uint8_t key[TFN_PEER_KEY_BYTES], size_t bytes,
         return 0;
     }
     return 1;
+}
+
+/* A ring is one more connection of its control socket's peer, whose mapping counts in the
+ * memory counter; a thread serves each, so the rings have caps of their own: TFN_MAX_RINGS in
+ * all, TFN_RINGS_PER_PEER for one process (one opening rings in a loop leaves room for others:
+ * every client of the 0600 socket is its owner's or root's, so a UID would not separate them).
+ * 1, or 0 with why set (counted). Loop thread. */
+int tfn_ring_admit(tfn_loop *lp, const uint8_t key[TFN_PEER_KEY_BYTES], size_t bytes,
+                   const char **why)
+{
+    int mine = 0;
+    for (const tfn_ring *r = lp->rings; r; r = r->next)
+        mine += !memcmp(r->peer, key, TFN_PEER_KEY_BYTES);
+    if (lp->nrings >= TFN_MAX_RINGS || mine >= TFN_RINGS_PER_PEER) {
+        lp->ctr.refused_rings++;
+        *why = lp->nrings >= TFN_MAX_RINGS ? "every ring thread is taken"
+                                           : "this process holds its share of the rings";
+        return 0;
+    }
+    uint64_t by_memory = lp->ctr.refused_memory;
+    int ok = tfn_admit(lp, key, bytes, why);
+    if (!ok && lp->ctr.refused_memory != by_memory)
+        *why = "its mapping would pass the memory limit (max-memory)";
+    return ok;
 }

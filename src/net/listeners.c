@@ -85,7 +85,7 @@ void tfn_accept_all(tfn_loop *lp, listener *l)
             char pn[INET6_ADDRSTRLEN + 16];
             tfn_peer_name(key, pn, sizeof pn);
             tfn_log_limited(lp, "refusing a %s connection from %s: %s (%d open)", l->label, pn, why,
-                            lp->nconns);
+                            lp->nconns + lp->nrings);
             close(fd);
             continue;
         }

@@ -116,9 +116,6 @@ typedef struct tfn_ops {
     /* Optional: 1 while the server still owes this peer output it has not queued yet (a peer
      * that has half-closed is not closed before). The server calls tfn_conn_send later. */
     int (*busy)(tfn_conn *c);
-    /* Optional: 1 while the connection may sit idle between frames without idle_timeout_s
-     * closing it (its work goes through another channel, e.g. a shared-memory ring). */
-    int (*keep_idle)(tfn_conn *c);
     /* Optional: the connection has been at rest (nothing owed, no frame in progress) for a tick;
      * the layer has released its input and output buffers, the server releases its own. */
     void (*on_idle)(tfn_conn *c);
@@ -180,8 +177,9 @@ typedef struct tfn_config {
 typedef struct tfn_counters {
     uint64_t refused_full, refused_peer, refused_reserve, refused_memory; /* at accept */
     uint64_t closed_idle, closed_stall, closed_slow;
-    uint64_t mem_waits;  /* loop turns a connection was held back by the memory limit */
-    uint64_t closed_tls; /* TLS handshakes that failed or did not finish in time */
+    uint64_t mem_waits;     /* loop turns a connection was held back by the memory limit */
+    uint64_t closed_tls;    /* TLS handshakes that failed or did not finish in time */
+    uint64_t refused_rings; /* rings refused by their caps (TFN_MAX_RINGS, TFN_RINGS_PER_PEER) */
 } tfn_counters;
 
 /* Creates a loop (epoll, signalfd for SIGINT/SIGTERM). Blocks SIGINT and SIGTERM in the calling
@@ -308,6 +306,57 @@ void tfn_raise_nofile(void);
 /* Listens on every --unix (label "unix", pass_fds as given) and then every --tcp of ls, in
  * order; stops at the first failure (said). 0 or a negative code. */
 int tfn_listen_all(tfn_loop *lp, const tfn_listeners *ls, const tfn_ops *ops, int pass_fds);
+
+/* ---- shared-memory rings (ring.c) ----
+ *
+ * A ring connection (docs/protocol.md, "Shared memory"): the client's sealed memfd holding a
+ * request ring and a response ring, set up by a handshake on a Unix control socket (a connection
+ * of this loop, whose ops call tfn_ring_open). The layer owns it as it owns a socket connection:
+ * it is admitted by the same limits (one more connection of the control socket's peer, the
+ * process by SO_PEERCRED; the reserve; the memory counter, with the mapping's bytes) and by the
+ * rings' own caps (TFN_MAX_RINGS threads, TFN_RINGS_PER_PEER of one peer); it is closed by the
+ * same timers (idle_timeout_s while it waits for a request, stall_timeout_s while a reply waits
+ * for room) and by the same shutdown (a stop wakes its thread, tfn_loop_close joins it). A thread
+ * per ring, run by the layer, waits as include/tollfree/shm.h says ("Waiting") and hands every
+ * request frame to ops->frame. The ring ends when its peer leaves (control socket closed, the
+ * client's closed word, its process gone), when it writes an invalid position or length, on a
+ * timer, on a stop, or when frame() fails; it then tells the client (server_closed, a wake) and
+ * closes the control socket. */
+#define TFN_MAX_RINGS 64                       /* rings (threads) of one loop */
+#define TFN_RINGS_PER_PEER (TFN_MAX_RINGS / 4) /* of one process: others still get one */
+
+typedef struct tfn_ring tfn_ring;
+
+typedef struct tfn_ring_ops {
+    /* Optional, first thing on the ring's thread. */
+    void (*on_start)(tfn_ring *r);
+    /* A request frame lies in the request ring: frame points at its u32 prefix, body_len bytes
+     * follow (the peer can rewrite them at any time: copy before checking). Answers it with
+     * tfn_ring_reply (the request is released then, before the reply is published). Returns 0,
+     * or < 0 to end the ring (what tfn_ring_reply returned, for one). On the ring's thread. */
+    int (*frame)(tfn_ring *r, const uint8_t *frame, uint32_t body_len);
+    /* The ring ends (its thread, once): line says why, its ring size, the client's pid and how
+     * its thread waited ("ring closed: ..."), for the server's close line. */
+    void (*on_close)(tfn_ring *r, const char *line);
+} tfn_ring_ops;
+
+/* Validates a handshake (hello: TF_SHM_HELLO_BYTES, include/tollfree/shm.h; memfd sealed
+ * against growing and shrinking, of the announced size), admits the ring and starts its thread
+ * with data for ops; spin is the waiters' budget (TF_SHM_DEFAULT_SPIN when < 0), max_body the
+ * longest request body taken. From the operations of ctl, a Unix socket connection of the loop
+ * thread, at most once per connection. 0, or the status for the client: TF_E_SHM_HANDSHAKE,
+ * TF_E_BAD_FD, TF_E_SHM_LIMIT (a limit or cap, said in the log), TF_E_SHUTTING_DOWN, TF_E_NOMEM.
+ * The memfd stays the caller's. */
+int tfn_ring_open(tfn_conn *ctl, int memfd, const uint8_t *hello, const tfn_ring_ops *ops,
+                  void *data, int spin, uint64_t max_body);
+/* The reply to the frame being answered: head[0..head_len) (its u32 prefix first) and segs,
+ * copied into the response ring once there is room (waiting as the ring waits). 0, or a
+ * negative code that ends the ring. From ops->frame. */
+int tfn_ring_reply(tfn_ring *r, const void *head, size_t head_len, const struct iovec *segs,
+                   int nseg);
+void *tfn_ring_data(const tfn_ring *r);
+/* The size of each of its two rings. */
+uint64_t tfn_ring_bytes(const tfn_ring *r);
 
 /* ---- connections ---- */
 

@@ -7,11 +7,13 @@
  * workers.c (the pool), output.c (reply queues, flow control), log.c (the one throttled logger),
  * shutdown.c (signals, stopping, closing), transport.c (plain, fd-passing, stdio and TLS bytes),
  * conn.c (a connection's state machine and its input), stdio.c (the stdin/stdout connection),
- * loop.c (the loop itself), config.c (the limits both servers share).
+ * ring.c (shared-memory ring connections: a thread per ring, run by the layer), loop.c (the
+ * loop itself), config.c (the limits both servers share).
  */
 #ifndef TF_NET_PRIVATE_H
 #define TF_NET_PRIVATE_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -21,6 +23,7 @@
 
 #include "net/net.h"
 #include "net/tls.h"
+#include "wire/wire_internal.h"
 
 /* Output buffers above this are freed once empty instead of kept (and every one once the
  * connection has been at rest for a tick). */
@@ -121,8 +124,50 @@ struct tfn_conn {
     size_t ssl_mem;
     int ssl_lean;
     int64_t opened_ns;            /* accepted at (bounds the handshake) */
+    struct tfn_ring *ring;        /* the ring this connection is the control socket of */
     struct tfn_conn *prev, *next; /* every live socket connection */
     struct tfn_conn *qnext;       /* worker queue, done list, ready list, graveyard */
+};
+
+/* What a ring's thread is doing (tfn_ring.phase), for the timers. */
+enum { RING_BUSY = 0, RING_WAIT_DATA = 1, RING_WAIT_ROOM = 2 };
+/* Why the layer ends a ring (tfn_ring.end; never sent: they name why it closed). */
+#define RING_END_IDLE (-ETIME)
+#define RING_END_STALLED (-ETIMEDOUT)
+
+/* A ring connection (net.h, "shared-memory rings"). The loop thread owns the list, the control
+ * link and the timer fields; the ring's thread owns the rings, the waiter and the frame being
+ * answered; the rest is atomic or under lock. Freed by the loop once its thread is joined and
+ * its control connection is gone, whichever comes last. */
+struct tfn_ring {
+    tfn_loop *lp;
+    const tfn_ring_ops *ops;
+    void *data;
+    uint8_t *map; /* the client's memfd, mapped */
+    size_t map_len;
+    uint64_t ring_bytes, max_body;
+    pid_t pid;                        /* the client's process (SO_PEERCRED of the control socket) */
+    uint8_t peer[TFN_PEER_KEY_BYTES]; /* its key in the per-peer caps */
+    /* the ring's thread */
+    pthread_t thr;
+    tfw_ring_cons req;
+    tfw_ring_prod resp;
+    tfw_shm_waiter wait;
+    uint32_t body_len; /* of the request being answered */
+    int owed;          /* that request is not released yet (its reply will release it) */
+    /* shared */
+    int end;         /* atomic: why the layer ends it (RING_END_*, TF_E_SHM_PEER_GONE), 0: no */
+    int phase;       /* atomic: RING_BUSY, RING_WAIT_DATA, RING_WAIT_ROOM */
+    uint64_t frames; /* atomic: requests answered (the timers' sign of progress) */
+    pthread_mutex_t lock;
+    int ctl_fd; /* under lock: the control socket while it is open, -1 after */
+    /* the loop thread */
+    tfn_conn *ctl; /* the control connection, NULL once it closed */
+    int reaped;    /* its thread is joined and its slot given back */
+    uint64_t seen_frames;
+    int seen_phase;
+    int64_t moved_ns;              /* when the timers last saw it move */
+    struct tfn_ring *next, *dnext; /* the loop's rings; the list of rings whose thread ended */
 };
 
 /* Open connections per peer: open addressing, linear probing, backward-shift deletion. */
@@ -169,6 +214,10 @@ struct tfn_loop {
     int qstop;
     pthread_mutex_t dlock;
     tfn_conn *dhead;
+    /* rings (ring.c): live ones (loop thread); those whose thread ended (under dlock) */
+    tfn_ring *rings;
+    int nrings;
+    tfn_ring *rdone;
     /* stdio */
     const tfn_ops *stdio_ops;
     pthread_t stdio_thr;
@@ -207,6 +256,8 @@ void tfn_peer_dec(tfn_loop *lp, const uint8_t *key);
 void tfn_peer_key(int fd, int is_unix, uint8_t key[TFN_PEER_KEY_BYTES]);
 void tfn_peer_name(const uint8_t key[TFN_PEER_KEY_BYTES], char *buf, size_t cap);
 int tfn_admit(tfn_loop *lp, const uint8_t key[TFN_PEER_KEY_BYTES], size_t bytes, const char **why);
+int tfn_ring_admit(tfn_loop *lp, const uint8_t key[TFN_PEER_KEY_BYTES], size_t bytes,
+                   const char **why);
 void tfn_config_defaults(tfn_config *cfg);
 
 /* ---- output.c ---- */
@@ -240,6 +291,13 @@ void tfn_timeouts(tfn_loop *lp);
 /* ---- listeners.c ---- */
 void tfn_accept_all(tfn_loop *lp, listener *l);
 void tfn_close_listeners(tfn_loop *lp);
+
+/* ---- ring.c ---- */
+void tfn_ring_end(tfn_ring *r, int why);
+void tfn_ring_detach(tfn_ring *r);
+void tfn_rings_reap(tfn_loop *lp);
+void tfn_rings_wake(tfn_loop *lp);
+void tfn_rings_join(tfn_loop *lp);
 
 /* ---- stdio.c ---- */
 int tfn_stdio_start(tfn_loop *lp);

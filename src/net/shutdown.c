@@ -1,7 +1,7 @@
 /* Shutdown: SIGINT/SIGTERM through a signalfd (and SIGPIPE ignored) while the loop lives,
- * stopping (listeners closed, connections closed or drained), the final close of a draining
- * stop, and tearing the loop down; it knows no frame and no protocol (the server's part is
- * cfg.on_stop and cfg.before_sleep). */
+ * stopping (listeners closed, rings woken, connections closed or drained), the final close of a
+ * draining stop, and tearing the loop down (ring threads joined); it knows no frame and no
+ * protocol (the server's part is cfg.on_stop and cfg.before_sleep). */
 #include <stdlib.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -48,6 +48,7 @@ void tfn_loop_stop(tfn_loop *lp, const char *why)
     (void)w;
     tfn_log(lp, 1, "shutting down (%s)", why);
     tfn_close_listeners(lp);
+    tfn_rings_wake(lp); /* each ring's thread ends after the request it is answering */
     if (lp->cfg.on_stop)
         lp->cfg.on_stop(lp, lp->cfg.ud);
     for (tfn_conn *c = lp->conns, *next; c; c = next) {
@@ -149,6 +150,7 @@ void tfn_loop_close(tfn_loop *lp)
         pthread_join(lp->stdio_thr, NULL);
     }
     tfn_close_listeners(lp);
+    tfn_rings_join(lp);
     take_back_parked(lp);
     close_all(lp);
     pthread_mutex_destroy(&lp->qlock);

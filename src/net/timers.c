@@ -1,7 +1,7 @@
 /* Timers, checked once a second: the TLS handshake bound, the stall timeout (a frame or output
- * that does not move, a peer that does not read), the idle timeouts, the minimum rate, and
- * giving back the buffers of a connection at rest; it knows no protocol and does no I/O but the
- * SIOCOUTQ look at a socket's backlog. */
+ * that does not move, a peer that does not read), the idle timeouts, the minimum rate, the same
+ * idle and stall timeouts for shared-memory rings, and giving back the buffers of a connection
+ * at rest; it knows no protocol and does no I/O but the SIOCOUTQ look at a socket's backlog. */
 #include <arpa/inet.h>
 #include <linux/sockios.h>
 #include <stdlib.h>
@@ -96,11 +96,34 @@ static void conn_timers(tfn_loop *lp, tfn_conn *c, const tick *t)
         lp->ctr.closed_slow++;
         tfn_conn_close_in(lp, c, "too slow: a frame below the minimum receive rate");
     } else if (!mid && t->idle > 0 && quiet > t->idle && !(c->ops->busy && c->ops->busy(c)) &&
-               !(c->ops->keep_idle && c->ops->keep_idle(c))) {
+               !c->ring) { /* a ring's control socket is quiet while its ring works */
         lp->ctr.closed_idle++;
         tfn_conn_close_in(lp, c, "idle timeout");
     } else if (!mid && c->state != CS_CLOSING && quiet > NS_PER_S) {
         rest(c); /* idle for a tick: give its buffers back */
+    }
+}
+
+/* A ring's timers go by what its thread does (the loop sees no byte of it): waiting for a request
+ * for idle, or for room for a reply for stall, with no request answered since the timers last
+ * saw it move. A ring that answers a long request is busy, as a parked connection is. */
+static void ring_timers(tfn_loop *lp, tfn_ring *r, const tick *t)
+{
+    uint64_t frames = __atomic_load_n(&r->frames, __ATOMIC_RELAXED);
+    int phase = __atomic_load_n(&r->phase, __ATOMIC_RELAXED);
+    if (frames != r->seen_frames || phase != r->seen_phase) {
+        r->seen_frames = frames;
+        r->seen_phase = phase;
+        r->moved_ns = t->now;
+        return;
+    }
+    int64_t quiet = t->now - r->moved_ns;
+    if (phase == RING_WAIT_ROOM && t->stall > 0 && quiet > t->stall) {
+        lp->ctr.closed_stall++;
+        tfn_ring_end(r, RING_END_STALLED);
+    } else if (phase == RING_WAIT_DATA && t->idle > 0 && quiet > t->idle) {
+        lp->ctr.closed_idle++;
+        tfn_ring_end(r, RING_END_IDLE);
     }
 }
 
@@ -111,7 +134,7 @@ void tfn_timeouts(tfn_loop *lp)
               .idle = (int64_t)lp->cfg.idle_timeout_s * NS_PER_S,
               .rate = lp->cfg.min_rate};
     /* Full: only the reserve is left; then idle_full_timeout_s applies too. */
-    int full = lp->nconns >= lp->cfg.max_conns - lp->cfg.conn_reserve;
+    int full = lp->nconns + lp->nrings >= lp->cfg.max_conns - lp->cfg.conn_reserve;
     int64_t full_idle = (int64_t)lp->cfg.idle_full_timeout_s * NS_PER_S;
     if (full && full_idle > 0 && (t.idle <= 0 || full_idle < t.idle))
         t.idle = full_idle;
@@ -125,6 +148,9 @@ void tfn_timeouts(tfn_loop *lp)
         else
             conn_timers(lp, c, &t);
     }
+    for (tfn_ring *r = lp->rings; r; r = r->next)
+        if (!__atomic_load_n(&r->end, __ATOMIC_RELAXED))
+            ring_timers(lp, r, &t);
 #ifdef __GLIBC__
     /* What resting connections gave back goes back to the system too, not only to the heap. */
     uint64_t used1 = lp->cfg.mem_used ? __atomic_load_n(lp->cfg.mem_used, __ATOMIC_RELAXED) : 0;

@@ -83,6 +83,7 @@ void tfn_on_done(tfn_loop *lp)
         c->drained = 0;
         tfn_drive(lp, c);
     }
+    tfn_rings_reap(lp); /* ring threads that ended say so on the same eventfd */
 }
 
 int tfn_workers_start(tfn_loop *lp)

@@ -34,7 +34,6 @@ typedef struct sconn {
     srv_reply rep;
     uint8_t hs[TF_SHM_HELLO_BYTES];
     int hs_fd;
-    srv_shm *shm;
 } sconn;
 
 static const tfn_ops framed_ops, shm_hs_ops;
@@ -65,11 +64,7 @@ static int on_open(tfn_conn *c)
 static void on_close(tfn_conn *c, const char *why)
 {
     sconn *sc = tfn_conn_data(c);
-    if (sc->shm) {
-        srv_shm_detach(sc->shm);
-        sc->shm = NULL;
-    }
-    /* A shared-memory connection's line is written by its ring thread. */
+    /* A shared-memory connection's line is written by its ring's thread. */
     if (sc->kind != SK_SHM_CTL)
         srv_log_close(&sc->ctx, why);
     srv_ctx_fini(&sc->ctx);
@@ -104,13 +99,6 @@ static void on_idle(tfn_conn *c)
     srv_buf_free(&sc->ctx.payload);
     srv_buf_free(&sc->ctx.result);
     srv_buf_free(&sc->ctx.scratch);
-}
-
-/* A shared-memory connection's control socket is quiet while its ring works. */
-static int keep_idle(tfn_conn *c)
-{
-    sconn *sc = tfn_conn_data(c);
-    return sc->kind == SK_SHM_CTL;
 }
 
 /* The pipeline's sink for sockets: the reply's arrays are sent without a copy. */
@@ -242,7 +230,6 @@ static const tfn_ops framed_ops = {
     .is_heavy = framed_is_heavy,
     .on_fd = on_fd,
     .on_flushed = on_flushed,
-    .keep_idle = keep_idle,
     .on_idle = on_idle,
     .on_close = on_close,
 };
@@ -268,11 +255,7 @@ static int hs_frame(tfn_conn *c, int where)
     (void)where;
     srv *s = conn_srv(c);
     sconn *sc = tfn_conn_data(c);
-    struct ucred cred = {0};
-    socklen_t cl = sizeof cred;
-    getsockopt(tfn_conn_fd(c), SOL_SOCKET, SO_PEERCRED, &cred, &cl);
-    int status =
-        srv_shm_start(s, sc->hs_fd, sc->hs, cred.pid, tfn_conn_fd(c), sc->ctx.conn_id, &sc->shm);
+    int status = srv_shm_start(s, c, sc->hs_fd, sc->hs, sc->ctx.conn_id);
     if (sc->hs_fd >= 0) {
         close(sc->hs_fd);
         sc->hs_fd = -1;
@@ -303,13 +286,6 @@ static const tfn_ops shm_hs_ops = {
 };
 
 /* ---------------------------------------------------------------- the server */
-
-static void on_stop(tfn_loop *lp, void *ud)
-{
-    (void)lp;
-    srv *s = ud;
-    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-}
 
 /* The strategies first: a plugin that cannot be loaded keeps the server from starting, before
  * any socket is bound. 0 or a negative code (said). */
@@ -363,7 +339,6 @@ int srv_run(const srv_config *cfg)
         .name = "tollfree serve",
         .mem_used = &s->mem_used,
         .workers = -1,
-        .on_stop = on_stop,
         .ud = s,
         .stat_bytes_in = &s->st[TF_STAT_BYTES_IN],
         .stat_bytes_out = &s->st[TF_STAT_BYTES_OUT],
@@ -381,9 +356,7 @@ int srv_run(const srv_config *cfg)
         rc = tfn_loop_run(lp);
     if (!rc)
         srv_log(s, 1, "stopped");
-    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-    tfn_loop_close(lp);
-    srv_shm_join_all(s);
+    tfn_loop_close(lp); /* joins the shared-memory rings' threads too */
     srv_ds_fini(s);
     srv_strategies_fini(s); /* after every connection (and its sessions) is gone */
     free(s);

@@ -2,9 +2,9 @@
  * transport-independent request executor, datasets, sessions, and the transports.
  *
  * Threads: one event-loop thread owns every socket connection; a worker pool runs heavy requests
- * of parked connections; one thread per shared-memory connection; one stdio thread. Shared state
- * (datasets, memory budget, stats) is locked or atomic; sessions belong to one connection and are
- * only touched by the thread that serves it.
+ * of parked connections; the connection layer runs a thread per shared-memory ring; one stdio
+ * thread. Shared state (datasets, memory budget, stats) is locked or atomic; sessions belong to
+ * one connection and are only touched by the thread that serves it.
  */
 #ifndef TF_SERVER_H
 #define TF_SERVER_H
@@ -22,9 +22,9 @@
 #include "tollfree/wire.h"
 #include "wire/wire_internal.h"
 
-#define TF_SERVER_MAX_SESSIONS 1024 /* per connection */
-#define TF_SERVER_MAX_SHM 64
-#define TF_SERVER_MAX_FDS 4 /* received fds kept per connection */
+#define TF_SERVER_MAX_SESSIONS 1024     /* per connection */
+#define TF_SERVER_MAX_SHM TFN_MAX_RINGS /* shared-memory rings (src/net/ring.c) */
+#define TF_SERVER_MAX_FDS 4             /* received fds kept per connection */
 #define TF_SERVER_MAX_DATASETS_LIMIT 65536
 /* Work (n_bars x n_combos) above which a sweep goes to the worker pool; LOAD bytes likewise. */
 #define TF_SERVER_INLINE_WORK 65536
@@ -87,8 +87,6 @@ typedef struct srv {
     uint64_t cache_reserved; /* dataset caches' share of mem_used (atomic) */
     /* stats (atomic) */
     uint64_t st[TF_STAT_COUNT];
-    int stop;              /* atomic: shutting down (the shm ring threads poll it) */
-    int shm_threads;       /* live shm threads (atomic) */
     uint64_t next_conn_id; /* atomic */
     /* The strategies offered (strategies.c): "hma" first, then --strategy's in their order.
      * Fixed at start, read by every thread without a lock. */
@@ -265,17 +263,11 @@ int srv_serve(srv_ctx *c, const tf_wire_request *rq, int err, const srv_req_data
               const srv_sink *out);
 
 /* ---- shared memory (shm_server.c) ---- */
-typedef struct srv_shm srv_shm;
-/* Validates a handshake and starts the connection's thread. Returns 0 (and *out, a reference for
- * the control socket owner) or a negative status for the client. peer_pid from SO_PEERCRED. */
-int srv_shm_start(srv *s, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES], pid_t peer_pid,
-                  int sock_fd, uint64_t conn_id, srv_shm **out);
-/* The control socket is closing: tell the thread, drop the socket owner's reference. Called
- * before the socket fd is closed. */
-void srv_shm_detach(srv_shm *m);
-/* Waits until every shm thread has exited (after s->stop is set). Not bounded: a thread notices
- * the stop within TF_SHM_WAIT_NS between requests, but a request already running (a long sweep)
- * is finished first. */
-void srv_shm_join_all(srv *s);
+/* A handshake on ctl, a shm control socket (its loop thread): the ring is opened by the
+ * connection layer (tfn_ring_open: checks, limits, its thread) and each of its requests answered
+ * through the request pipeline; the ring's close line names conn_id. 0, or the status for the
+ * client. */
+int srv_shm_start(srv *s, tfn_conn *ctl, int memfd, const uint8_t hello[TF_SHM_HELLO_BYTES],
+                  uint64_t conn_id);
 
 #endif

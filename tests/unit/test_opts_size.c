@@ -1,8 +1,8 @@
 /* The size rule shared by the growable option structs (src/common/opts_size.h, used by
- * tf_sweep_opts, tf_client_opts and tf_journal_opts), on two made-up layouts of one struct: v1,
- * the first sized layout, and v2, which appends two fields after sizeof(v1). A v2 library reads
- * a v1 caller (the missing fields read 0 = default); a v1 library reads a v2 caller only when the
- * fields it does not know are zero. */
+ * tf_sweep_opts, tf_client_opts, tf_journal_opts and, through tfu_opts_load_n, tf_orders_opts), on
+ * two made-up layouts of one struct: v1, the first sized layout, and v2, which appends two fields
+ * after sizeof(v1). A v2 library reads a v1 caller (the missing fields read 0 = default); a v1
+ * library reads a v2 caller only when the fields it does not know are zero. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -10,7 +10,9 @@
 #include "common/opts_size.h"
 #include "net/net.h"
 #include "harness.h"
+#include "tollfree/engine.h"
 #include "tollfree/error.h"
+#include "tollfree/orders.h"
 
 typedef struct v1 {
     size_t size;
@@ -104,10 +106,104 @@ static void test_server_limits(void)
     CHECK(nc.idle_full_timeout_s == 9 && nc.conn_reserve == -1);
 }
 
+/* tfu_opts_load_n: the same rule for a struct whose size is a uint32_t (tf_orders_opts). A
+ * size between _V1 and _V2 is a layout: its bytes are read, the fields past it read NULL. */
+static void test_sized_u32(void)
+{
+    tf_orders_opts in = {.timeout_ms = 5,
+                         .max_fills = 6,
+                         .session = "s",
+                         .secret = "k",
+                         .secret_len = 1,
+                         .tls_ca = "ca"};
+    tf_orders_opts got;
+    memset(&got, 0xA5, sizeof got);
+    size_t mid = TF_ORDERS_OPTS_SIZE_V1 + sizeof(const char *);
+    CHECK_RC(tfu_opts_load_n(&got, sizeof got, &in, mid, TF_ORDERS_OPTS_SIZE_V1), 0);
+    CHECK(got.timeout_ms == 5 && got.max_fills == 6 && got.session == in.session);
+    CHECK(got.secret == NULL && got.secret_len == 0 && got.tls_ca == NULL);
+    /* dst's size is the caller's to set: the bytes are copied as they are. */
+    CHECK(got.size == in.size);
+    /* 0: the library's layout, every field read. */
+    CHECK_RC(tfu_opts_load_n(&got, sizeof got, &in, 0, TF_ORDERS_OPTS_SIZE_V1), 0);
+    CHECK(got.tls_ca == in.tls_ca && got.secret_len == 1);
+    /* Below _V1: refused, dst untouched. */
+    tf_orders_opts before = got;
+    CHECK_RC(
+        tfu_opts_load_n(&got, sizeof got, &in, TF_ORDERS_OPTS_SIZE_V1 - 1, TF_ORDERS_OPTS_SIZE_V1),
+        TF_E_INVALID_ARG);
+    CHECK(memcmp(&got, &before, sizeof got) == 0);
+    /* Larger: the unknown tail must be zero. */
+    struct {
+        tf_orders_opts o;
+        uint32_t next;
+    } newer = {.o = in};
+    CHECK_RC(tfu_opts_load_n(&got, sizeof got, &newer, sizeof newer, TF_ORDERS_OPTS_SIZE_V1), 0);
+    newer.next = 1;
+    CHECK_RC(tfu_opts_load_n(&got, sizeof got, &newer, sizeof newer, TF_ORDERS_OPTS_SIZE_V1),
+             TF_E_INVALID_ARG);
+}
+
+/* tf_engine_config and tf_engine_flow_config under the one size rule (they refused 0 and
+ * ignored a non-zero tail before): 0 is this layout; below the first layout is refused; a
+ * longer struct is taken when its tail is zero and refused when it is not; the same for a
+ * snapshot's override. */
+static void test_engine_configs(void)
+{
+    uint64_t inst = 7;
+    struct {
+        tf_engine_config c;
+        uint64_t tail;
+    } big = {{.instruments = &inst, .n_instruments = 1, .max_orders = 16}, 0};
+    tf_engine *e = NULL;
+    big.c.size = 0;
+    CHECK_RC(tf_engine_create(&big.c, &e), 0);
+    CHECK(tf_engine_bytes_needed(&big.c) > 0);
+    tf_engine_destroy(e);
+    e = NULL;
+    big.c.size = TF_ENGINE_CONFIG_SIZE_V1 - 8;
+    CHECK_RC(tf_engine_create(&big.c, &e), TF_E_INVALID_ARG);
+    CHECK_EQ(tf_engine_bytes_needed(&big.c), 0);
+    big.c.size = sizeof big;
+    CHECK_RC(tf_engine_create(&big.c, &e), 0);
+    uint8_t snap[4096];
+    uint64_t len = 0;
+    CHECK_RC(tf_engine_snapshot_write(e, snap, sizeof snap, &len), 0);
+    tf_engine_destroy(e);
+    e = NULL;
+    big.tail = 1;
+    CHECK_RC(tf_engine_create(&big.c, &e), TF_E_INVALID_ARG);
+    CHECK_RC(tf_engine_snapshot_read(snap, len, &big.c, &e), TF_E_INVALID_ARG);
+    big.tail = 0;
+    big.c.max_orders = 32;
+    CHECK_RC(tf_engine_snapshot_read(snap, len, &big.c, &e), 0);
+    tf_engine_destroy(e);
+    e = NULL;
+
+    struct {
+        tf_engine_flow_config c;
+        uint64_t tail;
+    } fl = {{.seed = 1}, 0};
+    tf_engine_flow *f = NULL;
+    CHECK_RC(tf_engine_flow_open(&fl.c, &f), 0); /* size 0 */
+    tf_engine_flow_close(f);
+    f = NULL;
+    fl.c.size = TF_ENGINE_FLOW_CONFIG_SIZE_V1 - 4;
+    CHECK_RC(tf_engine_flow_open(&fl.c, &f), TF_E_INVALID_ARG);
+    fl.c.size = sizeof fl;
+    CHECK_RC(tf_engine_flow_open(&fl.c, &f), 0);
+    tf_engine_flow_close(f);
+    f = NULL;
+    fl.tail = 9;
+    CHECK_RC(tf_engine_flow_open(&fl.c, &f), TF_E_INVALID_ARG);
+}
+
 int main(void)
 {
     test_limit_table();
     test_server_limits();
+    test_sized_u32();
+    test_engine_configs();
     /* A v2 library, a v1 caller: a read, b and c take their default 0, size becomes known. */
     v1 old = {.size = sizeof old, .a = 7};
     v2 got;

@@ -433,6 +433,56 @@ static size_t reply_frames(uint8_t *p, uint64_t cseq)
     return len + put_frame(p + len, &hb);
 }
 
+/* The options follow the one size rule (docs/api.md): any size from _V1 up is a layout whose
+ * missing fields take their defaults; a larger size than the library's only with zero unknown
+ * bytes; below _V1 refused. An accepted struct gets as far as dialling the missing socket
+ * (-ENOENT); a refused one stops at TF_E_INVALID_ARG. */
+static void test_opts_size_rule(const char *dir)
+{
+    tf_orders *c = NULL;
+    char url[256];
+    snprintf(url, sizeof url, "unix:%s/missing.sock", dir);
+    /* A layout between _V1 and _V2 (it ends after session, NULL here): the fields past it are
+     * set and must be taken as absent (the unix URL would not use them anyway). */
+    tf_orders_opts mid = {.size = TF_ORDERS_OPTS_SIZE_V1 + sizeof(const char *),
+                          .timeout_ms = 200,
+                          .secret = "k",
+                          .secret_len = 1,
+                          .tls_ca = "/nonexistent/ca.pem"};
+    CHECK_RC(tf_orders_connect(&c, url, &mid), -ENOENT);
+    /* With session set inside that layout the secret is absent: a logon needs one. */
+    mid.session = "s";
+    CHECK_RC(tf_orders_connect(&c, url, &mid), TF_E_INVALID_ARG);
+    mid.size = TF_ORDERS_OPTS_SIZE_V2;
+    CHECK_RC(tf_orders_connect(&c, url, &mid), -ENOENT);
+    /* Every pointer-aligned size from _V1 up to the library's own is a layout. */
+    mid.session = NULL;
+    for (uint32_t sz = TF_ORDERS_OPTS_SIZE_V1; sz <= sizeof(tf_orders_opts); sz += 8) {
+        mid.size = sz;
+        CHECK_RC(tf_orders_connect(&c, url, &mid), -ENOENT);
+    }
+    /* Below _V1: refused. */
+    mid.size = TF_ORDERS_OPTS_SIZE_V1 - 4;
+    CHECK_RC(tf_orders_connect(&c, url, &mid), TF_E_INVALID_ARG);
+    mid.size = 1;
+    CHECK_RC(tf_orders_connect(&c, url, &mid), TF_E_INVALID_ARG);
+    /* A newer caller: its unknown tail must be zero. */
+    struct {
+        tf_orders_opts o;
+        uint64_t next;
+    } newer = {.o = {.size = sizeof newer, .timeout_ms = 200}};
+    CHECK_RC(tf_orders_connect(&c, url, &newer.o), -ENOENT);
+    newer.next = 1;
+    CHECK_RC(tf_orders_connect(&c, url, &newer.o), TF_E_INVALID_ARG);
+    newer.next = (uint64_t)1 << 63;
+    CHECK_RC(tf_orders_connect(&c, url, &newer.o), TF_E_INVALID_ARG);
+    /* The session form reads the options the same way. */
+    CHECK_RC(tf_orders_connect_session(&c, url, "s", "k", 1, &newer.o), TF_E_INVALID_ARG);
+    newer.next = 0;
+    CHECK_RC(tf_orders_connect_session(&c, url, "s", "k", 1, &newer.o), -ENOENT);
+    CHECK(c == NULL);
+}
+
 static void test_api_errors(const char *dir)
 {
     tf_orders *c = (tf_orders *)1;
@@ -980,6 +1030,7 @@ int main(void)
     CHECK(t_mkdtemp(dir, sizeof dir) == 0);
     test_streams(dir);
     test_api_errors(dir);
+    test_opts_size_rule(dir);
     test_split_flow(dir);
     test_no_alloc(dir);
     rmdir(dir);

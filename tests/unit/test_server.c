@@ -7,6 +7,7 @@
 #include "harness.h"
 #include "test_server_util.h"
 #include "tollfree/client.h"
+#include "tollfree/shm.h"
 
 static const char *kinds[] = {"unix", "tcp", "shm"};
 
@@ -370,7 +371,12 @@ static void test_limits(void)
         CHECK_RC(tf_client_echo(c, "x", 1, g_ref_pnl), -ENOTCONN);
         tf_client_close(c);
     }
-    c = open_kind(&ts, "shm");
+    /* The smallest ring: its mapping (132 KiB) counts in --max-memory too. */
+    char url[256];
+    t_url(&ts, "shm", url, sizeof url);
+    tf_client_opts o = {.timeout_ms = T_DEADLINE_MS, .ring_bytes = TF_SHM_MIN_RING};
+    c = NULL;
+    CHECK_RC(tf_client_open_opts(&c, url, &o), 0);
     if (c) {
         /* 1024 sessions per connection. */
         int64_t p[6] = {3, 2, 1, 2, 1, 1};

@@ -1,6 +1,7 @@
 /* The shared-memory transport against the real server: futex helpers, ring wrap-around, LOAD_FD
  * (sealed memfds mapped, not copied), handshake refusals, a hostile peer that writes garbage
- * positions and lengths, peers that die, and a server that dies under its client. */
+ * positions and lengths, peers that die, the connection layer's limits and timers on rings,
+ * and a server that dies under its client. */
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -473,6 +474,30 @@ static void test_hostile_peer(const tserver *ts)
     check_others_served(ts);
 }
 
+/* Sends four 20 KiB echoes on a 64 KiB raw ring and never reads a reply: the fourth reply never
+ * finds room. Each request is written only once the server has taken what it would overwrite
+ * (a peer that overwrites unread requests is dropped as corrupt, not stalled). */
+static void raw_fill_replies(rawshm *r)
+{
+    uint8_t *ring = r->map + TF_SHM_OFF_REQ_RING;
+    uint64_t mask = r->ring - 1, span = (16 + 20000 + 7) & ~(uint64_t)7, h = 0;
+    for (int i = 0; i < 4; i++) {
+        uint64_t at = h;
+        if ((at & mask) + span > r->ring)
+            at += r->ring - (at & mask); /* a wrap marker at h */
+        int64_t end = t_now_ms() + T_DEADLINE_MS;
+        while (at + span - __atomic_load_n(u64at(r, TF_SHM_OFF_REQ_TAIL), __ATOMIC_ACQUIRE) >
+                   r->ring &&
+               t_now_ms() < end)
+            t_sleep_ms(1);
+        if (at != h)
+            tf_put32(ring + (h & mask), TF_SHM_WRAP);
+        tf_wire_put_header(ring + (at & mask), 12 + 20000, TF_OP_ECHO, 1);
+        h = at + span;
+        raw_publish(r, h);
+    }
+}
+
 /* A peer that sends requests but never consumes replies, then dies; a peer killed while the
  * server sleeps on its ring; a peer killed in the middle of writing. The server thread notices
  * each (log line) and everyone else is served. */
@@ -490,24 +515,10 @@ static void test_dying_peers(const tserver *ts)
             rawshm r;
             if (raw_open(ts, &r, TF_SHM_MIN_RING, 0) != 0)
                 _exit(3);
-            uint8_t *ring = r.map + TF_SHM_OFF_REQ_RING;
-            uint64_t h = 0;
-            if (mode == 0) {
-                /* Fill the response ring: 20 KiB echoes, never read. */
-                for (int i = 0; i < 6; i++) {
-                    size_t n = 16 + 20000;
-                    tf_wire_put_header(ring + (h & (r.ring - 1)), 12 + 20000, TF_OP_ECHO, 1);
-                    h += (n + 7) & ~(size_t)7;
-                    if ((h & (r.ring - 1)) + 20100 > r.ring) {
-                        tf_put32(ring + (h & (r.ring - 1)), TF_SHM_WRAP);
-                        h += r.ring - (h & (r.ring - 1));
-                    }
-                    raw_publish(&r, h);
-                }
-            } else if (mode == 2) {
-                /* Half a frame: a length prefix, nothing published. */
-                tf_put32(ring, 5000);
-            }
+            if (mode == 0)
+                raw_fill_replies(&r); /* 20 KiB echoes, never read */
+            else if (mode == 2)
+                tf_put32(r.map + TF_SHM_OFF_REQ_RING, 5000); /* half a frame, not published */
             for (;;)
                 pause();
         }
@@ -527,6 +538,54 @@ static void test_dying_peers(const tserver *ts)
     }
     CHECK(closed >= closed0 + 3);
     check_others_served(ts);
+}
+
+/* A ring is a connection of the connection layer (src/net/ring.c): one more connection of its
+ * control socket's process under --max-conns-per-peer, its mapping in --max-memory, closed by
+ * the same stall timer, its slot given back when it ends. Before the ring moved into the layer
+ * the ring was counted by none of these (a fourth connection of the process was taken, a
+ * 2 MiB ring was mapped under a 1 MiB --max-memory). */
+static void test_ring_limits(void)
+{
+    tserver ts;
+    const char *extra[] = {"--max-conns-per-peer", "2", "--stall-timeout", "1", NULL};
+    CHECK_RC(t_start(&ts, extra), 0);
+    if (ts.pid) {
+        rawshm r;
+        CHECK_RC(raw_open(&ts, &r, TF_SHM_MIN_RING, 0), 0); /* the control socket and the ring */
+        int u = t_connect_unix(ts.unix_path);
+        CHECK(!t_echo_ok(u, 1)); /* a third connection of this process: refused */
+        close(u);
+        /* Replies never read: the stall timer ends the ring, and its slot comes back. */
+        raw_fill_replies(&r);
+        CHECK(raw_dropped(&r));
+        raw_close(&r);
+        int ok = 0;
+        for (int64_t end = t_now_ms() + T_DEADLINE_MS; !ok && t_now_ms() < end; t_sleep_ms(20)) {
+            u = t_connect_unix(ts.unix_path);
+            ok = t_echo_ok(u, 2);
+            close(u);
+        }
+        CHECK(ok);
+        static char log[1 << 16];
+        t_read_file(ts.log, log, sizeof log);
+        CHECK(strstr(log, "stalled: the client stopped reading its replies") != NULL);
+        CHECK_EQ(t_stop(&ts), 0);
+    }
+    t_cleanup(&ts);
+    const char *small[] = {"--max-memory", "1M", NULL};
+    CHECK_RC(t_start(&ts, small), 0);
+    if (ts.pid) {
+        rawshm r;
+        CHECK_RC(raw_open(&ts, &r, (uint64_t)1 << 20, 0), TF_E_SHM_LIMIT); /* 2 MiB mapped */
+        raw_close(&r);
+        CHECK_RC(raw_open(&ts, &r, TF_SHM_MIN_RING, 0), 0); /* 132 KiB fits */
+        uint64_t h = 0, t = 0;
+        CHECK(raw_echo(&r, &h, &t));
+        raw_close(&r);
+        CHECK_EQ(t_stop(&ts), 0);
+    }
+    t_cleanup(&ts);
 }
 
 /* The server dies under a shm client: the client gets an error promptly, never hangs. */
@@ -586,6 +645,7 @@ int main(void)
         CHECK(access(ts.shm_path, F_OK) != 0);
     }
     t_cleanup(&ts);
+    test_ring_limits();
     test_server_dies();
     free(g_close);
     return tf_test_report();

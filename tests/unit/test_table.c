@@ -1,4 +1,4 @@
-/* The engine's open-addressing table (src/engine/table.h) alone, against a trivial model: random
+/* The one open-addressing table (src/common/table.h) alone, against a trivial model: random
  * inserts, finds and removes under forced collisions and clusters that wrap past the end of the
  * array, through every doubling from the first size to the largest. After each operation the
  * table agrees with the model on the key operated on and on its count; every few operations
@@ -9,7 +9,8 @@
 
 #include "harness.h"
 
-#include "engine/table.h"
+#include "common/table.h"
+#include "tollfree/error.h"
 
 #define N 6000 /* pool indices 1..N */
 
@@ -38,18 +39,18 @@ static uint64_t next(void)
     return rng;
 }
 
-/* The inverse of ENG_TAB_GOLDEN mod 2^64 (Newton), so a hash can be made for a chosen home. */
+/* The inverse of TFU_TAB_GOLDEN mod 2^64 (Newton), so a hash can be made for a chosen home. */
 static uint64_t golden_inv(void)
 {
-    uint64_t x = ENG_TAB_GOLDEN;
+    uint64_t x = TFU_TAB_GOLDEN;
     for (int i = 0; i < 6; i++)
-        x *= 2 - ENG_TAB_GOLDEN * x;
+        x *= 2 - TFU_TAB_GOLDEN * x;
     return x;
 }
 
 /* A hash: random, one of a few shared ones (long collisions), or one whose home is among the
  * last slots of the table at its current size (clusters that wrap to slot 0). */
-static uint64_t pick_hash(const eng_table *t, uint64_t ginv)
+static uint64_t pick_hash(const tfu_table *t, uint64_t ginv)
 {
     uint64_t r = next() % 8;
     if (r < 4)
@@ -60,7 +61,7 @@ static uint64_t pick_hash(const eng_table *t, uint64_t ginv)
     return ((home << t->shift) + (next() >> (64 - t->shift) >> 1)) * ginv;
 }
 
-static int reachable_all(const eng_table *t)
+static int reachable_all(const tfu_table *t)
 {
     uint64_t occupied = 0;
     for (uint64_t j = 0; j <= t->mask; j++) {
@@ -70,18 +71,18 @@ static int reachable_all(const eng_table *t)
         occupied++;
         if (v > N || !present[v])
             return 0;
-        for (uint64_t i = eng_tab_home(t, hash_of[v]); i != j; i = (i + 1) & t->mask)
+        for (uint64_t i = tfu_tab_home(t, hash_of[v]); i != j; i = (i + 1) & t->mask)
             if (!t->slot[i])
                 return 0;
     }
     return occupied == t->count;
 }
 
-static int agrees_all(const eng_table *t)
+static int agrees_all(const tfu_table *t)
 {
     uint64_t n = 0;
     for (uint32_t idx = 1; idx <= N; idx++) {
-        uint32_t got = eng_tab_find(t, hash_of[idx], eq, NULL, &key_of[idx]);
+        uint32_t got = tfu_tab_find(t, hash_of[idx], eq, NULL, &key_of[idx]);
         if (got != (present[idx] ? idx : 0))
             return 0;
         n += (uint64_t)present[idx];
@@ -91,12 +92,12 @@ static int agrees_all(const eng_table *t)
 
 static void test_random(void)
 {
-    eng_table t;
-    CHECK_RC(eng_table_init(&t, N), 0);
+    tfu_table t;
+    CHECK_RC(tfu_table_init(&t, N), 0);
     const uint32_t *a = t.slot, *b = t.spare;
     const uint64_t ginv = golden_inv();
-    CHECK_EQ(ginv * ENG_TAB_GOLDEN, 1);
-    CHECK_EQ(t.max_cap, eng_table_capacity(N));
+    CHECK_EQ(ginv * TFU_TAB_GOLDEN, 1);
+    CHECK_EQ(t.max_cap, tfu_table_capacity(N));
     CHECK_EQ(t.mask + 1, 1024);
     memset(present, 0, sizeof present);
     for (uint32_t i = 1; i <= N; i++) {
@@ -115,7 +116,7 @@ static void test_random(void)
                 uint64_t cap0 = t.mask + 1;
                 hash_of[idx] = pick_hash(&t, ginv);
                 key_of[idx] = next();
-                eng_tab_insert(&t, hash_of[idx], idx, h_of, NULL);
+                tfu_tab_insert(&t, hash_of[idx], idx, h_of, NULL);
                 present[idx] = 1;
                 live++;
                 if (t.mask + 1 != cap0) {
@@ -124,12 +125,12 @@ static void test_random(void)
                     bad_full += !reachable_all(&t) || !agrees_all(&t);
                 }
             } else if (present[idx] && !want_insert) {
-                eng_tab_erase(&t, hash_of[idx], idx, h_of, NULL);
+                tfu_tab_erase(&t, hash_of[idx], idx, h_of, NULL);
                 present[idx] = 0;
                 live--;
             }
             bad_find +=
-                eng_tab_find(&t, hash_of[idx], eq, NULL, &key_of[idx]) != (present[idx] ? idx : 0);
+                tfu_tab_find(&t, hash_of[idx], eq, NULL, &key_of[idx]) != (present[idx] ? idx : 0);
             bad_count += t.count != live;
             bad_cap += live * 4 > t.mask + 1 || t.mask + 1 > t.max_cap;
             bad_arrays += !((t.slot == a && t.spare == b) || (t.slot == b && t.spare == a));
@@ -144,56 +145,98 @@ static void test_random(void)
     CHECK_EQ(bad_cap, 0);
     CHECK_EQ(bad_arrays, 0);
     CHECK_EQ(bad_full, 0);
-    /* 1024 -> 2048 -> ... -> 32768 = eng_table_capacity(6000): five doublings, each seen */
+    /* 1024 -> 2048 -> ... -> 32768 = tfu_table_capacity(6000): five doublings, each seen */
     CHECK_EQ(doublings, 5);
     CHECK_EQ(t.mask + 1, t.max_cap);
     CHECK(wraps > 1000); /* clusters did cross the end of the array */
     CHECK_EQ(live, 0);
-    eng_table_fini(&t);
+    tfu_table_fini(&t);
 }
 
 /* A table for a handful of entries starts at its largest size and never doubles; a table at
  * its largest size holds all its entries. */
 static void test_small_and_full(void)
 {
-    eng_table t;
-    CHECK_RC(eng_table_init(&t, 3), 0);
+    tfu_table t;
+    CHECK_RC(tfu_table_init(&t, 3), 0);
     CHECK_EQ(t.mask + 1, 16);
-    CHECK_EQ(eng_table_bytes(3), 2 * 16 * sizeof(uint32_t));
+    CHECK_EQ(tfu_table_bytes(3), 2 * 16 * sizeof(uint32_t));
     for (uint32_t i = 1; i <= 3; i++) {
         key_of[i] = i;
         hash_of[i] = 42; /* one home */
-        eng_tab_insert(&t, hash_of[i], i, h_of, NULL);
+        tfu_tab_insert(&t, hash_of[i], i, h_of, NULL);
     }
     CHECK_EQ(t.mask + 1, 16);
     for (uint32_t i = 1; i <= 3; i++)
-        CHECK_EQ(eng_tab_find(&t, 42, eq, NULL, &key_of[i]), i);
+        CHECK_EQ(tfu_tab_find(&t, 42, eq, NULL, &key_of[i]), i);
     uint64_t missing = 99;
-    CHECK_EQ(eng_tab_find(&t, 42, eq, NULL, &missing), 0);
-    eng_tab_erase(&t, 42, 1, h_of, NULL);
-    CHECK_EQ(eng_tab_find(&t, 42, eq, NULL, &key_of[3]), 3);
-    CHECK_EQ(eng_tab_find(&t, 42, eq, NULL, &key_of[1]), 0);
-    eng_table_fini(&t);
+    CHECK_EQ(tfu_tab_find(&t, 42, eq, NULL, &missing), 0);
+    tfu_tab_erase(&t, 42, 1, h_of, NULL);
+    CHECK_EQ(tfu_tab_find(&t, 42, eq, NULL, &key_of[3]), 3);
+    CHECK_EQ(tfu_tab_find(&t, 42, eq, NULL, &key_of[1]), 0);
+    tfu_table_fini(&t);
 
-    CHECK_RC(eng_table_init(&t, 1000), 0);
+    CHECK_RC(tfu_table_init(&t, 1000), 0);
     CHECK_EQ(t.max_cap, 4096);
     for (uint32_t i = 1; i <= 1000; i++) {
         key_of[i] = i * 7919ull;
         hash_of[i] = i;
-        eng_tab_insert(&t, hash_of[i], i, h_of, NULL);
+        tfu_tab_insert(&t, hash_of[i], i, h_of, NULL);
     }
     CHECK_EQ(t.mask + 1, 4096);
     CHECK_EQ(t.count, 1000);
     int bad = 0;
     for (uint32_t i = 1; i <= 1000; i++)
-        bad += eng_tab_find(&t, hash_of[i], eq, NULL, &key_of[i]) != i;
+        bad += tfu_tab_find(&t, hash_of[i], eq, NULL, &key_of[i]) != i;
     CHECK_EQ(bad, 0);
-    eng_table_fini(&t);
+    tfu_table_fini(&t);
+}
+
+/* tfu_table_reserve: more room keeps every entry findable (placed again in new arrays), less or
+ * equal room changes nothing; tfu_table_clear empties the table and it fills again. */
+static void test_reserve_and_clear(void)
+{
+    tfu_table t;
+    CHECK_RC(tfu_table_init(&t, 200), 0);
+    CHECK_EQ(t.max_cap, 1024);
+    for (uint32_t i = 1; i <= 200; i++) {
+        key_of[i] = i * 31ull;
+        hash_of[i] = next();
+        tfu_tab_insert(&t, hash_of[i], i, h_of, NULL);
+    }
+    const uint32_t *before = t.slot;
+    CHECK_RC(tfu_table_reserve(&t, 100, h_of, NULL), 0);
+    CHECK(t.slot == before);
+    CHECK_RC(tfu_table_reserve(&t, 3000, h_of, NULL), 0);
+    CHECK_EQ(t.max_cap, tfu_table_capacity(3000));
+    CHECK_EQ(t.count, 200);
+    for (uint32_t i = 201; i <= 3000; i++) {
+        key_of[i] = i * 31ull;
+        hash_of[i] = next();
+        tfu_tab_insert(&t, hash_of[i], i, h_of, NULL);
+    }
+    CHECK_EQ(t.count, 3000);
+    CHECK(t.count * 4 <= t.mask + 1);
+    int bad = 0;
+    for (uint32_t i = 1; i <= 3000; i++)
+        bad += tfu_tab_find(&t, hash_of[i], eq, NULL, &key_of[i]) != i;
+    CHECK_EQ(bad, 0);
+    tfu_table_clear(&t);
+    CHECK_EQ(t.count, 0);
+    bad = 0;
+    for (uint32_t i = 1; i <= 3000; i++)
+        bad += tfu_tab_find(&t, hash_of[i], eq, NULL, &key_of[i]) != 0;
+    CHECK_EQ(bad, 0);
+    for (uint32_t i = 1; i <= 10; i++)
+        tfu_tab_insert(&t, hash_of[i], i, h_of, NULL);
+    CHECK_EQ(tfu_tab_find(&t, hash_of[7], eq, NULL, &key_of[7]), 7);
+    tfu_table_fini(&t);
 }
 
 int main(void)
 {
     test_small_and_full();
     test_random();
+    test_reserve_and_clear();
     return tf_test_report();
 }
