@@ -14,11 +14,14 @@
  * The commands alternate a resting buy and a crossing sell at one price, so the book stays small
  * and every other command trades. Usage: bench_engine_service [--count N] [--rtt N] [--lone N]
  * [--bin PATH/tollfree] [--dir TMPDIR] [--snapshot-every N] [--only restart|pipelined] [--keep 1]
- * [--crash 1]
+ * [--crash 1] [--sessions 1]
  * (--only pipelined: the two pipelined runs alone, for an A/B of two binaries (--bin);
  * --only restart: the group-durability pipelined run and the restarts after it, three times;
- * --keep 1 leaves that journal directory for a profile). Defaults: N = 1000000, 2000 round trips
- * per level, the tollfree next to this program's bench/ folder, /tmp. */
+ * --keep 1 leaves that journal directory for a profile; --sessions 1: the service runs with a
+ * sessions file and the pipelined commands come from a logged-on session, so every journaled
+ * command is a Keyed record, and one command in 1,000 is a buy far below the market that rests
+ * for good: a restart from a snapshot then has orders whose owners it must find). Defaults: N =
+ * 1000000, 2000 round trips per level, the tollfree next to this program's bench/ folder, /tmp. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,9 +39,13 @@
 #include <unistd.h>
 
 #include "tollfree/orderflow.h"
+#include "tollfree/orders.h"
 
 static char g_bin[1024], g_root[512];
 static const char *g_snapshot_every; /* --snapshot-every N passed to the service (NULL: none) */
+static char g_sessions[600];         /* --sessions 1: the sessions file ("": none) */
+#define BENCH_SESSION "bench"
+#define BENCH_SECRET "bench-secret-0123456789"
 
 static double now_s(void)
 {
@@ -73,13 +80,18 @@ static double start(server *s, const char *name, const char *durability, int fre
         dup2(fd, 2);
         int nul = open("/dev/null", O_RDWR);
         dup2(nul, 1);
-        if (g_snapshot_every)
-            execl(g_bin, g_bin, "engine", "serve", "--journal", s->dir, "--unix", s->sock,
-                  "--durability", durability, "--quiet", "--snapshot-every", g_snapshot_every,
-                  (char *)NULL);
-        else
-            execl(g_bin, g_bin, "engine", "serve", "--journal", s->dir, "--unix", s->sock,
-                  "--durability", durability, "--quiet", (char *)NULL);
+        const char *av[16] = {g_bin,    "engine", "serve",        "--journal", s->dir,
+                              "--unix", s->sock,  "--durability", durability,  "--quiet"};
+        int n = 10;
+        if (g_snapshot_every) {
+            av[n++] = "--snapshot-every";
+            av[n++] = g_snapshot_every;
+        }
+        if (g_sessions[0]) {
+            av[n++] = "--sessions";
+            av[n++] = g_sessions;
+        }
+        execv(g_bin, (char *const *)av);
         _exit(127);
     }
     char buf[8192];
@@ -122,7 +134,7 @@ static int connect_unix(const char *path)
 }
 
 /* Command i: even = a resting buy at 100, odd = a sell at 100 that fills it. */
-static size_t encode_cmd(uint8_t *buf, uint64_t i)
+static tf_ofl_msg make_cmd(uint64_t i)
 {
     tf_ofl_msg m = {.kind = TF_OFL_NEW_LIMIT};
     m.new_limit = (tf_ofl_new_limit){.account_id = 1 + (i & 1),
@@ -131,6 +143,12 @@ static size_t encode_cmd(uint8_t *buf, uint64_t i)
                                      .price = 100,
                                      .quantity = {1, 0},
                                      .side = (uint8_t)(i & 1)};
+    return m;
+}
+
+static size_t encode_cmd(uint8_t *buf, uint64_t i)
+{
+    tf_ofl_msg m = make_cmd(i);
     return (size_t)tf_ofl_frame_encode(buf, TF_OFL_MAX_FRAME, &m);
 }
 
@@ -206,6 +224,51 @@ static double pipelined(server *s, uint64_t n)
     close(fd);
     free(buf);
     return rc || w.rc ? -1 : t;
+}
+
+/* --sessions 1: the same flow from a logged-on session (every command a Keyed record), except
+ * that command i % 1000 == 999 is a buy at 50 of account 1, which rests for good. */
+static double pipelined_session(server *s, uint64_t n)
+{
+    enum { CHUNK = 65536 };
+    char url[800];
+    snprintf(url, sizeof url, "unix:%s", s->sock);
+    tf_orders *c = NULL;
+    tf_ofl_msg *cmds = malloc(CHUNK * sizeof *cmds);
+    tf_orders_opts o = {.size = sizeof o, .max_inflight = 16384};
+    int rc = cmds ? tf_orders_connect_session(&c, url, BENCH_SESSION, BENCH_SECRET,
+                                              strlen(BENCH_SECRET), &o)
+                  : -1;
+    double t0 = now_s();
+    for (uint64_t i = 0; !rc && i < n;) {
+        size_t k = 0;
+        for (; k < CHUNK && i < n; k++, i++) {
+            cmds[k] = make_cmd(i);
+            if (i % 1000 == 999) {
+                cmds[k].new_limit.account_id = 1;
+                cmds[k].new_limit.side = TF_OFL_BUY;
+                cmds[k].new_limit.price = 50;
+            }
+        }
+        rc = tf_orders_send_many(c, cmds, k, NULL, 0, NULL, NULL) < 0;
+    }
+    double t = now_s() - t0;
+    tf_orders_close(c);
+    free(cmds);
+    return rc ? -1 : t;
+}
+
+/* The sessions file of --sessions 1 (mode 0600, as the service requires). */
+static int write_sessions(void)
+{
+    snprintf(g_sessions, sizeof g_sessions, "%s/sessions", g_root);
+    int fd = open(g_sessions, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -1;
+    const char line[] = BENCH_SESSION " " BENCH_SECRET " 1,2\n";
+    int rc = write(fd, line, sizeof line - 1) == (ssize_t)(sizeof line - 1) ? 0 : -1;
+    close(fd);
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -310,7 +373,7 @@ static int lone_among_busy(server *s, int n, double *med, double *max)
 int main(int argc, char **argv)
 {
     uint64_t count = 1000000;
-    int rtt = 2000, lone = 15, restart_only = 0, pipelined_only = 0, keep = 0;
+    int rtt = 2000, lone = 15, restart_only = 0, pipelined_only = 0, keep = 0, sessions = 0;
     const char *dir = "/tmp";
     g_bin[0] = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -334,6 +397,8 @@ int main(int argc, char **argv)
             keep = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--crash"))
             g_crash = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--sessions"))
+            sessions = atoi(argv[i + 1]);
     }
     if (!g_bin[0]) {
         char self[900];
@@ -352,14 +417,19 @@ int main(int argc, char **argv)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    printf("tollfree engine serve: %s, journal under %s\n", g_bin, g_root);
+    if (sessions && write_sessions()) {
+        perror(g_sessions);
+        return 1;
+    }
+    printf("tollfree engine serve: %s, journal under %s%s\n", g_bin, g_root,
+           sessions ? ", commands from a logged-on session (Keyed)" : "");
 
     server s;
     const char *plevels[] = {"none", "group"};
     for (int k = restart_only; k < 2; k++) {
         if (start(&s, "pipelined", plevels[k], 1) < 0)
             return 1;
-        double t = pipelined(&s, count);
+        double t = sessions ? pipelined_session(&s, count) : pipelined(&s, count);
         stop(&s);
         if (t <= 0)
             return 1;
@@ -392,6 +462,7 @@ int main(int argc, char **argv)
         return system(cmd) == 0 ? 0 : 1;
     }
 
+    g_sessions[0] = 0; /* the round trips below come from plain connections */
     const char *levels[] = {"none", "group", "every"};
     for (int k = 0; k < 3; k++) {
         double med, p99;

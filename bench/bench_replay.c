@@ -2,8 +2,9 @@
  * on the applying thread (as `engine run` did before issue 24) against the walk a few batches
  * ahead on a second thread (tf_journal_pump, as `engine run` and the service's start do now),
  * in one run, alternating, on the same mapped file (in the page cache) and a fresh engine each
- * round; plus the walk alone (tf_journal_scan) for scale. Every round must end with the same
- * state hash, else the program fails.
+ * round; plus the walk alone (tf_journal_scan) for scale, and the apply alone: the same records
+ * decoded once into memory beforehand and applied from there (the ceiling of any walk + apply on
+ * this engine). Every round must end with the same state hash, else the program fails.
  *
  * Usage: bench_replay JOURNAL.ofl [--rounds N] [--instruments LIST] [--max-orders N]
  * (make one with `tollfree engine gen --count 5000000 --seed 1 flow.ofl`). */
@@ -47,7 +48,26 @@ static tf_engine *fresh(const cfg *c)
     return e;
 }
 
-/* One replay; returns seconds (< 0 on error), the state hash and the record count. */
+/* The records decoded once, for the apply-alone rounds. */
+static tf_ofl_msg *g_all;
+static uint64_t g_n_all;
+
+static int decode_all(const tf_journal_map *m, uint64_t records)
+{
+    tf_journal_reader r;
+    g_all = malloc((records ? records : 1) * sizeof *g_all);
+    if (!g_all || tf_journal_reader_init(&r, m->data, m->len))
+        return -1;
+    int n;
+    while (g_n_all < records &&
+           (n = tf_journal_reader_next_batch(
+                &r, g_all + g_n_all, records - g_n_all < 256 ? (int)(records - g_n_all) : 256)) > 0)
+        g_n_all += (uint64_t)n;
+    return 0;
+}
+
+/* One replay (mode 0: walk + apply on one thread, 1: the pump, 2: the apply alone); returns
+ * seconds (< 0 on error), the state hash and the record count. */
 static double replay(const cfg *c, const tf_journal_map *m, int pumped, uint64_t *hash,
                      uint64_t *records)
 {
@@ -61,7 +81,10 @@ static double replay(const cfg *c, const tf_journal_map *m, int pumped, uint64_t
     uint64_t n_rec = 0;
     int rc = 0;
     double t0 = now_s();
-    if (pumped) {
+    if (pumped == 2) {
+        for (uint64_t i = 0; i < g_n_all && rc >= 0; i++, n_rec++)
+            rc = tf_engine_apply(e, &g_all[i], &sink);
+    } else if (pumped) {
         tf_journal_pump *p;
         if (tf_journal_pump_open(&r, 256, 0, &p))
             return -1;
@@ -130,11 +153,12 @@ int main(int argc, char **argv)
     printf("journal %s: %" PRIu64 " records, %" PRIu64 " bytes; walk alone (tf_journal_scan): "
            "%.3f s = %.1f M records/s\n",
            argv[1], sr.records, sr.valid_bytes, t_scan, (double)sr.records / t_scan / 1e6);
-    double ts[2][100];
+    int modes = decode_all(&m, sr.records) == 0 && g_n_all == sr.records ? 3 : 2;
+    double ts[3][100];
     uint64_t h0 = 0, recs = 0;
     int bad = 0;
     for (int k = 0; k < rounds; k++)
-        for (int pumped = 0; pumped < 2; pumped++) {
+        for (int pumped = 0; pumped < modes; pumped++) {
             uint64_t h, nr;
             double t = replay(&c, &m, pumped, &h, &nr);
             if (t < 0) {
@@ -148,9 +172,10 @@ int main(int argc, char **argv)
             bad |= h != h0 || nr != recs;
             ts[pumped][k] = t;
         }
-    const char *names[2] = {"walk + apply, one thread        ", "walk on a second thread (pump)  "};
-    double med[2];
-    for (int p = 0; p < 2; p++) {
+    const char *names[3] = {"walk + apply, one thread        ", "walk on a second thread (pump)  ",
+                            "apply alone (decoded beforehand)"};
+    double med[3];
+    for (int p = 0; p < modes; p++) {
         qsort(ts[p], (size_t)rounds, sizeof ts[p][0], cmp_d);
         med[p] = ts[p][rounds / 2];
         printf("%s: min %.3f s (%.2f M records/s), median %.3f s (%.2f M records/s)\n", names[p],
@@ -159,5 +184,6 @@ int main(int argc, char **argv)
     printf("pump / one thread, median time: %.3f; state hash %016" PRIx64 " in every round: %s\n",
            med[1] / med[0], h0, bad ? "NO" : "yes");
     tf_journal_map_close(&m);
+    free(g_all);
     return bad ? 1 : 0;
 }

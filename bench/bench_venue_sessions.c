@@ -1,17 +1,21 @@
 /* The cost of venue sessions (docs/venue.md): logon round trips, and pipelined durable throughput
  * with and without sessions, side by side in one run. A program, not a test.
  *
- * It starts two `tollfree engine serve` processes (the binary beside this one's directory, or
+ * It starts three `tollfree engine serve` processes (the binary beside this one's directory, or
  * $TF_BUILD_DIR/tollfree) on temporary journals, durability group: one plain, one with
- * --sessions. Then:
+ * --sessions, one with --sessions and --risk (limits for the session's accounts: max_qty,
+ * max_notional, a band around a configured reference and max_open, so every rule is evaluated
+ * on every NewLimit and none refuses; the run fails if one does). Then:
  *   - logon: N connections, each connect + logon (challenge, HMAC-SHA256 answer, result) over the
  *     Unix socket, timed one by one (median, p99); beside it N plain connects to the plain one;
  *   - pipelined: the same flow (NewLimit + CancelByClient pairs, batches of 65,536, one
- *     connection, tf_orders_send_many) to each, alternating plain and sessions --rounds times;
- *     the median of the rounds is reported (sessions: every command a Keyed record with its
- *     client_seq, journaled 18 bytes longer).
+ *     connection, tf_orders_send_many) to each, the three in turn --rounds times; the median of
+ *     the rounds is reported (sessions: every command a Keyed record with its client_seq,
+ *     journaled 18 bytes longer: the resend key; + risk: the checks too). --inflight N: commands
+ *     unanswered at most (default 16,384, as bench_engine_service's pipelined durable figure;
+ *     before it was the client's default and the rate was bound by round trips, ~0.2 M/s).
  *
- * usage: bench_venue_sessions [--logons N] [--pipe N] [--rounds R] */
+ * usage: bench_venue_sessions [--logons N] [--pipe N] [--rounds R] [--inflight N] */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -29,6 +33,7 @@
 #define SECRET "bench-secret-0123456789abcdef"
 
 static char bin[8192];
+static uint32_t inflight = 16384; /* --inflight: as bench_engine_service's pipelined figure */
 
 static double now_s(void)
 {
@@ -66,6 +71,15 @@ typedef struct svc {
     char dir[64], sock[128], log[128], url[160];
 } svc;
 
+/* The risk config of the sessions + risk service: every rule set for the session's accounts,
+ * none refusing this flow (quantity 1, prices 100-149 around the reference 125, at most one order
+ * of the connection resting at a time). */
+static const char risk_conf[] = "account 21 max_qty 1000 max_notional 1000000000 band 50% ref 125 "
+                                "max_open 1000000\n"
+                                "account 22 max_qty 1000 max_notional 1000000000 band 50% ref 125 "
+                                "max_open 1000000\n";
+
+/* sessions: 0 plain, 1 --sessions, 2 --sessions and --risk. */
 static int svc_start(svc *s, int sessions)
 {
     memset(s, 0, sizeof *s);
@@ -84,6 +98,12 @@ static int svc_start(svc *s, int sessions)
     fputs("bench " SECRET " 21,22\n", f);
     fclose(f);
     chmod(sf, 0600);
+    char rf[128];
+    snprintf(rf, sizeof rf, "%s/risk", s->dir);
+    if (!(f = fopen(rf, "w")))
+        return -1;
+    fputs(risk_conf, f);
+    fclose(f);
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -94,7 +114,8 @@ static int svc_start(svc *s, int sessions)
         }
         execl(bin, bin, "engine", "serve", "--journal", journal, "--instruments", "1-2", "--unix",
               s->sock, "--durability", "group", "--max-orders", "4000000",
-              sessions ? "--sessions" : (char *)NULL, sf, (char *)NULL);
+              sessions ? "--sessions" : (char *)NULL, sf, sessions > 1 ? "--risk" : (char *)NULL,
+              rf, (char *)NULL);
         _exit(127);
     }
     s->pid = pid;
@@ -128,8 +149,9 @@ static void svc_stop(svc *s)
 static tf_orders *open_conn(const svc *s, int sessions)
 {
     tf_orders *c = NULL;
-    int rc = sessions ? tf_orders_connect_session(&c, s->url, "bench", SECRET, strlen(SECRET), NULL)
-                      : tf_orders_connect(&c, s->url, NULL);
+    tf_orders_opts o = {.size = sizeof o, .max_inflight = inflight};
+    int rc = sessions ? tf_orders_connect_session(&c, s->url, "bench", SECRET, strlen(SECRET), &o)
+                      : tf_orders_connect(&c, s->url, &o);
     if (rc)
         fprintf(stderr, "%s: %s\n", s->url, tf_strerror(rc));
     return c;
@@ -158,8 +180,9 @@ static void bench_logon(const svc *s, int sessions, int n)
     free(t);
 }
 
-/* n commands pipelined in batches of 65,536 on one connection: commands per second. */
-static double bench_pipe(const svc *s, int sessions, int64_t n, uint64_t *cid)
+/* n commands pipelined in batches of 65,536 on one connection: commands per second. *refused
+ * counts the VenueRejected events (the risk rules must refuse none). */
+static double bench_pipe(const svc *s, int sessions, int64_t n, uint64_t *cid, uint64_t *refused)
 {
     tf_orders *c = open_conn(s, sessions);
     if (!c)
@@ -181,6 +204,8 @@ static double bench_pipe(const svc *s, int sessions, int64_t n, uint64_t *cid)
             cmds[k + 1].cancel_by_client.client_order_id = *cid;
         }
         got = tf_orders_send_many(c, cmds, B, ev, B + 16, NULL, NULL);
+        for (int64_t k = 0; k < got && k < B + 16; k++)
+            *refused += ev[k].kind == 0x90; /* VenueRejected */
         done += B;
     }
     double dt = now_s() - t0;
@@ -211,37 +236,57 @@ int main(int argc, char **argv)
             pipe = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds"))
             rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--inflight"))
+            inflight = (uint32_t)atoi(argv[i + 1]);
     }
-    if (logons < 1 || pipe < 65536 || rounds < 1 || rounds > 64) {
-        fprintf(stderr,
-                "usage: bench_venue_sessions [--logons N] [--pipe N>=65536] [--rounds R]\n");
+    if (logons < 1 || pipe < 65536 || rounds < 1 || rounds > 64 || inflight < 1) {
+        fprintf(stderr, "usage: bench_venue_sessions [--logons N] [--pipe N>=65536] [--rounds R] "
+                        "[--inflight N]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
     find_bin();
     bench_machine_print(stdout, "");
-    svc plain, sess;
-    if (svc_start(&plain, 0) || svc_start(&sess, 1)) {
+    svc plain, sess, risk;
+    if (svc_start(&plain, 0) || svc_start(&sess, 1) || svc_start(&risk, 2)) {
         fprintf(stderr, "could not start %s engine serve\n", bin);
         return 1;
     }
-    printf("venue sessions: durability group, journals on %s\n", plain.dir);
+    printf("venue sessions: durability group, journals on %s, %u commands in flight\n", plain.dir,
+           inflight);
     bench_logon(&plain, 0, logons);
     bench_logon(&sess, 1, logons);
-    double a[64], b[64];
-    uint64_t cid_a = 1, cid_b = 1;
-    for (int r = 0; r < rounds; r++) { /* alternating, so drift hits both alike */
-        a[r] = bench_pipe(&plain, 0, pipe, &cid_a);
-        b[r] = bench_pipe(&sess, 1, pipe, &cid_b);
-    }
-    double ma = median(a, rounds), mb = median(b, rounds);
+    double a[64], b[64], c[64];
+    uint64_t cid_a = 1, cid_b = 1, cid_c = 1, refused = 0;
+    /* in turn, so drift hits the three alike, each round starting with the next one (a run right
+     * after another's pays for the other's writeback) */
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < 3; k++) {
+            int w = (r + k) % 3;
+            if (w == 0)
+                a[r] = bench_pipe(&plain, 0, pipe, &cid_a, &refused);
+            else if (w == 1)
+                b[r] = bench_pipe(&sess, 1, pipe, &cid_b, &refused);
+            else
+                c[r] = bench_pipe(&risk, 1, pipe, &cid_c, &refused);
+        }
+    double ma = median(a, rounds), mb = median(b, rounds), mc = median(c, rounds);
     printf("  pipelined plain             %.3f M commands/s  (median of %d runs of %" PRId64
            " commands)\n",
            ma / 1e6, rounds, pipe);
     printf("  pipelined sessions (Keyed)  %.3f M commands/s  (median of %d runs; %.1f%% of "
            "plain)\n",
            mb / 1e6, rounds, ma > 0 ? 100.0 * mb / ma : 0.0);
+    printf("  pipelined sessions + risk   %.3f M commands/s  (median of %d runs; %.1f%% of "
+           "plain)\n",
+           mc / 1e6, rounds, ma > 0 ? 100.0 * mc / ma : 0.0);
     svc_stop(&plain);
     svc_stop(&sess);
+    svc_stop(&risk);
+    if (refused) {
+        fprintf(stderr, "the risk rules refused %" PRIu64 " commands: the comparison is void\n",
+                refused);
+        return 1;
+    }
     return 0;
 }

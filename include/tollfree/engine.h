@@ -28,13 +28,15 @@
 
 /* Configuration, read by tf_engine_create only (nothing is kept). */
 typedef struct tf_engine_config {
-    uint32_t size;               /* sizeof(tf_engine_config): lets the struct grow (not yet
-                                    the size rule of docs/api.md: 0 is refused) */
+    uint32_t size;               /* sizeof(tf_engine_config), or 0 for this header's layout:
+                                    the size rule of docs/api.md */
     const uint64_t *instruments; /* instrument ids, any order, no duplicates, none 0 */
     uint32_t n_instruments;      /* 1..TF_ENGINE_MAX_INSTRUMENTS */
     uint32_t max_orders;         /* live orders at once: 1..TF_ENGINE_MAX_ORDERS */
     uint64_t max_bytes;          /* memory budget of the engine; 0 = no limit */
 } tf_engine_config;
+/* The first sized layout (through max_bytes): the smallest size a caller may pass. */
+#define TF_ENGINE_CONFIG_SIZE_V1 32u
 
 /* Where events go. The engine writes events at ev[n], ev[n+1], ... and increments n; when n
  * reaches cap in the middle of a command it calls flush(ctx, ev, n), which must consume them
@@ -75,6 +77,15 @@ TF_API uint64_t tf_engine_bytes_needed(const tf_engine_config *cfg);
  * TF_E_OFL_INVALID_SIDE for a side byte other than 0/1 (a malformed command: nothing changes, not
  * even last_command_seq), or the sink's failure as described above. Never allocates. */
 TF_API int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink);
+
+/* Applies cmds[0..n) in order, exactly as n calls of tf_engine_apply with the same sink (the
+ * same state, events and counters), while fetching the table and price-level memory of the next
+ * commands ahead of them (for a caller that holds several decoded commands: a journal replay, a
+ * pipelined connection). rc[i], when rc is not NULL, receives what tf_engine_apply would have
+ * returned for cmds[i]. Returns 0, or TF_E_NULL_ARG (e, sink or cmds with n > 0 NULL, or a sink
+ * with cap > 0 and no buffer) before applying anything. */
+TF_API int tf_engine_apply_batch(tf_engine *e, const tf_ofl_msg *cmds, size_t n,
+                                 tf_engine_sink *sink, int *rc);
 
 /* Counters. */
 typedef struct tf_engine_counters {
@@ -156,7 +167,8 @@ TF_API int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap,
 /* Builds a new engine from a snapshot image. max_orders and max_bytes of cfg_override, when it
  * is not NULL and they are non-zero, replace the snapshot's (never below its live orders). The
  * image is checked whole (magic, version, lengths, CRC, every order) before anything is built:
- * TF_E_ENGINE_SNAPSHOT (damaged or not a snapshot), TF_E_LIMIT, TF_E_NOMEM. */
+ * TF_E_ENGINE_SNAPSHOT (damaged or not a snapshot), TF_E_LIMIT, TF_E_NOMEM; TF_E_INVALID_ARG
+ * when cfg_override's size breaks the size rule (as for tf_engine_create). */
 TF_API int tf_engine_snapshot_read(const void *buf, uint64_t len,
                                    const tf_engine_config *cfg_override, tf_engine **out);
 /* File helpers: written to PATH.tmp, fsync'd, renamed over PATH, directory synced. Load also
@@ -199,13 +211,15 @@ typedef enum tf_engine_mix {
 } tf_engine_mix;
 
 typedef struct tf_engine_flow_config {
-    uint32_t size; /* sizeof(tf_engine_flow_config) */
+    uint32_t size; /* sizeof(tf_engine_flow_config), or 0: the size rule of docs/api.md */
     uint32_t mix;  /* tf_engine_mix */
     uint64_t seed;
     const uint64_t *instruments; /* the instruments orders go to (NULL: instrument 1) */
     uint32_t n_instruments;
     uint32_t target_orders; /* resting orders the flow keeps (0: 1,000) */
 } tf_engine_flow_config;
+/* The first sized layout (through target_orders): the smallest size a caller may pass. */
+#define TF_ENGINE_FLOW_CONFIG_SIZE_V1 32u
 
 typedef struct tf_engine_flow tf_engine_flow;
 /* Returns 0, TF_E_NULL_ARG, TF_E_INVALID_ARG, TF_E_NOMEM. */

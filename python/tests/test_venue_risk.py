@@ -165,6 +165,42 @@ def test_kill_switch(venue):
     assert stopped["state_hash"] in run.stdout, run.stdout + run.stderr
 
 
+def test_kill_switch_cancels_a_gateway_order(venue):
+    """A resting order placed by a gateway command (a GTC limit Order) is canceled by the kill
+    switch with a CanceledEx of reason 4 (Account) that names the owner's account and client
+    order id (an OFL1 NewLimit of the same account gets a plain Canceled); while the switch is on
+    the account's new orders are refused (gateway Order and NewLimit alike: VenueRejected
+    KillSwitch) and its gateway cancel finds nothing; once off, an Order of it is accepted."""
+    with venue.connect("alpha") as a:
+        gw = a.order(1, 11, 1, "buy", 100, 1, tif=orders.GTC)
+        assert [type(e).__name__ for e in gw] == ["AcceptedEx"]
+        gw_id = gw[0].order_id
+        plain_id = a.new_limit(1, 12, 1, "buy", 99, 1)[0].order_id
+        assert reason(a.order(2, 13, 1, "buy", 98, 1, tif=orders.GTC)) == "AcceptedEx"
+        ops = raw_logon(venue, "ops")
+        frames = kill(ops, 1, True)
+        ex = [orders.decode_frame(struct.pack("<HBQ", 9 + len(p), k, 0) + p, venue=True)[0]
+              for k, p in frames if k == orders.CanceledEx.KIND]
+        assert [(c.order_id, c.account_id, c.client_order_id, c.remaining, c.reason,
+                 c.reason_name) for c in ex] == [(gw_id, 1, 11, 1, 4, "Account")]
+        canceled = [struct.unpack_from("<QQQQ", p)[3] for k, p in frames if k == 0x84]
+        assert canceled == [plain_id]
+        refused = a.order(1, 14, 1, "buy", 100, 1, tif=orders.GTC)
+        assert reason(refused) == "KillSwitch" and refused[0].client_order_id == 14
+        assert reason(a.order(1, 15, 1, "buy", 0, 1, type=orders.MARKET,
+                              tif=orders.IOC)) == "KillSwitch"
+        assert reason(a.new_limit(1, 16, 1, "buy", 100, 1)) == "KillSwitch"
+        assert type(a.order_cancel(1, 11)[0]).__name__ == "RejectedEx"  # gone: OrderNotFound
+        assert type(a.order_cancel(2, 13)[0]).__name__ == "CanceledEx"  # untouched, live
+        assert [k for k, _ in kill(ops, 1, False)] == [0]
+        assert reason(a.order(1, 17, 1, "buy", 100, 1, tif=orders.GTC)) == "AcceptedEx"
+        ops.close()
+    stopped = venue.stop()
+    run = subprocess.run([bin_path(), "engine", "run", str(venue.dir / "j" / "commands.ofl"),
+                          "--quiet"], capture_output=True, text=True, timeout=DEADLINE)
+    assert stopped["state_hash"] in run.stdout, run.stdout + run.stderr
+
+
 @pytest.mark.parametrize("snapshot", [False, True])
 def test_kill_switch_survives_a_restart(tmp_path, snapshot):
     """A kill switch on stays on across a restart, whether the start replays the whole journal

@@ -46,8 +46,7 @@ static void drop_level(tf_engine *e, uint32_t li)
 {
     eng_level *l = &e->levels[li];
     unlist_empty(e, l);
-    eng_tree_remove(e, &e->sides[l->tree], li);
-    eng_remove_level(e, li);
+    eng_level_detach(e, &e->sides[l->tree], li);
     l->head = e->free_level;
     e->free_level = li;
 }
@@ -57,6 +56,7 @@ static void keep_empty(tf_engine *e, eng_side *s, uint32_t li)
 {
     eng_level *l = &e->levels[li];
     s->n_levels--;
+    eng_level_emptied(e, s, l);
     if (s->best == li)
         s->best = eng_tree_next(e, li);
     l->empty_newer = 0;
@@ -100,13 +100,14 @@ void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
         l->n_orders = 0;
         l->total_lo = 0;
         l->total_hi = 0;
-        eng_insert_level(e, li);
-        eng_tree_insert(e, s, li);
+        eng_level_attach(e, s, li);
+        eng_level_filled(e, s, l);
         s->n_levels++;
         if (!s->best || key < e->levels[s->best].key)
             s->best = li;
     } else if (!e->levels[li].n_orders) { /* a kept empty level fills again */
         unlist_empty(e, &e->levels[li]);
+        eng_level_filled(e, s, &e->levels[li]);
         s->n_levels++;
         if (!s->best || key < e->levels[s->best].key)
             s->best = li;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/opts_size.h"
 #include "engine/engine_internal.h"
 #include "orderflow/orderflow_internal.h"
 
@@ -21,11 +22,20 @@ SEQ_FIRST(replace_by_client);
 
 /* ---- create / destroy ----------------------------------------------------------------------- */
 
-static int config_ok(const tf_engine_config *cfg)
+/* The caller's config read under the one size rule (docs/api.md, "Growable structs": 0 is this
+ * layout, an older one at least through max_bytes, a newer one only with its unknown bytes zero)
+ * into *c, then checked. 1 when it is usable. */
+_Static_assert(TF_ENGINE_CONFIG_SIZE_V1 == TFU_FIELD_END(tf_engine_config, max_bytes),
+               "the first sized layout of tf_engine_config ends at max_bytes");
+
+static int config_load(const tf_engine_config *cfg, tf_engine_config *c)
 {
-    return cfg && cfg->size >= sizeof(tf_engine_config) && cfg->instruments &&
-           cfg->n_instruments >= 1 && cfg->n_instruments <= TF_ENGINE_MAX_INSTRUMENTS &&
-           cfg->max_orders >= 1 && cfg->max_orders <= TF_ENGINE_MAX_ORDERS;
+    if (!cfg || tfu_opts_load_n(c, sizeof *c, cfg, cfg->size, TF_ENGINE_CONFIG_SIZE_V1))
+        return 0;
+    c->size = sizeof *c;
+    return c->instruments && c->n_instruments >= 1 &&
+           c->n_instruments <= TF_ENGINE_MAX_INSTRUMENTS && c->max_orders >= 1 &&
+           c->max_orders <= TF_ENGINE_MAX_ORDERS;
 }
 
 /* A direct id -> book table pays when it is at most a few times the number of books. */
@@ -35,16 +45,19 @@ static uint64_t direct_len(const uint64_t *sorted, uint32_t n)
     return span <= 4ull * n + 4096 ? span : 0;
 }
 
-uint64_t tf_engine_bytes_needed(const tf_engine_config *cfg)
+uint64_t tf_engine_bytes_needed(const tf_engine_config *in)
 {
-    if (!config_ok(cfg))
+    tf_engine_config c;
+    if (!config_load(in, &c))
         return 0;
+    const tf_engine_config *cfg = &c;
     uint64_t n = cfg->n_instruments, m = cfg->max_orders;
     uint64_t bytes = sizeof(tf_engine) + n * 8 + 2 * n * sizeof(eng_side);
     bytes += (m + 1) * (sizeof(eng_order) + sizeof(eng_level)) + 64;
-    bytes += 6 * eng_table_capacity(m) * sizeof(uint32_t); /* tables and their spares */
+    bytes += 6 * tfu_table_capacity(m) * sizeof(uint32_t); /* tables and their spares */
     /* the direct table, at its largest (its size depends on the ids' spread) */
     bytes += (4 * n + 4096) * sizeof(uint32_t);
+    bytes += eng_ladder_bytes(cfg->n_instruments);
     bytes += TF_ENGINE_STP_ACCOUNTS * sizeof(eng_stp);
     bytes += n * sizeof(int64_t);        /* last trade prices */
     bytes += (m + 1) * sizeof(uint64_t); /* filled */
@@ -52,15 +65,17 @@ uint64_t tf_engine_bytes_needed(const tf_engine_config *cfg)
     return bytes;
 }
 
-int tf_engine_create(const tf_engine_config *cfg, tf_engine **out)
+int tf_engine_create(const tf_engine_config *in, tf_engine **out)
 {
     if (!out)
         return TF_E_NULL_ARG;
     *out = NULL;
-    if (!cfg)
+    if (!in)
         return TF_E_NULL_ARG;
-    if (!config_ok(cfg))
+    tf_engine_config c;
+    if (!config_load(in, &c))
         return TF_E_INVALID_ARG;
+    const tf_engine_config *cfg = &c;
     if (cfg->max_bytes && tf_engine_bytes_needed(cfg) > cfg->max_bytes)
         return TF_E_LIMIT;
     tf_engine *e = calloc(1, sizeof *e);
@@ -72,6 +87,7 @@ int tf_engine_create(const tf_engine_config *cfg, tf_engine **out)
     e->max_bytes = cfg->max_bytes;
     e->next_order_id = 1;
     e->next_event_seq = 1;
+    e->prefetch_live = ENG_PREFETCH_LIVE;
     int rc = TF_E_NOMEM;
     e->instrument = malloc(n * sizeof *e->instrument);
     if (!e->instrument)
@@ -107,8 +123,8 @@ int tf_engine_create(const tf_engine_config *cfg, tf_engine **out)
     if (!e->sides || !e->orders || !e->levels || !e->stp || !e->last_trade || !e->filled ||
         !e->by_gateway)
         goto fail;
-    if ((rc = eng_table_init(&e->by_id, m)) || (rc = eng_table_init(&e->by_client, m)) ||
-        (rc = eng_table_init(&e->by_price, m)))
+    if ((rc = tfu_table_init(&e->by_id, m)) || (rc = tfu_table_init(&e->by_client, m)) ||
+        (rc = tfu_table_init(&e->by_price, m)) || (rc = eng_ladder_init(e)))
         goto fail;
     /* The pools are handed out front to back (fresh_order/fresh_level) before their free lists
      * are used, so pages of a large pool are touched only when orders need them. */
@@ -124,14 +140,15 @@ void tf_engine_destroy(tf_engine *e)
 {
     if (!e)
         return;
-    eng_table_fini(&e->by_id);
-    eng_table_fini(&e->by_client);
-    eng_table_fini(&e->by_price);
+    tfu_table_fini(&e->by_id);
+    tfu_table_fini(&e->by_client);
+    tfu_table_fini(&e->by_price);
     free(e->stp);
     free(e->last_trade);
     free(e->filled);
     free(e->by_gateway);
     free(e->levels_mem);
+    free(e->lad_mem);
     free(e->orders);
     free(e->sides);
     free(e->direct);

@@ -2,18 +2,21 @@
  *
  * Everything is an index into a preallocated array; index 0 is the null of each array, so a
  * zeroed field means "none". Live orders live in `orders`, linked FIFO within their price level.
- * Price levels live in `levels`; each side of each book keeps its non-empty levels in a red-black
- * tree ordered best first (the key is the price for asks and -price for bids, so "best" is the
- * smallest key on both sides) with the best level cached. Three open-addressing tables of u32
- * indices (linear probing, load <= 1/4, backward-shift deletion) find an order by id, an order by
- * (account, client_order_id), and a level by (side, price); they store only indices and compare
- * against the pool entry, so each probe costs one 4-byte slot and the entry the caller needs next.
+ * Price levels live in `levels`; each side of each book keeps its levels in a price ladder (a
+ * dense window of level indices by key with a bitmap of the levels that have orders, ladder.c)
+ * and, for keys outside that window, a red-black tree, both ordered best first (the key is the
+ * price for asks and -price for bids, so "best" is the smallest key on both sides) with the best
+ * level cached. Three open-addressing tables of u32 indices (linear probing, load <= 1/4,
+ * backward-shift deletion) find an order by id, an order by (account, client_order_id), and a
+ * level outside the ladder by (side, price); they store only indices and compare against the
+ * pool entry, so each probe costs one 4-byte slot and the entry the caller needs next.
  */
 #ifndef TF_ENGINE_INTERNAL_H
 #define TF_ENGINE_INTERNAL_H
 
 #include <stdint.h>
 
+#include "common/table.h"
 #include "tollfree/engine.h"
 
 typedef struct eng_order {
@@ -76,13 +79,26 @@ typedef struct eng_stp {
     uint64_t open;
 } eng_stp;
 
-/* One side of one book: a tree of levels. */
+/* The widest price ladder of a book side, in ticks of key (ladder.c). */
+#define ENG_LADDER_MAX 65536u
+
+/* One side of one book: its levels, in the side's price ladder when their key is inside the
+ * ladder's window, else in its red-black tree (and the price table). No tree level ever has a key
+ * inside the window (ladder.c keeps that when the window moves). */
 typedef struct eng_side {
     uint32_t root;
     uint32_t best;     /* the smallest key of a level with orders, 0 when there is none */
     uint64_t n_orders; /* live orders on this side (the hash needs the count first) */
     uint64_t n_levels; /* levels with orders */
-    uint64_t n_nodes;  /* levels in the tree: n_levels and the kept empty ones */
+    uint64_t n_nodes;  /* levels in the ladder or the tree: n_levels and the kept empty ones */
+    /* The ladder (ladder.c): keys base .. base + e->lad_w - 1 (none when lad_w is 0). */
+    int64_t base;
+    uint64_t n_win;     /* levels in the ladder, kept empty ones included */
+    uint64_t tree_adds; /* levels added to the tree since the window was last placed */
+    uint32_t *slot;     /* [lad_w]: the level at key base + i, 0 for none */
+    uint64_t *bits;     /* [lad_w / 64]: bit i set when the level at base + i has orders */
+    uint64_t top;       /* bit i set when sum[i] is not 0 */
+    uint64_t sum[ENG_LADDER_MAX / 4096]; /* bit j of sum[i] set when bits[64 i + j] is not 0 */
 } eng_side;
 
 /* Empty levels kept in their tree and the level table, in the whole engine (book.c): a price
@@ -90,18 +106,13 @@ typedef struct eng_side {
  * a tree removal, nor two level-table updates. */
 #define ENG_EMPTY_LEVELS 1024u
 
-/* A table (table.h) starts small and doubles (rehashing into its spare array) when it would pass
- * load 1/4, up to the capacity its pool needs; both arrays are allocated at create, so growing
- * never allocates. A small table stays in cache: the common book of a few thousand orders never
- * pays a miss for a table sized for a million. */
-typedef struct eng_table {
-    uint32_t *slot;  /* [mask + 1]: 0 empty, else a pool index */
-    uint32_t *spare; /* the other array, for the next doubling */
-    uint64_t mask;
-    uint64_t count;
-    uint64_t max_cap;
-    int shift; /* 64 - log2(mask + 1), for Fibonacci hashing */
-} eng_table;
+#define ENG_PREFETCH_LIVE 16384u
+
+/* The three tables are the library's one table (src/common/table.h): each starts small and
+ * doubles (rehashing into its spare array) when it would pass load 1/4, up to the capacity its
+ * pool needs; both arrays are allocated at create, so growing never allocates. A small table
+ * stays in cache: the common book of a few thousand orders never pays a miss for a table sized
+ * for a million. */
 
 struct tf_engine {
     /* config */
@@ -114,6 +125,8 @@ struct tf_engine {
     uint64_t direct_base, direct_len;
 
     eng_side *sides; /* [n_books * 2]: tree = book * 2 + side */
+    uint32_t lad_w;  /* each side's ladder width: a power of two >= 64, or 0 for none */
+    void *lad_mem;   /* every side's ladder slots and bits */
     eng_order *orders;
     eng_level *levels; /* 64-byte aligned, inside levels_mem */
     void *levels_mem;
@@ -121,12 +134,18 @@ struct tf_engine {
     uint32_t fresh_order, fresh_level; /* the first never-used entry of each pool */
     /* the kept empty levels, oldest first (book.c): a list through empty_older/empty_newer */
     uint32_t empty_oldest, empty_newest, n_empty;
-    eng_table by_id, by_client, by_price;
+    tfu_table by_id, by_client, by_price;
     /* The pool slot of the order a venue's pre-trade check just read (risk_view.h), so that the
      * Replace or ReplaceByClient applied next skips its table lookup; eng_find_id_hinted and
      * eng_find_client_hinted check the slot's entry before trusting it. Not state: any value is
      * safe (0 by default: the null entry, which matches no live order). */
     uint32_t hint;
+    /* Below this many live orders tf_engine_apply_batch prefetches nothing (batch.c): the tables
+     * (load <= 1/4, u32 slots) and the used part of the pools fit in L1/L2, and the prefetch's
+     * own work (each key hashed again, the book looked up) cost more than it saved (bench_engine:
+     * the ~1k-order flows 10-25% slower with it, the ~100k one 40% faster). ENG_PREFETCH_LIVE
+     * at create; tests set 0 to prefetch always. */
+    uint64_t prefetch_live;
 
     /* self-trade prevention: [n_stp] ascending by account, room for TF_ENGINE_STP_ACCOUNTS */
     eng_stp *stp;
@@ -163,19 +182,14 @@ struct tf_engine {
     uint8_t cancel_reason;              /* CanceledEx.reason of eng_cancel_order */
 };
 
-/* tables.c (one table.h table each). eng_table_capacity: slots (u32) of one of a table's two
- * arrays for `entries` entries; eng_table_bytes: both arrays of one table, in bytes. */
-uint64_t eng_table_capacity(uint64_t entries);
-uint64_t eng_table_bytes(uint64_t entries);
-int eng_table_init(eng_table *t, uint64_t entries);
-void eng_table_fini(eng_table *t);
+/* tables.c: the engine's keys over the one table (common/table.h) */
 uint32_t eng_find_id(const tf_engine *e, uint64_t id);
 void eng_insert_id(tf_engine *e, uint32_t oi);
 void eng_remove_id(tf_engine *e, uint32_t oi);
 uint32_t eng_find_client(const tf_engine *e, uint64_t account, uint64_t coid);
 void eng_insert_client(tf_engine *e, uint32_t oi);
 void eng_remove_client(tf_engine *e, uint32_t oi);
-uint32_t eng_find_level(const tf_engine *e, uint32_t tree, int64_t key);
+uint32_t eng_table_find_level(const tf_engine *e, uint32_t tree, int64_t key);
 void eng_insert_level(tf_engine *e, uint32_t li);
 void eng_remove_level(tf_engine *e, uint32_t li);
 
@@ -195,14 +209,51 @@ static inline uint32_t eng_find_client_hinted(const tf_engine *e, uint64_t accou
                                                                 : eng_find_client(e, account, coid);
 }
 
-/* tree.c: the ordered levels of one side */
+/* tree.c: the red-black tree of a side's levels outside its ladder window */
 void eng_tree_insert(tf_engine *e, eng_side *s, uint32_t li);
 void eng_tree_remove(tf_engine *e, eng_side *s, uint32_t li);
+uint32_t eng_rbt_succ(const tf_engine *e, uint32_t li); /* in key order, empty or not */
+uint32_t eng_rbt_first_above(const tf_engine *e, const eng_side *s, int64_t key); /* or 0 */
+/* 0 when the side's tree keeps every red-black rule; *count: its nodes. */
+int eng_rbt_check(const tf_engine *e, const eng_side *s, uint64_t *count);
+
+/* ladder.c: a side's levels, ladder and tree together */
+int eng_ladder_init(tf_engine *e); /* at create: the window width, its memory */
+uint64_t eng_ladder_bytes(uint32_t n_books);
+uint32_t eng_find_level(const tf_engine *e, uint32_t tree, int64_t key); /* 0: none */
+void eng_level_attach(tf_engine *e, eng_side *s, uint32_t li);           /* key, tree set */
+void eng_level_detach(tf_engine *e, eng_side *s, uint32_t li);           /* an empty level */
 /* The next worse level that has orders, or 0 (kept empty levels are stepped over). */
 uint32_t eng_tree_next(const tf_engine *e, uint32_t li);
-/* 0 when the side's tree keeps every red-black rule, its cached best (the first level with
+/* 0 when the side's ladder and tree keep their rules, its cached best (the first level with
  * orders) and its counts of nodes and of levels with orders (tests). */
 int eng_tree_check(const tf_engine *e, const eng_side *s);
+
+static inline int eng_in_ladder(const tf_engine *e, const eng_side *s, int64_t key)
+{
+    return (uint64_t)key - (uint64_t)s->base < e->lad_w; /* lad_w 0: never */
+}
+
+/* The level li (in the ladder when its key is) gains its first order, or loses its last. */
+static inline void eng_level_filled(const tf_engine *e, eng_side *s, const eng_level *l)
+{
+    if (eng_in_ladder(e, s, l->key)) {
+        uint64_t i = (uint64_t)l->key - (uint64_t)s->base;
+        s->bits[i >> 6] |= 1ull << (i & 63);
+        s->sum[i >> 12] |= 1ull << ((i >> 6) & 63);
+        s->top |= 1ull << (i >> 12);
+    }
+}
+
+static inline void eng_level_emptied(const tf_engine *e, eng_side *s, const eng_level *l)
+{
+    if (eng_in_ladder(e, s, l->key)) {
+        uint64_t i = (uint64_t)l->key - (uint64_t)s->base;
+        if (!(s->bits[i >> 6] &= ~(1ull << (i & 63))) &&
+            !(s->sum[i >> 12] &= ~(1ull << ((i >> 6) & 63))))
+            s->top &= ~(1ull << (i >> 12));
+    }
+}
 
 /* stp.c */
 int eng_stp_mode(const tf_engine *e, uint64_t account);         /* binary search; 0 when none */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/opts_size.h"
 #include "engine/engine_internal.h"
 
 #define MID0 1000000     /* starting mid price, ticks */
@@ -64,12 +65,19 @@ static int watch(void *ctx, const tf_ofl_msg *ev, size_t n)
     return 0;
 }
 
+_Static_assert(TF_ENGINE_FLOW_CONFIG_SIZE_V1 == TFU_FIELD_END(tf_engine_flow_config, target_orders),
+               "the first sized layout of tf_engine_flow_config ends at target_orders");
+
 int tf_engine_flow_open(const tf_engine_flow_config *cfg, tf_engine_flow **out)
 {
     if (!out || !cfg)
         return TF_E_NULL_ARG;
     *out = NULL;
-    if (cfg->size < sizeof *cfg || cfg->mix > TF_ENGINE_MIX_OFL1 ||
+    tf_engine_flow_config c; /* the size rule (docs/api.md) */
+    if (tfu_opts_load_n(&c, sizeof c, cfg, cfg->size, TF_ENGINE_FLOW_CONFIG_SIZE_V1))
+        return TF_E_INVALID_ARG;
+    cfg = &c;
+    if (cfg->mix > TF_ENGINE_MIX_OFL1 ||
         (cfg->instruments &&
          (cfg->n_instruments == 0 || cfg->n_instruments > TF_ENGINE_MAX_INSTRUMENTS)) ||
         cfg->target_orders > TF_ENGINE_MAX_ORDERS / 8)

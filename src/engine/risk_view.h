@@ -37,4 +37,8 @@ int eng_client_brief_of(tf_engine *e, uint64_t account_id, uint64_t client_order
  * there is none of these or the engine does not trade the instrument. */
 int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, int side, int last);
 
+/* The live orders of a counted account (tf_engine_track_account), 0 for one not counted: the
+ * count tf_engine_account_orders gives, without its argument check. */
+uint64_t eng_account_open(const tf_engine *e, uint64_t account_id);
+
 #endif

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/opts_size.h"
 #include "engine/engine_internal.h"
 #include "orderflow/fio.h"
 
@@ -302,11 +303,15 @@ int tf_engine_snapshot_read(const void *buf, uint64_t len, const tf_engine_confi
         .max_orders = max_orders,
         .max_bytes = ld64(p + 24),
     };
-    if (cfg_override && cfg_override->size >= sizeof cfg) {
-        if (cfg_override->max_orders)
-            cfg.max_orders = cfg_override->max_orders;
-        if (cfg_override->max_bytes)
-            cfg.max_bytes = cfg_override->max_bytes;
+    if (cfg_override) { /* read under the size rule (docs/api.md), as tf_engine_create does */
+        tf_engine_config o;
+        if (tfu_opts_load_n(&o, sizeof o, cfg_override, cfg_override->size,
+                            TF_ENGINE_CONFIG_SIZE_V1))
+            return TF_E_INVALID_ARG;
+        if (o.max_orders)
+            cfg.max_orders = o.max_orders;
+        if (o.max_bytes)
+            cfg.max_bytes = o.max_bytes;
     }
     if (n_orders > cfg.max_orders)
         return cfg.max_orders < max_orders ? TF_E_LIMIT : TF_E_ENGINE_SNAPSHOT;

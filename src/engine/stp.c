@@ -280,3 +280,9 @@ int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, int side, int l
         return e->last_trade[book];
     return book_ref(e, (uint32_t)book * 2 + (uint32_t)(side & 1));
 }
+
+uint64_t eng_account_open(const tf_engine *e, uint64_t account_id)
+{
+    uint32_t i = find(e, account_id);
+    return i < e->n_stp && e->stp[i].tracked ? e->stp[i].open : 0;
+}

@@ -1,9 +1,8 @@
-/* The price levels of one book side, as a red-black tree of level indices (CLRS, with level 0
- * as the black sentinel). O(log levels) to add or drop a level whatever the prices, so a
- * hostile stream of far-apart prices costs neither memory (one pool entry per level) nor time.
- * The best level is cached in the side: matching only ever walks from it to the next worse one.
- * A tree also holds the side's kept empty levels (book.c): eng_tree_next steps over them, and
- * the best is the first level with orders.
+/* The price levels of one book side outside its ladder window (ladder.c), as a red-black tree
+ * of level indices (CLRS, with level 0 as the black sentinel). O(log levels) to add or drop a
+ * level whatever the prices, so a hostile stream of far-apart prices costs neither memory (one
+ * pool entry per level) nor time. A tree also holds the side's kept empty levels outside the
+ * window (book.c); ladder.c's walk steps over them.
  * The sentinel's parent field is written during removal (as CLRS does); nothing reads it after. */
 #include "engine/engine_internal.h"
 
@@ -60,7 +59,6 @@ void eng_tree_insert(tf_engine *e, eng_side *s, uint32_t z)
         L(y).left = z;
     else
         L(y).right = z;
-    s->n_nodes++;
 
     while (L(L(z).parent).red) {
         uint32_t p = L(z).parent, g = L(p).parent;
@@ -111,7 +109,7 @@ static uint32_t minimum(const tf_engine *e, uint32_t x)
 }
 
 /* The in-order successor, empty or not. */
-static uint32_t successor(const tf_engine *e, uint32_t x)
+uint32_t eng_rbt_succ(const tf_engine *e, uint32_t x)
 {
     if (L(x).right)
         return minimum(e, L(x).right);
@@ -123,12 +121,17 @@ static uint32_t successor(const tf_engine *e, uint32_t x)
     return y;
 }
 
-uint32_t eng_tree_next(const tf_engine *e, uint32_t x)
+uint32_t eng_rbt_first_above(const tf_engine *e, const eng_side *s, int64_t key)
 {
-    do
-        x = successor(e, x);
-    while (x && !L(x).n_orders);
-    return x;
+    uint32_t found = 0;
+    for (uint32_t x = s->root; x;)
+        if (L(x).key > key) {
+            found = x;
+            x = L(x).left;
+        } else {
+            x = L(x).right;
+        }
+    return found;
 }
 
 static void transplant(tf_engine *e, eng_side *s, uint32_t u, uint32_t v)
@@ -199,11 +202,10 @@ static void remove_fixup(tf_engine *e, eng_side *s, uint32_t x)
     L(x).red = 0;
 }
 
-/* z is an empty level (book.c removes only those), so the best does not change. */
+/* The best is not touched: book.c removes only empty levels, and ladder.c moves a level with
+ * orders to the ladder under the same index. */
 void eng_tree_remove(tf_engine *e, eng_side *s, uint32_t z)
 {
-    s->n_nodes--;
-
     uint32_t y = z, x;
     uint32_t y_red = L(y).red;
     if (!L(z).left) {
@@ -253,18 +255,8 @@ static int check(const tf_engine *e, uint32_t x, uint32_t parent, const int64_t 
     return a + !l->red;
 }
 
-int eng_tree_check(const tf_engine *e, const eng_side *s)
+int eng_rbt_check(const tf_engine *e, const eng_side *s, uint64_t *count)
 {
-    uint64_t count = 0;
-    if (L(s->root).red || check(e, s->root, 0, NULL, NULL, &count) < 0 || count != s->n_nodes)
-        return -1;
-    uint32_t first = s->root;
-    while (first && L(first).left)
-        first = L(first).left;
-    if (first && !L(first).n_orders)
-        first = eng_tree_next(e, first);
-    uint64_t with_orders = 0;
-    for (uint32_t x = first; x; x = eng_tree_next(e, x))
-        with_orders++;
-    return first == s->best && with_orders == s->n_levels ? 0 : -1;
+    *count = 0;
+    return L(s->root).red || check(e, s->root, 0, NULL, NULL, count) < 0 ? -1 : 0;
 }

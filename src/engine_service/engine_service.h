@@ -74,8 +74,8 @@ typedef struct tfes_recovered {
     int from_snapshot;
     uint64_t snapshot_records; /* records of commands.ofl the snapshot used covers (0: none) */
     /* Keyed records (sessions' commands) among the records the snapshot covers. Only they can
-     * name the owner of an order live at the snapshot (tfv_rebuild_owners, which walks both
-     * journals whole); with none, no such order has an owner to find. */
+     * name the owner of an order live at the snapshot (from snapshot.tfs.owners, else
+     * tfv_rebuild_owners); with none, no such order has an owner to find. */
     uint64_t keyed_covered;
 } tfes_recovered;
 
@@ -140,7 +140,10 @@ typedef struct tfes_snap_bind {
 /* The binding of the last record of `commands` (flushed: the file at `path` ends with it). 0,
  * -errno, or TF_E_OFL_SEQ_GAP when the file does not end with that record. */
 int tfes_snap_bind_last(tf_journal *commands, const char *path, tfes_snap_bind *b);
-/* Writes the engine's snapshot followed by the binding block to path (atomic replace). */
-int tfes_snapshot_save(const tf_engine *e, const char *path, const tfes_snap_bind *b);
+/* Writes PATH.owners (the venue's owners of the engine's live orders, bound like the snapshot;
+ * v NULL: none written), then the engine's snapshot followed by the binding block to path; each
+ * an atomic replace (recover.c has the layouts). */
+int tfes_snapshot_save(const tf_engine *e, const struct tfv_venue *v, const char *path,
+                       const tfes_snap_bind *b);
 
 #endif

@@ -141,6 +141,26 @@ static int apply_record(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_m
     return 0;
 }
 
+/* A Keyed record the snapshot covers, as tfv_apply would leave the venue after it but without
+ * decoding it (tfv_keyed_covered: the engine takes its command as a duplicate, so only the
+ * session's resend ring moves): 1 when done; 0 when it is not that plain case (flags this
+ * version does not know, a length its inner kind does not have, a command past the snapshot's
+ * last_command_seq), left to apply_record, which decodes and applies it, errors included. */
+static int keyed_covered(tfv_venue *v, const uint8_t *p, size_t fsize, uint64_t last_command_seq)
+{
+    enum { HEAD = 11 }; /* u16 frame length, u8 kind, u64 journal_seq */
+    if (fsize < HEAD + TFV_KEYED_HEAD_LEN + 8)
+        return 0;
+    const uint8_t *k = p + HEAD; /* u64 session, u64 client_seq, u8 flags, u8 inner kind */
+    int inner = k[17];
+    uint64_t command_seq = ld64le(k + TFV_KEYED_HEAD_LEN); /* every command's first field */
+    if ((k[16] & ~TFV_KEYED_FLAGS) || !tfv_is_command(inner) ||
+        tfv_payload_size(TFV_KEYED, inner) != (int)(fsize - HEAD) || command_seq > last_command_seq)
+        return 0;
+    int rc = tfv_keyed_covered(v, ld64le(k), ld64le(k + 8), command_seq);
+    return rc ? rc : 1;
+}
+
 /* The records a snapshot covers, from the first extension record among them (byte `from`,
  * journal_seq `from_seq`: tf_journal_first_ext) to byte `to`, where record `records` starts.
  * Their OFL1 and gateway commands are duplicates to the engine (command_seq <= its
@@ -148,36 +168,41 @@ static int apply_record(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_m
  * records (Keyed commands of sessions, risk records, CancelOnDisconnect) still go through it, as
  * in a replay of the whole journal, because the venue's state (sessions, risk) is not in the
  * snapshot. The open of commands.ofl has just checked every record of this prefix (length, CRC,
- * journal_seq), so they are found here by their length fields alone: no second CRC walk; and
- * before the first extension record there is nothing to do at all. *keyed counts the Keyed
+ * journal_seq), so they are found here by their length fields alone (read in pieces,
+ * tfo_pieces): no second CRC walk; and before the first extension record there is nothing to do
+ * at all. A Keyed record is taken without a decode (keyed_covered). *keyed counts the Keyed
  * records among them (tfes_recovered.keyed_covered). */
-static int replay_covered(tfv_venue *v, const tf_journal_map *m, uint64_t from, uint64_t from_seq,
+static int replay_covered(tfv_venue *v, const char *path, uint64_t from, uint64_t from_seq,
                           uint64_t to, uint64_t records, tf_engine_sink *sink, uint64_t *keyed)
 {
-    tf_journal_reader r;
-    int rc = tf_journal_reader_init(&r, m->data, m->len);
+    tf_engine_counters c; /* the snapshot's */
+    tf_engine_get_counters(tfv_venue_engine(v), &c);
+    tfo_pieces w;
+    int rc = tfo_pieces_open(&w, path, from, to), n;
     if (rc)
         return rc;
-    if (to > m->len || from < r.pos || from > to)
-        return TF_E_OFL_TORN_RECORD;
-    size_t pos = (size_t)from, end = (size_t)to;
+    tf_journal_reader r = {0}; /* views the record apply_record decodes */
     uint64_t seq = from_seq, applied = 0;
-    while (pos < end && !rc) {
-        const uint8_t *p = m->data + pos;
-        size_t fsize = 2 + ((size_t)p[0] | (size_t)p[1] << 8);
-        if (fsize + TF_JOURNAL_CRC_LEN > end - pos)
-            return TF_E_OFL_TORN_RECORD; /* not the prefix the open checked */
+    const uint8_t *p;
+    size_t fsize;
+    unsigned long long off;
+    while (!rc && (n = tfo_pieces_next(&w, &p, &fsize, &off)) != 0) {
+        if (n < 0) {
+            rc = n;
+            break;
+        }
         if (tfv_is_ext_kind(p[2]) &&
             tf_ofl_kind_class(p[2]) != TF_OFL_CLASS_COMMAND) { /* not a gateway command */
             tf_ofl_msg msg = {.kind = p[2], .journal_seq = seq};
             *keyed += p[2] == TFV_KEYED;
             r.frame = p;
             r.frame_len = fsize;
-            rc = apply_record(v, &r, &msg, sink, &applied);
+            rc = p[2] == TFV_KEYED ? keyed_covered(v, p, fsize, c.last_command_seq) : 0;
+            rc = rc ? (rc < 0 ? rc : 0) : apply_record(v, &r, &msg, sink, &applied);
         }
-        pos += fsize + TF_JOURNAL_CRC_LEN;
         seq++;
     }
+    tfo_pieces_close(&w);
     return rc ? rc : seq == records ? 0 : TF_E_OFL_SEQ_GAP;
 }
 
@@ -310,9 +335,11 @@ typedef struct start {
     char cmd_path[4096], ev_path[4096], snap_path[4096];
     uint64_t *ids; /* the instrument list in use */
     int n_ids;
-    tf_journal_recovery rec;     /* of commands.ofl */
-    int repairing;               /* --repair-journal cut damage that is not a torn tail */
-    tf_engine *snap;             /* the engine from snapshot.tfs, until it becomes out->engine */
+    tf_journal_recovery rec; /* of commands.ofl */
+    int repairing;           /* --repair-journal cut damage that is not a torn tail */
+    tf_engine *snap;         /* the engine from snapshot.tfs, until it becomes out->engine */
+    uint8_t *owners;         /* snapshot.tfs.owners' entries (NULL: none), n_owners of them */
+    uint64_t n_owners;
     uint64_t tail_off, tail_seq; /* where the records after the snapshot start */
     replay_ctx ev;               /* events.ofl: its whole records, the handle appends go to */
 } start;
@@ -370,8 +397,68 @@ static int check_commands(const start *st)
 /* snapshot.tfs = the engine's snapshot image (docs/engine.md), then this binding block:
  *   0 "TFSB", u16 version 1, u16 0, u64 session_id, u64 journal_seq, u64 offset (of the last
  *   command record covered, in commands.ofl), u32 that record's CRC32C, u32 CRC32C of bytes
- *   0..36 of the block. */
+ *   0..36 of the block.
+ * Beside it, snapshot.tfs.owners: the venue's owners of the orders live at the snapshot that
+ * name a session (the image has no room for them, and `engine run --from-snapshot` reads the
+ * image followed by the binding alone):
+ *   0 "TFSO", u16 version 1, u16 0, then the snapshot's binding fields (u64 session_id, u64
+ *   journal_seq, u64 offset, u32 crc, u32 0), u64 n, n x (u64 order_id, u64 session), u32
+ *   CRC32C of every byte before it.
+ * It is written (atomic replace) before snapshot.tfs; a start uses it only when its binding
+ * fields are the snapshot's, so after a kill -9 between the two (new owners, old snapshot) the
+ * owners are looked for in the journals instead: never another snapshot's. */
 #define BIND_LEN 40
+#define OWNERS_HEAD 48
+#define OWNER_LEN 16
+
+typedef struct owner_out {
+    uint8_t *p;
+    uint64_t n, cap;
+} owner_out;
+
+static int put_owner(void *ctx, uint64_t order_id, uint64_t session)
+{
+    owner_out *o = ctx;
+    if (o->n == o->cap)
+        return TF_E_INVALID_ARG; /* more than tfv_owner_count said */
+    st64le(o->p + OWNERS_HEAD + o->n * OWNER_LEN, order_id);
+    st64le(o->p + OWNERS_HEAD + o->n * OWNER_LEN + 8, session);
+    o->n++;
+    return 0;
+}
+
+/* The binding's fields as the owners file repeats them (at p, 32 bytes). */
+static void put_bind(uint8_t *p, const tfes_snap_bind *b)
+{
+    st64le(p, b->session_id);
+    st64le(p + 8, b->journal_seq);
+    st64le(p + 16, b->offset);
+    st32le(p + 24, b->crc);
+    st32le(p + 28, 0);
+}
+
+/* snapshot.tfs.owners for venue v, bound like the snapshot (b). */
+static int save_owners(const tfv_venue *v, const char *snap_path, const tfes_snap_bind *b)
+{
+    char path[4096 + 8];
+    if (snprintf(path, sizeof path, "%s.owners", snap_path) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    owner_out o = {.cap = tfv_owner_count(v)};
+    o.p = malloc(OWNERS_HEAD + o.cap * OWNER_LEN + 4);
+    if (!o.p)
+        return TF_E_NOMEM;
+    int rc = tfv_owner_each(v, put_owner, &o);
+    if (!rc) {
+        memcpy(o.p, "TFSO\1\0\0\0", 8);
+        put_bind(o.p + 8, b);
+        st64le(o.p + 40, o.n);
+        size_t len = OWNERS_HEAD + o.n * OWNER_LEN;
+        st32le(o.p + len, tf_crc32c(0, o.p, len));
+        rc = tfo_replace_file(path, o.p, len + 4);
+    }
+    free(o.p);
+    return rc;
+}
 
 int tfes_snap_bind_last(tf_journal *commands, const char *path, tfes_snap_bind *b)
 {
@@ -406,13 +493,17 @@ int tfes_snap_bind_last(tf_journal *commands, const char *path, tfes_snap_bind *
     return TF_E_OFL_SEQ_GAP;
 }
 
-int tfes_snapshot_save(const tf_engine *e, const char *path, const tfes_snap_bind *b)
+int tfes_snapshot_save(const tf_engine *e, const tfv_venue *v, const char *path,
+                       const tfes_snap_bind *b)
 {
+    int rc = v ? save_owners(v, path, b) : 0;
+    if (rc)
+        return rc;
     uint64_t n = tf_engine_snapshot_size(e), len = 0;
     uint8_t *buf = malloc(n + BIND_LEN);
     if (!buf)
         return TF_E_NOMEM;
-    int rc = tf_engine_snapshot_write(e, buf, n, &len);
+    rc = tf_engine_snapshot_write(e, buf, n, &len);
     if (!rc) {
         uint8_t *t = buf + len;
         memcpy(t, "TFSB\1\0\0\0", 8);
@@ -453,6 +544,38 @@ static const char *bind_mismatch(const uint8_t *t, const char *cmd_path, uint64_
     return NULL;
 }
 
+/* snapshot.tfs.owners when it is whole and bound like the snapshot (its binding block t): its
+ * entries into st->owners; else none (a line says why, unless there is no such file). */
+static void load_owners(start *st, const uint8_t *t)
+{
+    char path[4096 + 8];
+    snprintf(path, sizeof path, "%s.owners", st->snap_path);
+    tf_journal_map m; /* any regular file maps */
+    if (tf_journal_map_open(path, &m))
+        return;
+    uint8_t bind[32];
+    memcpy(bind, t + 8, 28);
+    memset(bind + 28, 0, 4);
+    uint64_t cnt = m.len >= OWNERS_HEAD + 4 ? ld64le(m.data + 40) : 0;
+    const char *why = NULL;
+    if (m.len < OWNERS_HEAD + 4 || memcmp(m.data, "TFSO\1\0\0\0", 8) ||
+        cnt != (m.len - OWNERS_HEAD - 4) / OWNER_LEN ||
+        m.len != OWNERS_HEAD + cnt * OWNER_LEN + 4 ||
+        tf_crc32c(0, m.data, m.len - 4) != ld32le(m.data + m.len - 4))
+        why = "damaged";
+    else if (memcmp(m.data + 8, bind, 32))
+        why = "of another snapshot";
+    else if (!(st->owners = malloc(cnt ? cnt * OWNER_LEN : 1)))
+        why = "out of memory";
+    if (why)
+        say(st, TFES_LOG_WARN, "%s: not used (%s)", path, why);
+    else {
+        memcpy(st->owners, m.data + OWNERS_HEAD, cnt * OWNER_LEN);
+        st->n_owners = cnt;
+    }
+    tf_journal_map_close(&m);
+}
+
 /* The engine from snapshot.tfs when it is bound to this commands.ofl (into st->snap, and where
  * the records it does not cover start: st->tail_off, st->tail_seq); else none, after a line
  * saying why (the whole journal is replayed). The image is read straight from the mapped file
@@ -486,13 +609,15 @@ static void load_snapshot(start *st)
     }
     why =
         bind_mismatch(t, st->cmd_path, st->out->session_id, &st->rec, &st->tail_off, &st->tail_seq);
-    tf_journal_map_close(&map);
     if (why) {
+        tf_journal_map_close(&map);
         say(st, TFES_LOG_WARN, "%s: not used (%s): replaying the whole journal", st->snap_path,
             why);
         tf_engine_destroy(e);
         return;
     }
+    load_owners(st, t);
+    tf_journal_map_close(&map);
     st->snap = e;
 }
 
@@ -712,6 +837,76 @@ static int make_engine(start *st)
     return tfv_open(out->engine, &out->venue);
 }
 
+/* The owners of the orders live at the snapshot (tfv_rebuild_owners), before the records after
+ * it are applied: from events.ofl up to the snapshot's event count (the open checked at least
+ * that many) and the records of commands.ofl it covers from the first extension record (ext_off)
+ * on. */
+static int rebuild_owners(start *st, uint64_t ext_off, uint64_t snap_events)
+{
+    tf_journal_map em; /* for where its first record starts (nothing else is read) */
+    int rc = tf_journal_map_open(st->ev_path, &em);
+    tf_journal_reader r;
+    if (!rc) {
+        rc = tf_journal_reader_init(&r, em.data, em.len);
+        tfv_rebuild_span ev = {
+            .path = st->ev_path, .from = r.pos, .to = em.len, .records = snap_events};
+        tfv_rebuild_span cmd = {.path = st->cmd_path, .from = ext_off, .to = st->tail_off};
+        int n = rc ? rc : tfv_rebuild_owners(st->out->venue, &ev, &cmd);
+        rc = n < 0 ? n : 0;
+        tf_journal_map_close(&em);
+    }
+    if (rc)
+        say(st, TFES_LOG_ERROR, "the owners of the orders live at %s: %s", st->snap_path,
+            tf_strerror(rc));
+    return rc;
+}
+
+/* The owners kept beside the snapshot (snapshot.tfs.owners): 1 when they are the venue's now, 0
+ * when there are none or one names an order the snapshot's engine does not hold (said; none is
+ * taken: the journals are walked instead), or an error. */
+static int snapshot_owners(start *st)
+{
+    if (!st->owners)
+        return 0;
+    tfv_venue *v = st->out->venue;
+    tf_engine_order o;
+    for (uint64_t i = 0; i < st->n_owners; i++)
+        if (tf_engine_find_order(st->out->engine, ld64le(st->owners + i * OWNER_LEN), &o) != 1) {
+            say(st, TFES_LOG_WARN,
+                "%s.owners: names an order the snapshot does not hold: the owners are looked for "
+                "in the journals",
+                st->snap_path);
+            return 0;
+        }
+    for (uint64_t i = 0; i < st->n_owners; i++) {
+        const uint8_t *p = st->owners + i * OWNER_LEN;
+        int rc = tfv_owner_put(v, ld64le(p), ld64le(p + 8));
+        if (rc)
+            return rc;
+    }
+    return 1;
+}
+
+/* The records a snapshot covers, when an extension record is among them: the venue's (sessions,
+ * risk) applied, then the owners of the orders live at it found when a Keyed record is among
+ * them (only a Keyed record names an owner). */
+static int replay_venue_covered(start *st, tf_engine_sink *sink)
+{
+    tfes_recovered *out = st->out;
+    uint64_t ext_off, ext_seq;
+    if (!st->tail_off || tf_journal_first_ext(out->commands, &ext_off, &ext_seq) != 1 ||
+        ext_off >= st->tail_off)
+        return 0;
+    tf_engine_counters c; /* the snapshot's: the covered records are duplicates to the engine */
+    tf_engine_get_counters(out->engine, &c);
+    int rc = replay_covered(out->venue, st->cmd_path, ext_off, ext_seq, st->tail_off, st->tail_seq,
+                            sink, &out->keyed_covered);
+    if (rc || !out->keyed_covered)
+        return rc;
+    int kept = snapshot_owners(st);
+    return kept < 0 ? kept : kept ? 0 : rebuild_owners(st, ext_off, c.next_event_seq - 1);
+}
+
 /* The replay; events past st->ev.have are appended as they come. From a snapshot: the venue's
  * records among those it covers, then the records after it; else every record. */
 static int replay_journal(start *st)
@@ -723,12 +918,9 @@ static int replay_journal(start *st)
         return TF_E_NOMEM;
     tf_engine_sink sink = {.ev = evbuf, .cap = SINK, .flush = replay_sink, .ctx = &st->ev};
     tf_journal_map cm;
-    uint64_t ext_off, ext_seq;
     int rc = tf_journal_map_open(st->cmd_path, &cm), mapped = !rc;
-    if (!rc && st->tail_off && tf_journal_first_ext(out->commands, &ext_off, &ext_seq) == 1 &&
-        ext_off < st->tail_off)
-        rc = replay_covered(out->venue, &cm, ext_off, ext_seq, st->tail_off, st->tail_seq, &sink,
-                            &out->keyed_covered);
+    if (!rc)
+        rc = replay_venue_covered(st, &sink);
     if (!rc)
         rc = replay(out->venue, &cm, st->tail_off, st->tail_seq, &sink, &out->replayed);
     if (!rc && sink.n)
@@ -804,6 +996,7 @@ int tfes_recover(const tfes_config *cfg, const tfes_log *log, tfes_recovered *ou
         tfes_recovered_fini(out);
     tf_journal_close(st->ev.events);
     tf_engine_destroy(st->snap);
+    free(st->owners);
     free(st->ids);
     free(st);
     return rc;

@@ -348,7 +348,7 @@ static int write_snapshot(svc *s)
     tfes_snap_bind b;
     rc = tfes_snap_bind_last(s->r.commands, cmd_path, &b);
     if (!rc)
-        rc = tfes_snapshot_save(s->r.engine, path, &b);
+        rc = tfes_snapshot_save(s->r.engine, s->r.venue, path, &b);
     if (rc)
         tfn_log(s->lp, 1, "snapshot at command_seq %llu failed: %s (the journal is unharmed)",
                 (unsigned long long)c.last_command_seq, tf_strerror(rc));
@@ -1078,18 +1078,10 @@ int tfes_run(const tfes_config *cfg, tfes_summary *out)
         rc = load_sessions(s);
     if (!rc)
         rc = tfes_recover(cfg, &(tfes_log){.logv = recover_log}, &s->r);
-    if (!rc) {
-        char ev_path[4096], cmd_path[4096];
+    if (!rc) { /* the owners of orders live at a snapshot: found by tfes_recover */
+        char ev_path[4096];
         tfes_path(ev_path, sizeof ev_path, cfg->dir, "events.ofl");
-        tfes_path(cmd_path, sizeof cmd_path, cfg->dir, "commands.ofl");
         tfv_set_events(s->r.venue, s->r.events, ev_path);
-        /* Orders live at the snapshot: their owners from the Keyed records (docs/venue.md);
-         * without a Keyed record before the snapshot there is none to find (nor a walk). */
-        if (s->r.from_snapshot && s->r.keyed_covered && tf_journal_flush(s->r.events) == 0) {
-            int n = tfv_rebuild_owners(s->r.venue, cmd_path, ev_path);
-            if (n < 0)
-                tfn_log(s->lp, 1, "owners of the orders before the snapshot: %s", tf_strerror(n));
-        }
     }
     if (!rc && cfg->risk && (rc = load_risk(s, 0)) == 0) {
         struct sigaction sa = {.sa_handler = on_hup}; /* no SA_RESTART: the loop wakes */

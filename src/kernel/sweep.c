@@ -192,13 +192,13 @@ static inline __attribute__((always_inline)) void sar_step_timed(tfk_sar *st, tf
         if (st->pos != 0) {
             int p = (int)st->pos;
             double r = tfk_sar_book(st, x, c);
-            tfk_tacc_close(ta, tin, ta->entry, i, p, r);
+            tfk_tacc_close(ta, tin, i, p, r);
         } else {
             x->first_bar = i;
         }
         st->pos = want;
         st->entry = c;
-        ta->entry = i;
+        tfk_tacc_enter(ta, tin, i);
     }
 }
 
@@ -243,10 +243,10 @@ sar_block_with(tfk_sar *st_mem, tfk_sar_extra *x_mem, tfk_tacc *ta_mem, const tf
                 int p = (int)st->pos;
                 int64_t at = t0 + base + bit;
                 double r = tfk_sar_book(st, x, c[base + bit]);
-                tfk_tacc_close(ta, tin, ta->entry, at, p, r);
+                tfk_tacc_close(ta, tin, at, p, r);
                 st->pos = want;
                 st->entry = c[base + bit];
-                ta->entry = at;
+                tfk_tacc_enter(ta, tin, at);
             } else {
                 tfk_sar_flip(st, x, want, c[base + bit]);
             }

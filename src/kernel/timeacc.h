@@ -26,6 +26,10 @@
 
 #define TFK_NS_PER_DAY 86400e9
 
+/* Bars per word of tfk_time_in's wlo and whi: 1 << TFK_WORD_SHIFT (measured: 16- and 32-bar words
+ * run as many instructions, with more mispredicted branches). */
+#define TFK_WORD_SHIFT 6
+
 /* What every combo of a series shares: the close, the prefix sums over its differences (each
  * [n], index 0 holding 0.0: p1 of d, p2 of d*d, dn of the long's falls, up of the short's
  * rises), the dates (NULL or [n]) and the fee. first_bad: the first bar whose p1 is not
@@ -57,11 +61,42 @@ typedef struct tfk_tacc {
     int64_t trades, max_dur;
     int64_t entry; /* the open trade's entry bar (-1: none) */
     int64_t pos;   /* its direction after the last bar (the sweep's scatter sets it) */
+    double k;      /* 100.0 / close[entry]: divided at the entry, so the exit does not wait on it */
 } tfk_tacc;
 
 static inline tfk_tacc tfk_tacc_start(void)
 {
-    return (tfk_tacc){0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0, 0, -1, 0};
+    return (tfk_tacc){.peak = 0.0, .mdd = 0.0, .comp = 1.0, .entry = -1, .k = 0.0};
+}
+
+/* Bar i becomes the entry of the next trade (or of a flat run: then k is never read). */
+static inline void tfk_tacc_enter(tfk_tacc *a, const tfk_time_in *in, int64_t i)
+{
+    a->entry = i;
+    a->k = 100.0 / in->close[i];
+}
+
+/* a > b ? a : b and a < b ? a : b, NaN and all, without a branch (SSE2's maxsd and minsd are
+ * exactly these): the two marks of a trade's ends are ordered by its direction, a coin flip to
+ * the predictor. */
+static inline double tfk_max2(double a, double b)
+{
+#if defined(__SSE2__) && defined(__GNUC__)
+    __asm__("maxsd %1, %0" : "+x"(a) : "x"(b)); /* (intrinsics would zero the upper lane) */
+    return a;
+#else
+    return a > b ? a : b;
+#endif
+}
+
+static inline double tfk_min2(double a, double b)
+{
+#if defined(__SSE2__) && defined(__GNUC__)
+    __asm__("minsd %1, %0" : "+x"(a) : "x"(b));
+    return a;
+#else
+    return a < b ? a : b;
+#endif
 }
 
 static inline void tfk_tacc_mark(tfk_tacc *a, double e)
@@ -123,30 +158,41 @@ tfk_tacc_marks(tfk_tacc *a, const tfk_time_in *in, double k, double dp, int64_t 
     if (end <= e)
         return;
     double base = p1[e];
-    if (end < in->first_bad && isfinite(a->peak)) {
+    if (end < in->first_bad) {
         /* First the bounds of the words the trade's bars lie in (wider than its bars, so marks
          * below and above all of its own): when they prove that no mark passes the peak and no
          * drop passes the drawdown, mark() would change nothing, bar by bar. Words that reach a
-         * non-finite p1 are not used. */
-        int64_t w0 = (e + 1) >> 6, w1 = end >> 6, wend = (w1 << 6) + 63;
+         * non-finite p1 are not used. The proof needs no finiteness: both comparisons hold only
+         * when neither bound is NaN (maxsd and minsd pass a NaN on), each mark that is not NaN
+         * lies between the bounds (every rounded operation is monotone, infinities included),
+         * and a NaN mark changes nothing. */
+        int64_t w0 = (e + 1) >> TFK_WORD_SHIFT, w1 = end >> TFK_WORD_SHIFT;
+        int64_t wend = ((w1 + 1) << TFK_WORD_SHIFT) - 1;
         if (wend < in->first_bad || in->first_bad == in->n) {
-            double wl = in->wlo[w0], wh = in->whi[w0];
-            for (int64_t w = w0 + 1; w <= w1; w++) {
-                wl = in->wlo[w] < wl ? in->wlo[w] : wl;
-                wh = in->whi[w] > wh ? in->whi[w] : wh;
+            /* the first two words without a branch (a trade under 65 bars touches one or two) */
+            int64_t wb = w0 + 1 < w1 ? w0 + 1 : w1;
+            double wl = tfk_min2(in->wlo[w0], in->wlo[wb]), wh = tfk_max2(in->whi[w0], in->whi[wb]);
+            for (int64_t w = w0 + 2; w <= w1; w++) {
+                wl = tfk_min2(in->wlo[w], wl);
+                wh = tfk_max2(in->whi[w], wh);
             }
             double ba = a->eq + k * (dp * (wh - base)), bb = a->eq + k * (dp * (wl - base));
-            double bmax = ba > bb ? ba : bb, bmin = ba > bb ? bb : ba;
-            if (isfinite(bmax) && isfinite(bmin) && !(bmax > a->peak) && !(a->peak - bmin > a->mdd))
+            double bmax = tfk_max2(ba, bb), bmin = tfk_min2(bb, ba);
+            if ((bmax <= a->peak) & (a->peak - bmin <= a->mdd))
                 return;
         }
+    }
+    if (end < in->first_bad && isfinite(a->peak)) {
         double lo, hi;
         tfk_range_minmax(p1 + e + 1, end - e, &lo, &hi);
         double ea = a->eq + k * (dp * (hi - base)), eb = a->eq + k * (dp * (lo - base));
-        double emax = ea > eb ? ea : eb, emin = ea > eb ? eb : ea;
+        double emax = tfk_max2(ea, eb), emin = tfk_min2(eb, ea);
         /* (B) implies peak - emin <= emax - emin <= mdd: the update of (A) is then a no-op, so
-         * both take it, without a branch on which (it is a coin flip to the predictor). */
-        if (isfinite(emax) && isfinite(emin) && (!(emax > a->peak) || emax - emin <= a->mdd)) {
+         * both take it, without a branch on which (it is a coin flip to the predictor). With
+         * emax and peak finite, emax <= peak is !(emax > peak). */
+        int finite = isfinite(emax) & isfinite(emin);
+        int shortcut = (emax <= a->peak) | (emax - emin <= a->mdd);
+        if (finite & shortcut) {
             double dd = a->peak - emin;
             a->mdd = dd > a->mdd ? dd : a->mdd;
             a->peak = emax > a->peak ? emax : a->peak;
@@ -157,25 +203,28 @@ tfk_tacc_marks(tfk_tacc *a, const tfk_time_in *in, double k, double dp, int64_t 
         tfk_tacc_mark(a, a->eq + k * (dp * (p1[t] - base)));
 }
 
-/* The bars (e, end] of a trade entered at e in direction p, without an exit bar's booking: the
- * marks and the sums of squares over them (also the position still open after the last bar). */
+/* The bars (e, end] of the trade entered at e = a->entry in direction p, without an exit bar's
+ * booking: the marks and the sums of squares over them (also the position still open after the
+ * last bar). */
 static inline __attribute__((always_inline)) void tfk_tacc_hold(tfk_tacc *a, const tfk_time_in *in,
-                                                                int64_t e, int64_t end, int p)
+                                                                int64_t end, int p)
 {
-    double k = 100.0 / in->close[e], kk = k * k, dp = (double)p;
+    int64_t e = a->entry;
+    double k = a->k, kk = k * k, dp = (double)p;
     tfk_tacc_marks(a, in, k, dp, e, end);
     const double *w = p > 0 ? in->dn : in->up;
     a->q = a->q + kk * (in->p2[end] - in->p2[e]);
     a->d = a->d + kk * (w[end] - w[e]);
 }
 
-/* The trade entered at e, closed at x > e in direction p with the booking's return r
+/* The trade entered at e = a->entry, closed at x > e in direction p with the booking's return r
  * (dp * (close[x] - close[e]) / close[e] * 100.0 - fee, bit for bit). */
-static inline __attribute__((always_inline)) void
-tfk_tacc_close(tfk_tacc *a, const tfk_time_in *in, int64_t e, int64_t x, int p, double r)
+static inline __attribute__((always_inline)) void tfk_tacc_close(tfk_tacc *a, const tfk_time_in *in,
+                                                                 int64_t x, int p, double r)
 {
-    double k = 100.0 / in->close[e], dp = (double)p;
-    tfk_tacc_hold(a, in, e, x - 1, p);
+    int64_t e = a->entry;
+    double k = a->k, dp = (double)p;
+    tfk_tacc_hold(a, in, x - 1, p);
     double g = r - k * (dp * (in->p1[x - 1] - in->p1[e])); /* the exit bar's change */
     a->q = a->q + g * g;
     a->d = a->d + (g < 0.0 ? g * g : 0.0);
@@ -206,12 +255,12 @@ static inline __attribute__((always_inline)) void tfk_tacc_change(tfk_tacc *ta,
     if (st->pos != 0) {
         int p = (int)st->pos;
         double r = tfk_sar_book(st, x, c);
-        tfk_tacc_close(ta, in, ta->entry, i, p, r);
+        tfk_tacc_close(ta, in, i, p, r);
     }
     if (want != 0)
         st->entry = c;
     st->pos = want;
-    ta->entry = i;
+    tfk_tacc_enter(ta, in, i);
 }
 
 #endif

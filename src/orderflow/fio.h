@@ -39,4 +39,28 @@ int tfo_sync_parent_dir(const char *path);
  * the temporary is removed and path is as it was. */
 int tfo_replace_file(const char *path, const void *p, size_t n);
 
+/* A walk over records of a journal file read in pieces (SCAN_PIECE bytes at a time, into one
+ * buffer), for a second pass over a prefix that tf_journal_open has checked: each record is
+ * found by its length field alone. Why not a mapping: walking a mapping of a large file costs a
+ * page fault and a TLB miss per page on first touch, the copy out of the page cache does not. */
+typedef struct tfo_pieces {
+    int fd;
+    unsigned char *buf;
+    size_t cap, have, pos; /* buf[pos..have) not yet walked */
+    unsigned long long at; /* the file offset of buf[0] */
+    unsigned long long end;
+    int short_file; /* the file ended before `end` */
+} tfo_pieces;
+
+/* Opens the walk over path's records from byte `from` (a record's start) to byte `to`. 0 or
+ * -errno / TF_E_NOMEM (nothing to close then). */
+int tfo_pieces_open(tfo_pieces *w, const char *path, unsigned long long from,
+                    unsigned long long to);
+/* The next record: 1 (*frame views its frame, *len its size without the CRC, both valid until
+ * the next call; *off is its file offset), 0 at `to`, TF_E_OFL_TORN_RECORD (a record runs past
+ * `to` or the file: not a checked prefix), or -errno. */
+int tfo_pieces_next(tfo_pieces *w, const unsigned char **frame, size_t *len,
+                    unsigned long long *off);
+void tfo_pieces_close(tfo_pieces *w);
+
 #endif

@@ -47,7 +47,7 @@ static void *big_alloc(size_t bytes)
 static int prefix_build(const double *c, int64_t n, const int64_t *times, double fee,
                         tfk_time_in *in, double **all)
 {
-    size_t len = (size_t)(n > 0 ? n : 1), nw = len / 64 + 1;
+    size_t len = (size_t)(n > 0 ? n : 1), nw = (len >> TFK_WORD_SHIFT) + 1;
     double *p = big_alloc(sizeof(double) * (4 * len + 2 * nw));
     if (!p)
         return TF_E_NOMEM;
@@ -67,7 +67,8 @@ static int prefix_build(const double *c, int64_t n, const int64_t *times, double
             bad = t;
     }
     for (size_t w = 0; w < nw; w++) { /* read only up to the first non-finite p1 */
-        int64_t t0 = (int64_t)w * 64, t1 = t0 + 64 < n ? t0 + 64 : n;
+        int64_t W = (int64_t)1 << TFK_WORD_SHIFT;
+        int64_t t0 = (int64_t)w * W, t1 = t0 + W < n ? t0 + W : n;
         double l = t0 < n ? p1[t0] : 0.0, h = l;
         for (int64_t t = t0 + 1; t < t1; t++) {
             l = p1[t] < l ? p1[t] : l;
@@ -155,9 +156,8 @@ static void figures_from(tfk_tacc *a, const tfk_time_in *in, int pos, int64_t ex
     double equity = a->eq;
     if (pos != 0) {
         int64_t e = a->entry;
-        tfk_tacc_hold(a, in, e, n - 1, pos);
-        double k = 100.0 / in->close[e];
-        equity = a->eq + k * ((double)pos * (in->p1[n - 1] - in->p1[e]));
+        tfk_tacc_hold(a, in, n - 1, pos);
+        equity = a->eq + a->k * ((double)pos * (in->p1[n - 1] - in->p1[e]));
     }
     finish(a, equity, n, expo, in->close, in->times != NULL, ppy, o);
 }
@@ -175,9 +175,9 @@ static void combo_figures(const tfk_time_in *in, const int8_t *pos, double ppy, 
             if (cur != 0) {
                 int64_t e = a.entry;
                 double r = (double)cur * (c[t] - c[e]) / c[e] * 100.0 - in->fee; /* the booking's */
-                tfk_tacc_close(&a, in, e, t, cur, r);
+                tfk_tacc_close(&a, in, t, cur, r);
             }
-            a.entry = t;
+            tfk_tacc_enter(&a, in, t);
             cur = p;
         }
         expo += cur != 0;

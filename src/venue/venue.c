@@ -18,12 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/table.h"
 #include "venue/venue.h"
 
 #define UNKNOWN UINT64_MAX
+#define OWNERS_START                                                                               \
+    1024 /* owner entries (and table room) a venue starts with; doubled as needed */
 
 typedef struct owner_ent {
-    uint64_t order_id; /* 0: empty */
+    uint64_t order_id; /* 0: free (then `session` links the free list) */
     uint64_t session;  /* the placing session (0: none) */
     uint64_t conn;     /* the placing connection (tfv_msg.conn; 0: none) */
 } owner_ent;
@@ -44,8 +47,11 @@ typedef struct sess_state {
 
 struct tfv_venue {
     tf_engine *e;
+    /* the owners: a pool of entries (index 0 the null) and the one table over it (table.h) */
     owner_ent *owners;
-    uint64_t owner_mask, owner_count;
+    uint32_t owner_cap, owner_fresh, owner_free;
+    tfu_table by_order;
+    uint64_t owner_count;
     sess_state *sess;
     uint32_t n_sess, cap_sess;
     tf_journal *events;
@@ -74,10 +80,13 @@ int tfv_open(tf_engine *engine, tfv_venue **out)
     if (!v)
         return TF_E_NOMEM;
     v->e = engine;
-    v->owner_mask = 1023;
-    v->owners = calloc(v->owner_mask + 1, sizeof *v->owners);
-    if (!v->owners || tfv_risk_open(engine, &v->risk)) {
+    v->owner_cap = OWNERS_START;
+    v->owner_fresh = 1;
+    v->owners = calloc(v->owner_cap, sizeof *v->owners);
+    if (!v->owners || tfu_table_init(&v->by_order, v->owner_cap) ||
+        tfv_risk_open(engine, &v->risk)) {
         free(v->owners);
+        tfu_table_fini(&v->by_order);
         free(v);
         return TF_E_NOMEM;
     }
@@ -93,6 +102,7 @@ void tfv_close(tfv_venue *v)
         free(v->sess[i].ring);
     free(v->sess);
     free(v->owners);
+    tfu_table_fini(&v->by_order);
     free(v->makers);
     free(v->ev_idx.pos);
     tfv_risk_close(v->risk);
@@ -107,49 +117,63 @@ void tfv_set_events(tfv_venue *v, tf_journal *events, const char *ev_path)
 
 /* ---------------------------------------------------------------- owners */
 
-static uint64_t mix(uint64_t x)
+static uint64_t owner_hash(const void *pool, uint32_t idx)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
+    return tfu_mix(((const owner_ent *)pool)[idx].order_id);
 }
 
-static int owner_insert(owner_ent *t, uint64_t mask, const owner_ent *o)
+static int owner_eq(const void *pool, uint32_t idx, const void *key)
 {
-    uint64_t i = mix(o->order_id) & mask;
-    while (t[i].order_id && t[i].order_id != o->order_id)
-        i = (i + 1) & mask;
-    int added = !t[i].order_id;
-    t[i] = *o;
-    return added;
+    return ((const owner_ent *)pool)[idx].order_id == *(const uint64_t *)key;
+}
+
+static uint32_t owner_find(const tfv_venue *v, uint64_t id)
+{
+    return tfu_tab_find(&v->by_order, tfu_mix(id), owner_eq, v->owners, &id);
+}
+
+/* A free pool entry, the pool and the table doubled first when both are full. 0: no memory. */
+static uint32_t owner_alloc(tfv_venue *v)
+{
+    if (v->owner_free) {
+        uint32_t i = v->owner_free;
+        v->owner_free = (uint32_t)v->owners[i].session;
+        return i;
+    }
+    if (v->owner_fresh == v->owner_cap) {
+        if (v->owner_cap > UINT32_MAX / 2)
+            return 0;
+        uint32_t cap = v->owner_cap * 2;
+        owner_ent *p = realloc(v->owners, cap * sizeof *p);
+        if (!p)
+            return 0;
+        v->owners = p;
+        if (tfu_table_reserve(&v->by_order, cap, owner_hash, p))
+            return 0; /* (the pool keeps its new room) */
+        v->owner_cap = cap;
+    }
+    return v->owner_fresh++;
 }
 
 static int owner_put(tfv_venue *v, uint64_t id, uint64_t session, uint64_t conn)
 {
-    if (2 * (v->owner_count + 1) > v->owner_mask + 1) {
-        uint64_t cap = 2 * (v->owner_mask + 1);
-        owner_ent *t = calloc(cap, sizeof *t);
-        if (!t)
+    uint32_t i = owner_find(v, id);
+    if (!i) {
+        if (!(i = owner_alloc(v)))
             return TF_E_NOMEM;
-        for (uint64_t i = 0; i <= v->owner_mask; i++)
-            if (v->owners[i].order_id)
-                owner_insert(t, cap - 1, &v->owners[i]);
-        free(v->owners);
-        v->owners = t;
-        v->owner_mask = cap - 1;
+        v->owners[i].order_id = id;
+        tfu_tab_insert(&v->by_order, tfu_mix(id), i, owner_hash, v->owners);
+        v->owner_count++;
     }
-    owner_ent o = {id, session, conn};
-    v->owner_count += (uint64_t)owner_insert(v->owners, v->owner_mask, &o);
+    v->owners[i].session = session;
+    v->owners[i].conn = conn;
     return 0;
 }
 
 static const owner_ent *owner_get(const tfv_venue *v, uint64_t id)
 {
-    for (uint64_t i = mix(id) & v->owner_mask; v->owners[i].order_id; i = (i + 1) & v->owner_mask)
-        if (v->owners[i].order_id == id)
-            return &v->owners[i];
-    return NULL;
+    uint32_t i = owner_find(v, id);
+    return i ? &v->owners[i] : NULL;
 }
 
 /* The placing session of a live order (0: none known). */
@@ -167,22 +191,12 @@ uint64_t tfv_order_conn(const tfv_venue *v, uint64_t order_id)
 
 static void owner_del(tfv_venue *v, uint64_t id)
 {
-    uint64_t m = v->owner_mask, i = mix(id) & m;
-    while (v->owners[i].order_id && v->owners[i].order_id != id)
-        i = (i + 1) & m;
-    if (!v->owners[i].order_id)
+    uint32_t i = owner_find(v, id);
+    if (!i)
         return;
-    for (uint64_t j = i;;) { /* backward-shift deletion */
-        j = (j + 1) & m;
-        if (!v->owners[j].order_id)
-            break;
-        uint64_t home = mix(v->owners[j].order_id) & m;
-        if (((j - home) & m) >= ((j - i) & m)) {
-            v->owners[i] = v->owners[j];
-            i = j;
-        }
-    }
-    v->owners[i].order_id = 0;
+    tfu_tab_erase(&v->by_order, tfu_mix(id), i, owner_hash, v->owners);
+    v->owners[i] = (owner_ent){0, v->owner_free, 0};
+    v->owner_free = i;
     v->owner_count--;
 }
 
@@ -581,7 +595,7 @@ static int cancel_session(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink
     if (!ids)
         return TF_E_NOMEM;
     size_t n = 0;
-    for (uint64_t i = 0; i <= v->owner_mask; i++)
+    for (uint32_t i = 1; i < v->owner_fresh; i++)
         if (v->owners[i].order_id && v->owners[i].session == session)
             ids[n++] = v->owners[i].order_id;
     qsort(ids, n, sizeof *ids, cmp_id);
@@ -660,4 +674,32 @@ int tfv_owner_put(tfv_venue *v, uint64_t order_id, uint64_t session)
 uint64_t tfv_owner_count(const tfv_venue *v)
 {
     return v->owner_count;
+}
+
+int tfv_owner_each(const tfv_venue *v, int (*fn)(void *ctx, uint64_t order_id, uint64_t session),
+                   void *ctx)
+{
+    for (uint32_t i = 1; v->owner_count && i < v->owner_fresh; i++) {
+        const owner_ent *o = &v->owners[i];
+        int rc = o->order_id && o->session ? fn(ctx, o->order_id, o->session) : 0;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int tfv_keyed_covered(tfv_venue *v, uint64_t session, uint64_t client_seq, uint64_t command_seq)
+{
+    /* apply_keyed's bookkeeping for a command the engine takes as a duplicate (no event) */
+    if (!client_seq)
+        return 0;
+    sess_state *st = state_of(v, session, 1);
+    if (!st)
+        return TF_E_NOMEM;
+    if (client_seq > st->last_seq) {
+        recent r = {.client_seq = client_seq, .command_seq = command_seq, .ev_first = UNKNOWN};
+        ring_push(st, &r);
+        st->last_seq = client_seq;
+    }
+    return 0;
 }

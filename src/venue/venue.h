@@ -180,16 +180,34 @@ typedef struct tfv_resend {
  * plain OFL1 command). Fills *rec, or *resend. */
 int tfv_take(tfv_venue *v, const tfv_session *sess, const tf_ofl_msg *cmd, uint64_t client_seq,
              tfv_msg *rec, tfv_resend *resend);
-/* After a start from a snapshot: the owners of the orders that were live at the snapshot (their
- * Keyed commands were not replayed), from the Accepted events in ev_path and the Keyed records in
- * cmd_path. Returns the number of owners found, or an error. */
-int tfv_rebuild_owners(tfv_venue *v, const char *cmd_path, const char *ev_path);
+/* Part of a journal file that a rebuild walks: the records from byte `from` (a record's start)
+ * to byte `to`, at most `records` of them (events). */
+typedef struct tfv_rebuild_span {
+    const char *path;
+    uint64_t from, to, records;
+} tfv_rebuild_span;
+/* After a start from a snapshot, before the records after it are applied: the owners of the
+ * orders live in the engine (their Keyed commands were not replayed), from the Accepted events
+ * among the events the snapshot covers and the Keyed records among the commands it covers. Both
+ * spans must be of what the journals' open checked (records are found by their length fields
+ * alone). Returns the number of owners known, or an error (rebuild.c). */
+int tfv_rebuild_owners(tfv_venue *v, const tfv_rebuild_span *ev, const tfv_rebuild_span *cmd);
 /* For rebuild.c: the venue's engine; whether an order's owner is known; record an order's placing
  * session (no connection: a start has none); the owners known. */
 tf_engine *tfv_venue_engine(tfv_venue *v);
 int tfv_owner_known(const tfv_venue *v, uint64_t order_id);
 int tfv_owner_put(tfv_venue *v, uint64_t order_id, uint64_t session);
 uint64_t tfv_owner_count(const tfv_venue *v);
+/* For a snapshot: fn(ctx, order_id, session) for each owner that names a session (an order of a
+ * plain command has none to keep: its connection does not outlive the process); stops at fn's
+ * first non-zero return, which it returns. */
+int tfv_owner_each(const tfv_venue *v, int (*fn)(void *ctx, uint64_t order_id, uint64_t session),
+                   void *ctx);
+/* For a start from a snapshot: a Keyed record the snapshot covers, whose command the engine
+ * takes as a duplicate (command_seq <= its last_command_seq), leaves the venue as tfv_apply
+ * would: no event, so no owner moves; only the session's last client_seq and its resend ring (the
+ * command's events unknown there: found by command_seq). The record need not be decoded. */
+int tfv_keyed_covered(tfv_venue *v, uint64_t session, uint64_t client_seq, uint64_t command_seq);
 /* Applies one record (live, after it was journaled, or in a replay): the venue's checks, then
  * the engine. Returns the tf_engine_outcome or an error, as tf_engine_apply. The sink gets the
  * events in tf_ofl_msg form (kind TFV_VENUE_REJECTED for the venue's rejections). Events may be

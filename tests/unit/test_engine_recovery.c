@@ -664,9 +664,9 @@ static void append_buys(const char *path, uint64_t from, uint64_t to, int keyed)
 }
 
 /* A start from a snapshot with a tail after it says whether the commands the snapshot covers
- * hold a Keyed record: only then does the service look for the owners of the orders live at
- * the snapshot (tfv_rebuild_owners walks both journals whole: 1.6 s of a 10 M-command restart
- * with a tail, for a journal with no session in it, where there is nothing to find). */
+ * hold a Keyed record: only then does it look for the owners of the orders live at the snapshot
+ * (in the snapshot's owners block, else by a walk of both journals: for a journal with no
+ * session in it there is nothing to find). */
 static void test_keyed_covered(void)
 {
     for (int keyed = 0; keyed < 2; keyed++) {
@@ -697,6 +697,172 @@ static void test_keyed_covered(void)
         CHECK_EQ(r_stop(&s), 0);
         r_cleanup(&s);
     }
+}
+
+/* ---- the owners of the orders live at a snapshot ---- */
+
+#define SESS_A 0xa11ceull
+#define SESS_B 0xb0bull
+
+/* Record seq (journal_seq seq - 1): a resting buy of `account` (client_order_id seq, prices below
+ * any sell), Keyed by `session` unless it is 0. */
+static void put_order(tf_journal *j, uint64_t seq, uint64_t session, uint64_t account)
+{
+    tfv_msg m = {.kind = session ? TFV_KEYED : TF_OFL_NEW_LIMIT, .journal_seq = seq - 1};
+    m.ofl.kind = TF_OFL_NEW_LIMIT;
+    m.ofl.new_limit = (tf_ofl_new_limit){.command_seq = seq,
+                                         .account_id = account,
+                                         .client_order_id = seq,
+                                         .instrument_id = 1,
+                                         .price = 50 + (int64_t)seq,
+                                         .quantity = {1, 0},
+                                         .side = TF_OFL_BUY};
+    m.session = session;
+    m.client_seq = session ? seq : 0;
+    CHECK_RC(tfv_journal_append(j, &m, NULL), 0);
+}
+
+/* Record seq: the CancelOnDisconnect of a session (every live order it placed is canceled). */
+static void put_cod(tf_journal *j, uint64_t seq, uint64_t session)
+{
+    tfv_msg m = {.kind = TFV_CANCEL_ON_DISCONNECT,
+                 .journal_seq = seq - 1,
+                 .risk_len = TFV_CANCEL_ON_DISCONNECT_LEN};
+    CHECK_EQ(tfv_cod_encode(seq, session, m.risk), TFV_CANCEL_ON_DISCONNECT_LEN);
+    CHECK_RC(tfv_journal_append(j, &m, NULL), 0);
+}
+
+/* Whose a live order is, as the venue answers a cancel of it: bit 0 set when session A's
+ * CancelByOrder is refused as not its own, bit 1 for session B's. */
+static int refused_to(tfv_venue *v, uint64_t order_id)
+{
+    uint64_t acc = 1;
+    tfv_session sa = {.id = SESS_A, .accounts = &acc, .n_accounts = 1};
+    tfv_session sb = {.id = SESS_B, .accounts = &acc, .n_accounts = 1};
+    tf_ofl_msg c = {.kind = TF_OFL_CANCEL_BY_ORDER};
+    c.cancel_by_order.order_id = order_id;
+    tfv_msg ra = {0}, rb = {0};
+    tfv_resend rs;
+    CHECK_EQ(tfv_take(v, &sa, &c, 0, &ra, &rs), TFV_NEW);
+    CHECK_EQ(tfv_take(v, &sb, &c, 0, &rb, &rs), TFV_NEW);
+    int a = (ra.flags & TFV_KEYED_NOT_OWNER) != 0, b = (rb.flags & TFV_KEYED_NOT_OWNER) != 0;
+    return a | b << 1;
+}
+
+static void st32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The owners file beside the snapshot (snapshot.tfs.owners: "TFSO", the snapshot's binding, n,
+ * n x (order_id, session), CRC32C) made into: 2, one whose first owner names an order that is
+ * not live (a good CRC); 3, one with a flipped byte; 4, one bound to another snapshot (a good
+ * CRC). */
+static void edit_owners(uint8_t *img, size_t n, int how)
+{
+    CHECK(n >= 52 + 16 && !memcmp(img, "TFSO\1", 5));
+    if (n < 52 + 16)
+        return;
+    if (how == 2)
+        img[48] ^= 0x40; /* order ids here are small: this one is not live */
+    else if (how == 3)
+        img[56] ^= 1;
+    else if (how == 4)
+        img[16] ^= 1; /* the journal_seq of the record the snapshot covers */
+    if (how == 2 || how == 4)
+        st32(img + n - 4, tf_crc32c(0, img, n - 4));
+}
+
+/* A start from a snapshot knows the owner of every order live at it before the records after it
+ * are applied: a CancelOnDisconnect in the tail cancels the orders its session placed before the
+ * snapshot (it used to cancel none: the owners were found only after the tail), and the owners
+ * equal those of a replay of the whole journal (a session's cancel of its own order placed before
+ * the snapshot is taken, another session's is refused; an order of a plain command is nobody's).
+ * The same from the owners file the service writes beside the snapshot, from a walk of the
+ * journals when that file is missing, damaged, bound to another snapshot (a kill -9 between the
+ * two writes) or names an order the snapshot does not hold, and from a whole replay. */
+static void test_owners_after_snapshot(void)
+{
+    rsrv s;
+    CHECK_RC(r_init(&s), 0);
+    tf_journal_opts jo = {.durability = TF_JOURNAL_NONE, .session_id = 0x6c};
+    tf_journal *j;
+    CHECK_RC(tf_journal_open(s.cmds, &jo, &j, NULL), 0);
+    put_order(j, 1, SESS_A, 1);
+    put_order(j, 2, SESS_B, 2);
+    put_order(j, 3, 0, 3);
+    for (uint64_t seq = 4; seq <= 10; seq++)
+        put_order(j, seq, seq & 1 ? SESS_B : SESS_A, 1);
+    CHECK_RC(tf_journal_close(j), 0);
+    const char *extra[] = {"--snapshot-every", "1000", NULL};
+    CHECK_EQ(r_start(&s, extra), 0); /* a clean stop writes the snapshot: 10 commands */
+    CHECK_EQ(r_stop(&s), 0);
+    CHECK_RC(tf_journal_open(s.cmds, &jo, &j, NULL), 0);
+    put_order(j, 11, SESS_B, 2);
+    put_cod(j, 12, SESS_A); /* A placed 1, 4, 6, 8, 10: all live at the snapshot */
+    CHECK_RC(tf_journal_close(j), 0);
+    char owners[200];
+    snprintf(owners, sizeof owners, "%s.owners", s.snap);
+    uint8_t *orig, *snap_img;
+    size_t orig_n = file_bytes(owners, &orig), snap_n = file_bytes(s.snap, &snap_img);
+
+    tfes_config cfg = {.dir = s.jdir, .max_orders = 20000};
+    static const struct {
+        uint64_t account, seq;
+        int refused;
+    } live[] = {{2, 2, 1}, {3, 3, 3}, {1, 5, 1}, {1, 9, 1}, {2, 11, 1}};
+    enum { LIVE = sizeof live / sizeof *live };
+    uint64_t full_hash = 0;
+    /* how: 0 the service's snapshot and owners, 1 no owners file, 2-4 edit_owners (the owners
+     * are looked for in the journals), 5 no snapshot (the whole journal) */
+    for (int how = 5; how >= 0; how--) {
+        uint8_t *img = malloc(orig_n);
+        size_t n = orig_n;
+        memcpy(img, orig, n);
+        edit_owners(img, n, how);
+        unlink(owners);
+        unlink(s.snap);
+        if (how < 5)
+            put_file(s.snap, snap_img, snap_n);
+        if (how != 1 && how < 5)
+            put_file(owners, img, n);
+        free(img);
+        tfes_recovered r;
+        CHECK_RC(tfes_recover(&cfg, NULL, &r), 0);
+        CHECK_EQ(r.from_snapshot, how < 5);
+        CHECK_EQ(r.snapshot_records, how < 5 ? 10 : 0);
+        tf_engine_counters c;
+        tf_engine_get_counters(r.engine, &c);
+        CHECK_EQ(c.resting_orders, 6); /* 2, 5, 7, 9, 11 (B) and 3 (nobody) */
+        if (how == 5)
+            full_hash = tf_engine_state_hash(r.engine);
+        CHECK_EQ(tf_engine_state_hash(r.engine), full_hash);
+        for (int i = 0; i < LIVE; i++) {
+            tf_engine_order o;
+            CHECK_EQ(tf_engine_find_client(r.engine, live[i].account, live[i].seq, &o), 1);
+            CHECK_EQ(refused_to(r.venue, o.order_id), live[i].refused);
+        }
+        /* The sessions' last client_seq and resends (the Keyed records' client_seq is seq). */
+        CHECK_EQ(tfv_last_client_seq(r.venue, SESS_A), 10);
+        CHECK_EQ(tfv_last_client_seq(r.venue, SESS_B), 11);
+        tfv_resend rs = {0};
+        tfv_msg rec = {0};
+        uint64_t acc = 1;
+        tfv_session sa = {.id = SESS_A, .accounts = &acc, .n_accounts = 1};
+        tf_ofl_msg cmd = {.kind = TF_OFL_CANCEL_BY_ORDER};
+        CHECK_EQ(tfv_take(r.venue, &sa, &cmd, 6, &rec, &rs), TFV_RESEND);
+        CHECK_EQ(rs.command_seq, 6);
+        tfes_recovered_fini(&r);
+    }
+    free(orig);
+    free(snap_img);
+    /* The service's start from the snapshot: the same state as `engine run`. */
+    CHECK_EQ(r_start(&s, NULL), 0);
+    CHECK(log_has(&s, "12 commands (2 replayed after the snapshot)"));
+    check_offline_running(&s);
+    CHECK_EQ(r_stop(&s), 0);
+    r_cleanup(&s);
 }
 
 /* ================================================================ D5: --durability every */
@@ -830,5 +996,7 @@ int main(int argc, char **argv)
         test_gateway_replay();
     if (!only || !strcmp(only, "keyed"))
         test_keyed_covered();
+    if (!only || !strcmp(only, "owners"))
+        test_owners_after_snapshot();
     return tf_test_report();
 }

@@ -2,7 +2,9 @@
  * replaces: the same records in the same order, the same stop at the same record with the same
  * reason (a flipped byte, a torn tail, a record that does not decode, with and without the
  * skip), the same state after _seek; argument errors; an early close. Also tf_journal_reader_seek
- * and tf_journal_first_ext. */
+ * and tf_journal_first_ext, and the second walk of a checked prefix read in pieces (tfo_pieces)
+ * against the reader's: the same records across the pieces' boundaries, its bounds, its stops. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "orderflow/fio.h"
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
 
@@ -362,6 +365,89 @@ static void test_first_ext(void)
     CHECK_RC(tf_journal_close(j), 0);
 }
 
+/* Records whose frames and offsets tfo_pieces must give, as the reader found them. */
+typedef struct rec_at {
+    uint64_t off;
+    size_t len;
+} rec_at;
+
+/* Walks path from byte from to byte to with tfo_pieces; checks each record against want[0..n)
+ * and the image; returns the final code (0 at `to`). */
+static int pieces_walk(const char *path, const uint8_t *img, uint64_t from, uint64_t to,
+                       const rec_at *want, size_t n)
+{
+    tfo_pieces w;
+    CHECK_RC(tfo_pieces_open(&w, path, from, to), 0);
+    const uint8_t *f;
+    size_t len, k = 0;
+    unsigned long long off;
+    int rc;
+    while ((rc = tfo_pieces_next(&w, &f, &len, &off)) == 1) {
+        CHECK(k < n);
+        if (k >= n)
+            break;
+        CHECK_EQ(off, want[k].off);
+        CHECK_EQ(len, want[k].len);
+        CHECK(len == want[k].len && !memcmp(f, img + want[k].off, len));
+        k++;
+    }
+    CHECK_EQ(k, n);
+    tfo_pieces_close(&w);
+    return rc;
+}
+
+static void test_pieces(void)
+{
+    enum { N = 120000 }; /* ~6 MiB: several pieces, records cut by their ends */
+    const char *path = tmp("pieces.ofl");
+    tf_journal_opts jo = {.durability = TF_JOURNAL_NONE, .session_id = 9};
+    tf_journal *j;
+    CHECK_RC(tf_journal_open(path, &jo, &j, NULL), 0);
+    for (uint64_t i = 0; i < N; i++) {
+        tf_ofl_msg m = {.kind = i % 3 ? TF_OFL_NEW_LIMIT : TF_OFL_CANCEL_BY_ORDER};
+        if (i % 3)
+            m.new_limit = (tf_ofl_new_limit){.command_seq = i + 1,
+                                             .account_id = 1,
+                                             .client_order_id = i,
+                                             .instrument_id = 1,
+                                             .price = 100,
+                                             .quantity = {1, 0},
+                                             .side = 0};
+        else
+            m.cancel_by_order = (tf_ofl_cancel_by_order){.command_seq = i + 1, .order_id = i};
+        CHECK_RC(tf_journal_append(j, &m, NULL), 0);
+    }
+    CHECK_RC(tf_journal_close(j), 0);
+    tf_journal_map map;
+    CHECK_RC(tf_journal_map_open(path, &map), 0);
+    rec_at *at = malloc(N * sizeof *at);
+    tf_journal_reader r;
+    CHECK_RC(tf_journal_reader_init(&r, map.data, map.len), 0);
+    uint64_t first = r.pos;
+    tf_ofl_msg m;
+    size_t n = 0;
+    while (n < N && tf_journal_reader_next(&r, &m) == 1) {
+        at[n].off = (uint64_t)(r.frame - map.data);
+        at[n].len = r.frame_len;
+        n++;
+    }
+    CHECK_EQ(n, N);
+    CHECK(map.len > (3u << 20));
+    /* The whole file; a middle stretch across piece boundaries; nothing. */
+    CHECK_RC(pieces_walk(path, map.data, first, map.len, at, N), 0);
+    CHECK_RC(pieces_walk(path, map.data, at[20000].off, at[90000].off, at + 20000, 70000), 0);
+    CHECK_RC(pieces_walk(path, map.data, at[5].off, at[5].off, at, 0), 0);
+    /* A `to` inside a record, or past the file's end: torn there. */
+    CHECK_RC(pieces_walk(path, map.data, at[100].off, at[60000].off + 5, at + 100, 59900),
+             TF_E_OFL_TORN_RECORD);
+    CHECK_RC(pieces_walk(path, map.data, at[N - 10].off, map.len + 100, at + N - 10, 10),
+             TF_E_OFL_TORN_RECORD);
+    tfo_pieces w;
+    CHECK_RC(tfo_pieces_open(&w, tmp("none.ofl"), 0, 10), -ENOENT);
+    free(at);
+    tf_journal_map_close(&map);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tf_pump_XXXXXX");
@@ -372,6 +458,7 @@ int main(void)
     test_same_walk();
     test_pump_args();
     test_first_ext();
+    test_pieces();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

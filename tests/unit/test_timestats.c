@@ -216,6 +216,23 @@ static void test_marks_model(void)
         CHECK(fabs(s.mtm_max_dd - 2.3) < 1e-9);
         CHECK(tf_test_same_bits(s.mtm_max_dd, model_mtm_dd(hc, 7, hp, 0.0)));
     }
+    { /* a long trade entered at a zero close (k = inf) that is the highest close of its word
+       * (closes in quarters: every p1 exact): the words' bound at the entry's own p1 makes
+       * inf * 0, a NaN bound, which must not pass the test that the trade's marks (-inf here:
+       * a drawdown of inf) change nothing; its exit at zero books NaN, so only the marks can
+       * give the drawdown */
+        double hc[64];
+        int8_t hp[64];
+        for (int i = 0; i < 64; i++) {
+            hc[i] = -1.0 - 0.25 * i;
+            hp[i] = (int8_t)(i >= 3 && i < 10);
+        }
+        hc[3] = hc[10] = 0.0;
+        double z = 0.0;
+        tf_time_opts zo = {.size = sizeof zo, .fee = &z};
+        CHECK_RC(tf_time_stats_positions(hc, 64, hp, &zo, &s, NULL, 0), 0);
+        CHECK(tf_test_same_bits(s.mtm_max_dd, model_mtm_dd(hc, 64, hp, 0.0)));
+    }
     for (int round = 0; round < 90; round++) {
         int trend = round % 3 == 0; /* rising closes, mostly long: new peaks, small drawdowns */
         tf_test_random_walk(c, N, 0.01 + 0.01 * (round % 4), &rng);
@@ -242,6 +259,10 @@ static void test_marks_model(void)
             for (int64_t k = 0; k < len && i < N; k++)
                 pos[i++] = (int8_t)cur;
         }
+        if (round % 6 == 3) /* a trade surely entered at the zero close: marks of +-inf, then a
+                               peak or a drawdown of inf (the words' bounds test without
+                               finiteness checks must still prove only what holds) */
+            pos[1000] = pos[999] == 1 ? -1 : 1;
         CHECK_RC(tf_time_stats_positions(c, N, pos, &o, &s, NULL, 0), 0);
         double want = model_mtm_dd(c, N, pos, fee);
         union {

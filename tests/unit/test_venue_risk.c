@@ -3,7 +3,8 @@
  * (exactly at the limit accepted, one over refused), a reload that replaces the limits, the
  * kill switch, and that limits applied from decoded records decide as the parsed ones do; the
  * band around the last trade (before any trade, at its boundary, after a snapshot); the account
- * lookups with ids that are not consecutive. */
+ * lookups with ids that are not consecutive; limits shared between accounts, and the notional and
+ * the band at their 64-bit edges. */
 #include <stdlib.h>
 
 #include "harness.h"
@@ -731,6 +732,85 @@ static void through_venue(void)
     tf_engine_destroy(e);
 }
 
+/* Limits shared between accounts (one profile for alike limits): each account keeps its own
+ * after another's change, after many changes of one account (the profiles compacted), with
+ * consecutive ids and without; the notional at the 2^32 and 2^64 edges and the band in basis
+ * points where ref * bp passes 2^64, each exactly at the limit accepted and one over refused. */
+static void limits_of(tfv_risk *r, uint64_t account, uint64_t max_qty)
+{
+    tfv_limits l = {.account = account, .max_qty = max_qty};
+    CHECK_RC(tfv_risk_apply_limits(r, &l), 0);
+}
+
+static void qty_limits(tfv_risk *r, const uint64_t *acct, const uint64_t *max, int n)
+{
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ(chk(r, nm(acct[i], 1, 0, max[i])), 0);
+        CHECK_EQ(chk(r, nm(acct[i], 1, 0, max[i] + 1)), TFV_REASON_MAX_QUANTITY);
+    }
+}
+
+static void shared_limits(void)
+{
+    tf_engine *e = make();
+    tfv_risk *r = NULL;
+    CHECK_RC(tfv_risk_open(e, &r), 0);
+    for (uint64_t a = 1; a <= 5; a++)
+        limits_of(r, a, a == 3 ? 20 : 10);
+    const uint64_t acct[] = {1, 2, 3, 4, 5};
+    qty_limits(r, acct, (const uint64_t[]){10, 10, 20, 10, 10}, 5);
+    limits_of(r, 2, 5); /* its profile was 1's, 4's and 5's: theirs stay */
+    qty_limits(r, acct, (const uint64_t[]){10, 5, 20, 10, 10}, 5);
+    for (uint64_t i = 0; i < 3 * TFV_RISK_MAX_ACCOUNTS; i++) /* a new profile each time */
+        limits_of(r, 4, 100 + i);
+    qty_limits(r, acct, (const uint64_t[]){10, 5, 20, 100 + 3 * TFV_RISK_MAX_ACCOUNTS - 1, 10}, 5);
+    limits_of(r, 1000, 7); /* ids no longer consecutive */
+    const uint64_t acct6[] = {1, 2, 3, 5, 1000};
+    qty_limits(r, acct6, (const uint64_t[]){10, 5, 20, 10, 7}, 5);
+    CHECK_EQ(chk(r, nm(999, 1, 0, UINT64_MAX >> 1)), 0); /* no limits */
+    CHECK_EQ(chk(r, nm(6, 1, 0, UINT64_MAX >> 1)), 0);
+
+    /* the notional: exact at 2^32 and at 2^64 - 2 (INT64_MAX * 2), past 2^64 refused */
+    tfv_limits l = {.account = 6, .max_notional = 1ull << 32};
+    CHECK_RC(tfv_risk_apply_limits(r, &l), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 1 << 16, 1 << 16)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, (1 << 16) + 1, 1 << 16)), TFV_REASON_MAX_NOTIONAL);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 1ll << 32, 1)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, (1ll << 32) + 1, 1)), TFV_REASON_MAX_NOTIONAL);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 1, 1ull << 32)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 1, (1ull << 32) + 1)), TFV_REASON_MAX_NOTIONAL);
+    l.max_notional = UINT64_MAX - 1;
+    CHECK_RC(tfv_risk_apply_limits(r, &l), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, INT64_MAX, 2)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, INT64_MAX, 3)), TFV_REASON_MAX_NOTIONAL);
+    l.max_notional = UINT64_MAX - 2;
+    CHECK_RC(tfv_risk_apply_limits(r, &l), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, INT64_MAX, 2)), TFV_REASON_MAX_NOTIONAL);
+    l.max_notional = UINT64_MAX;
+    CHECK_RC(tfv_risk_apply_limits(r, &l), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, INT64_MAX, 2)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 2, INT64_MAX)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 3, INT64_MAX)), TFV_REASON_MAX_NOTIONAL); /* past 2^64 */
+
+    /* the band in basis points where ref * bp passes 2^64: 50 % of 4e18 is 2e18 either side */
+    l = (tfv_limits){
+        .account = 6, .band = 5000, .band_unit = TFV_BAND_BPS, .ref_price = 4000000000000000000};
+    CHECK_RC(tfv_risk_apply_limits(r, &l), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 6000000000000000000, 1)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 6000000000000000001, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 1, 2000000000000000000, 1)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 1, 1999999999999999999, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, INT64_MAX, 1)), TFV_REASON_PRICE_BAND);
+    l.band = 10000; /* 100 %: every price up to twice the reference */
+    CHECK_RC(tfv_risk_apply_limits(r, &l), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 8000000000000000000, 1)), 0);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 0, 8000000000000000001, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(6, 1, 1, 1, 1, 1)), 0);
+    qty_limits(r, acct6, (const uint64_t[]){10, 5, 20, 10, 7}, 5); /* the others untouched */
+    tfv_risk_close(r);
+    tf_engine_destroy(e);
+}
+
 int main(void)
 {
     config_file();
@@ -743,5 +823,6 @@ int main(void)
     through_venue();
     band_last_trade();
     sparse_accounts();
+    shared_limits();
     return tf_test_report();
 }

@@ -617,12 +617,56 @@ static void test_owner_record(void)
     tf_engine_destroy(e2);
 }
 
+/* The owner table (the one table.h table over a pool that doubles) past its first sizes: 5,000
+ * live orders of alternating connections keep their owners through every doubling; canceling
+ * every other one frees entries that the next orders reuse; each answer stays right. */
+static void test_owner_growth(void)
+{
+    enum { N = 5000 };
+    uint64_t inst = 1;
+    tf_engine_config ec = {
+        .size = sizeof ec, .instruments = &inst, .n_instruments = 1, .max_orders = 2 * N};
+    tf_engine *e = NULL;
+    tfv_venue *v = NULL;
+    CHECK_RC(tf_engine_create(&ec, &e), 0);
+    CHECK_RC(tfv_open(e, &v), 0);
+    if (!v)
+        return;
+    static uint64_t id[2 * N];
+    seen_trades st = {.v = v};
+    uint64_t seq = 0;
+    for (int i = 0; i < N; i++) /* resting sells, no trades: 100 + i % 50 */
+        id[i] = apply_one(v, plain_limit(10 + i % 7, ++seq, TF_OFL_SELL, 100 + i % 50, 1), &st);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += !id[i] || tfv_order_conn(v, id[i]) != (uint64_t)(10 + i % 7);
+    CHECK_EQ(bad, 0);
+    for (int i = 0; i < N; i += 2) {
+        tfv_msg m = {.kind = TF_OFL_CANCEL_BY_ORDER, .conn = 99};
+        m.ofl.kind = TF_OFL_CANCEL_BY_ORDER;
+        m.ofl.cancel_by_order = (tf_ofl_cancel_by_order){.command_seq = ++seq, .order_id = id[i]};
+        apply_one(v, m, &st);
+    }
+    for (int i = N; i < 2 * N - N / 2; i++)
+        id[i] = apply_one(v, plain_limit(20 + i % 5, ++seq, TF_OFL_SELL, 100 + i % 50, 1), &st);
+    bad = 0;
+    for (int i = 0; i < 2 * N - N / 2; i++) {
+        uint64_t want = i >= N ? (uint64_t)(20 + i % 5) : i % 2 ? (uint64_t)(10 + i % 7) : 0;
+        bad += tfv_order_conn(v, id[i]) != want;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(st.n, 0);
+    tfv_close(v);
+    tf_engine_destroy(e);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     test_codec();
     test_refusals();
     test_owner_record();
+    test_owner_growth();
     vsrv s;
     CHECK(vs_init(&s) == 0);
     if (vs_start(&s, 0) == 0) {
