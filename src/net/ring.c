@@ -355,13 +355,20 @@ void tfn_ring_detach(tfn_ring *r)
         tfn_ring_end(r, TF_E_SHM_PEER_GONE);
 }
 
-/* Joins the rings whose thread ended and gives their slots back (loop thread). */
-void tfn_rings_reap(tfn_loop *lp)
+/* The rings whose thread ended (each put itself on rdone), taken off that list. */
+static tfn_ring *take_done(tfn_loop *lp)
 {
     pthread_mutex_lock(&lp->dlock);
     tfn_ring *list = lp->rdone;
     lp->rdone = NULL;
     pthread_mutex_unlock(&lp->dlock);
+    return list;
+}
+
+/* Joins the rings whose thread ended and gives their slots back (loop thread). */
+void tfn_rings_reap(tfn_loop *lp)
+{
+    tfn_ring *list = take_done(lp);
     while (list) {
         tfn_ring *r = list;
         list = r->dnext;
@@ -389,10 +396,7 @@ void tfn_rings_join(tfn_loop *lp)
         wake(r);
         pthread_join(r->thr, NULL); /* it put itself on rdone before it ended */
     }
-    pthread_mutex_lock(&lp->dlock);
-    tfn_ring *list = lp->rdone;
-    lp->rdone = NULL;
-    pthread_mutex_unlock(&lp->dlock);
+    tfn_ring *list = take_done(lp);
     while (list) {
         tfn_ring *r = list;
         list = r->dnext;
