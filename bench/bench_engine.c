@@ -127,6 +127,18 @@ typedef struct flow {
     int gateway; /* gateway commands (make_gw_flow): the frozen engine runs behind an adapter */
 } flow;
 
+/* A flow's name and sizes, and its frame buffer (room for every record at its largest). */
+static void flow_start(flow *f, const char *name, uint32_t target, uint64_t warm, uint64_t n)
+{
+    f->name = name;
+    f->n = n;
+    f->warm = warm;
+    f->target = target;
+    f->buf = malloc((warm + n) * TF_OFL_MAX_FRAME);
+    if (!f->buf)
+        die("flow buffer", TF_E_NOMEM);
+}
+
 static void make_flow(flow *f, const char *name, uint32_t mix, uint32_t target, uint64_t warm,
                       uint64_t n)
 {
@@ -136,13 +148,7 @@ static void make_flow(flow *f, const char *name, uint32_t mix, uint32_t target, 
     int rc = tf_engine_flow_open(&fc, &g);
     if (rc)
         die("flow", rc);
-    f->name = name;
-    f->n = n;
-    f->warm = warm;
-    f->target = target;
-    f->buf = malloc((warm + n) * TF_OFL_MAX_FRAME);
-    if (!f->buf)
-        die("flow buffer", TF_E_NOMEM);
+    flow_start(f, name, target, warm, n);
     size_t off = 0;
     tf_ofl_msg m;
     for (uint64_t i = 0; i < warm + n; i++) {
@@ -595,13 +601,7 @@ static void make_gw_flow(flow *f, const char *name, const gw_mix *mx, uint32_t t
         die("gateway flow", TF_E_NOMEM);
     g.sink = (tf_engine_sink){.ev = g.ev, .cap = 64, .flush = drop_events};
     ext_codec = 1;
-    f->name = name;
-    f->n = n;
-    f->warm = warm;
-    f->target = target;
-    f->buf = malloc((warm + n) * TF_OFL_MAX_FRAME);
-    if (!f->buf)
-        die("flow buffer", TF_E_NOMEM);
+    flow_start(f, name, target, warm, n);
     size_t off = 0;
     tf_ofl_msg m;
     for (uint64_t i = 0; i < warm + n; i++) {
