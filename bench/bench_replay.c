@@ -3,11 +3,13 @@
  * ahead on a second thread (tf_journal_pump, as `engine run` and the service's start do now),
  * in one run, alternating, on the same mapped file (in the page cache) and a fresh engine each
  * round; plus the walk alone (tf_journal_scan) for scale, and the apply alone: the same records
- * decoded once into memory beforehand and applied from there (the ceiling of any walk + apply on
- * this engine). Every round must end with the same state hash, else the program fails.
+ * decoded once into memory beforehand and applied from there, one tf_engine_apply at a time and
+ * in batches of 256 (tf_engine_apply_batch, as the pump's batches are: the ceiling of any walk +
+ * apply on this engine). Every round must end with the same state hash, else the program fails.
  *
- * Usage: bench_replay JOURNAL.ofl [--rounds N] [--instruments LIST] [--max-orders N]
- * (make one with `tollfree engine gen --count 5000000 --seed 1 flow.ofl`). */
+ * Usage: bench_replay JOURNAL.ofl [--rounds N] [--instruments LIST] [--max-orders N] [--only MODE]
+ * (--only 1, 2 or 3: that mode's rounds alone, after one round of mode 0 for the hash, to profile
+ * it; make one with `tollfree engine gen --count 5000000 --seed 1 flow.ofl`). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +68,19 @@ static int decode_all(const tf_journal_map *m, uint64_t records)
     return 0;
 }
 
-/* One replay (mode 0: walk + apply on one thread, 1: the pump, 2: the apply alone); returns
+/* msgs[0..n) through tf_engine_apply_batch (what `engine run` and a start do with a pump's
+ * batch): the first error among them, else 0. */
+static int apply_all(tf_engine *e, const tf_ofl_msg *msgs, size_t n, tf_engine_sink *sink)
+{
+    static int rcs[256];
+    int rc = tf_engine_apply_batch(e, msgs, n, sink, rcs);
+    for (size_t i = 0; i < n && rc >= 0; i++)
+        rc = rcs[i] < 0 ? rcs[i] : 0;
+    return rc;
+}
+
+/* One replay (mode 0: walk + apply on one thread, 1: the pump, its batches applied as batches, 2:
+ * the apply alone, one command at a time, 3: the apply alone in batches of 256); returns
  * seconds (< 0 on error), the state hash and the record count. */
 static double replay(const cfg *c, const tf_journal_map *m, int pumped, uint64_t *hash,
                      uint64_t *records)
@@ -84,14 +98,21 @@ static double replay(const cfg *c, const tf_journal_map *m, int pumped, uint64_t
     if (pumped == 2) {
         for (uint64_t i = 0; i < g_n_all && rc >= 0; i++, n_rec++)
             rc = tf_engine_apply(e, &g_all[i], &sink);
+    } else if (pumped == 3) {
+        for (uint64_t i = 0; i < g_n_all && rc >= 0; i += 256) {
+            size_t k = g_n_all - i < 256 ? (size_t)(g_n_all - i) : 256;
+            rc = apply_all(e, &g_all[i], k, &sink);
+            n_rec += k;
+        }
     } else if (pumped) {
         tf_journal_pump *p;
         if (tf_journal_pump_open(&r, 256, 0, &p))
             return -1;
         const tf_journal_batch *b;
-        while (!rc && tf_journal_pump_next(p, &b) == 1)
-            for (int i = 0; i < b->n && rc >= 0; i++, n_rec++)
-                rc = tf_engine_apply(e, &b->msgs[i], &sink);
+        while (rc >= 0 && tf_journal_pump_next(p, &b) == 1) {
+            rc = apply_all(e, b->msgs, (size_t)b->n, &sink);
+            n_rec += (uint64_t)b->n;
+        }
         tf_journal_pump_close(p);
     } else {
         int n;
@@ -116,12 +137,12 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_replay JOURNAL.ofl [--rounds N] [--instruments LIST] "
-                        "[--max-orders N]\n");
+                        "[--max-orders N] [--only MODE]\n");
         return 2;
     }
     static cfg c;
     const char *list = "1";
-    int rounds = 5;
+    int rounds = 5, only = -1; /* --only MODE: that mode alone (for a profile), after mode 0 */
     c.max_orders = TF_ENGINE_DEFAULT_MAX_ORDERS;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--rounds"))
@@ -130,6 +151,8 @@ int main(int argc, char **argv)
             list = argv[i + 1];
         else if (!strcmp(argv[i], "--max-orders"))
             c.max_orders = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--only"))
+            only = atoi(argv[i + 1]);
     }
     if (rounds < 1 || rounds > 100)
         rounds = 5;
@@ -153,12 +176,16 @@ int main(int argc, char **argv)
     printf("journal %s: %" PRIu64 " records, %" PRIu64 " bytes; walk alone (tf_journal_scan): "
            "%.3f s = %.1f M records/s\n",
            argv[1], sr.records, sr.valid_bytes, t_scan, (double)sr.records / t_scan / 1e6);
-    int modes = decode_all(&m, sr.records) == 0 && g_n_all == sr.records ? 3 : 2;
-    double ts[3][100];
+    int modes = decode_all(&m, sr.records) == 0 && g_n_all == sr.records ? 4 : 2;
+    double ts[4][100];
     uint64_t h0 = 0, recs = 0;
     int bad = 0;
     for (int k = 0; k < rounds; k++)
         for (int pumped = 0; pumped < modes; pumped++) {
+            if (only > 0 && pumped != only && (pumped || k)) {
+                ts[pumped][k] = 1e9;
+                continue;
+            }
             uint64_t h, nr;
             double t = replay(&c, &m, pumped, &h, &nr);
             if (t < 0) {
@@ -172,9 +199,9 @@ int main(int argc, char **argv)
             bad |= h != h0 || nr != recs;
             ts[pumped][k] = t;
         }
-    const char *names[3] = {"walk + apply, one thread        ", "walk on a second thread (pump)  ",
-                            "apply alone (decoded beforehand)"};
-    double med[3];
+    const char *names[4] = {"walk + apply, one thread        ", "walk on a second thread (pump)  ",
+                            "apply alone (decoded beforehand)", "apply alone, batches of 256     "};
+    double med[4];
     for (int p = 0; p < modes; p++) {
         qsort(ts[p], (size_t)rounds, sizeof ts[p][0], cmp_d);
         med[p] = ts[p][rounds / 2];

@@ -185,7 +185,9 @@ TF_API int tf_paper_run(const double *close, int64_t n_bars, const tf_paper_conf
  * object on one line (floats with %.17g, so they round-trip), newline-terminated. Writes at
  * most cap bytes, NUL-terminated when cap > 0 (snprintf's rule), and returns the length of the
  * whole text (a return >= cap: cut; about 1 KiB always suffices); TF_E_NULL_ARG (cfg or res
- * NULL, or buf NULL with cap > 0). */
+ * NULL, or buf NULL with cap > 0); TF_E_INVALID_ARG (a cfg or res whose size breaks the size
+ * rule of docs/api.md: res below its first layout, or either longer with a non-zero tail; nothing
+ * is written). */
 TF_API int tf_paper_format(const tf_paper_config *cfg, const tf_paper_result *res, int as_json,
                            char *buf, size_t cap);
 

@@ -14,6 +14,7 @@
 #include "engine_service/engine_service.h"
 #include "tollfree/engine.h"
 #include "tollfree/journal.h"
+#include "venue/replay_run.h"
 #include "venue/venue.h"
 
 static const char usage[] =
@@ -290,10 +291,22 @@ static int apply_one(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_msg 
     return upto && tfv_is_command(c->kind) && c->new_limit.command_seq == upto;
 }
 
+/* The plain commands from msgs[0] on that tfv_apply would pass to the engine (tfv_plain_run),
+ * up to the first one a snapshot covers (apply_one counts it and skips it). */
+static size_t plain_run(tfv_venue *v, const tf_ofl_msg *msgs, size_t n, uint64_t covered)
+{
+    size_t k = tfv_plain_run(v, msgs, n);
+    for (size_t i = 0; covered && i < k; i++)
+        if (msgs[i].new_limit.command_seq <= covered)
+            return i;
+    return k;
+}
+
 /* Applies every valid record of the image; whole records that do not decode are malformed and
  * stepped over. `upto` (0: all) stops after the command with that command_seq. The CRC32C check
  * runs ahead on a second thread (tf_journal_pump), the decode here: the same records in the same
- * order, the same stop as the one-thread walk. */
+ * order, the same stop as the one-thread walk; the runs of plain commands in a batch go to the
+ * engine as one tf_engine_apply_batch. */
 static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto, uint64_t covered,
                          tf_engine_sink *sink, struct run_stats *st, int progress)
 {
@@ -329,8 +342,16 @@ static int apply_journal(tf_engine *e, const tf_journal_map *map, uint64_t upto,
             st->stop_seq = b->r.next_seq;
             break;
         }
-        for (int i = 0; i < b->n && !rc; i++)
-            rc = apply_one(v, &b->r, &b->msgs[i], upto, covered, sink, st);
+        for (int i = 0; i < b->n && !rc;) {
+            size_t k = upto ? 0 : plain_run(v, b->msgs + i, (size_t)(b->n - i), covered);
+            if (k) { /* commands tfv_apply passes to the engine: one batch */
+                st->records += k;
+                st->commands += k;
+                rc = tfv_apply_run(v, b->msgs + i, k, sink, NULL);
+            } else
+                rc = apply_one(v, &b->r, &b->msgs[i], upto, covered, sink, st);
+            i += k ? (int)k : 1;
+        }
         if (progress && st->records >= next_report) {
             next_report += 1u << 22;
             fprintf(stderr, "\rengine run: %" PRIu64 " records, %.1f M/s   ", st->records,

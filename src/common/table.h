@@ -103,15 +103,37 @@ tfu_tab_insert(tfu_table *t, uint64_t h, uint32_t idx, tfu_tab_hash_fn hash, con
     tfu_tab_place(t, h, idx);
 }
 
-/* Removes idx, present by contract (its entry's hash is h), then shifts later members of its
- * cluster back so that every entry stays reachable from its home. */
-static inline __attribute__((always_inline)) void
-tfu_tab_erase(tfu_table *t, uint64_t h, uint32_t idx, tfu_tab_hash_fn hash, const void *pool)
+/* tfu_tab_find that also says where the probe stopped: *at is the slot of the entry found, or
+ * the empty slot that ended the probe (where tfu_tab_rekey can put that key). */
+static inline __attribute__((always_inline)) uint32_t tfu_tab_find_at(const tfu_table *t,
+                                                                      uint64_t h, tfu_tab_eq_fn eq,
+                                                                      const void *pool,
+                                                                      const void *key, uint64_t *at)
 {
-    const uint64_t mask = t->mask;
+    for (uint64_t i = tfu_tab_home(t, h);; i = (i + 1) & t->mask) {
+        uint32_t v = t->slot[i];
+        if (!v || eq(pool, v, key)) {
+            *at = i;
+            return v;
+        }
+    }
+}
+
+/* The slot of idx, present by contract (its entry's hash is h). */
+static inline uint64_t tfu_tab_slot_of(const tfu_table *t, uint64_t h, uint32_t idx)
+{
     uint64_t i = tfu_tab_home(t, h);
     while (t->slot[i] != idx)
-        i = (i + 1) & mask;
+        i = (i + 1) & t->mask;
+    return i;
+}
+
+/* Empties slot i, then shifts later members of its cluster back so that every entry stays
+ * reachable from its home. */
+static inline __attribute__((always_inline)) void
+tfu_tab_erase_slot(tfu_table *t, uint64_t i, tfu_tab_hash_fn hash, const void *pool)
+{
+    const uint64_t mask = t->mask;
     for (uint64_t j = i;;) {
         j = (j + 1) & mask;
         uint32_t v = t->slot[j];
@@ -126,6 +148,28 @@ tfu_tab_erase(tfu_table *t, uint64_t h, uint32_t idx, tfu_tab_hash_fn hash, cons
     }
     t->slot[i] = 0;
     t->count--;
+}
+
+/* Removes idx, present by contract (its entry's hash is h). */
+static inline __attribute__((always_inline)) void
+tfu_tab_erase(tfu_table *t, uint64_t h, uint32_t idx, tfu_tab_hash_fn hash, const void *pool)
+{
+    tfu_tab_erase_slot(t, tfu_tab_slot_of(t, h, idx), hash, pool);
+}
+
+/* The entry at slot `from` has changed its key (its pool entry already carries the new one, so
+ * `hash` gives the new hash): it moves to slot `to`, the empty slot where tfu_tab_find_at stopped
+ * looking for the new key, with no change to the table in between. One probe serves the
+ * duplicate check and the insert, and the old slot is known, where an erase and an insert would
+ * hash both keys again and walk both clusters again. The entry is placed before the old slot is
+ * emptied, so the cluster it ends stays unbroken while the backward shift runs (which may move it
+ * back, by its new hash). */
+static inline __attribute__((always_inline)) void
+tfu_tab_rekey(tfu_table *t, uint64_t from, uint64_t to, tfu_tab_hash_fn hash, const void *pool)
+{
+    t->slot[to] = t->slot[from];
+    t->count++;
+    tfu_tab_erase_slot(t, from, hash, pool);
 }
 
 #endif

@@ -53,15 +53,14 @@ uint64_t tf_engine_bytes_needed(const tf_engine_config *in)
     const tf_engine_config *cfg = &c;
     uint64_t n = cfg->n_instruments, m = cfg->max_orders;
     uint64_t bytes = sizeof(tf_engine) + n * 8 + 2 * n * sizeof(eng_side);
-    bytes += (m + 1) * (sizeof(eng_order) + sizeof(eng_level)) + 64;
-    bytes += 6 * tfu_table_capacity(m) * sizeof(uint32_t); /* tables and their spares */
+    bytes += (m + 2) * (sizeof(eng_order) + sizeof(eng_level)); /* a spare entry each to align */
+    bytes += 6 * tfu_table_capacity(m) * sizeof(uint32_t);      /* tables and their spares */
     /* the direct table, at its largest (its size depends on the ids' spread) */
     bytes += (4 * n + 4096) * sizeof(uint32_t);
     bytes += eng_ladder_bytes(cfg->n_instruments);
     bytes += TF_ENGINE_STP_ACCOUNTS * sizeof(eng_stp);
-    bytes += n * sizeof(int64_t);        /* last trade prices */
-    bytes += (m + 1) * sizeof(uint64_t); /* filled */
-    bytes += m + 1;                      /* by_gateway */
+    bytes += n * sizeof(int64_t); /* last trade prices */
+    bytes += m + 1;               /* by_gateway */
     return bytes;
 }
 
@@ -111,17 +110,17 @@ int tf_engine_create(const tf_engine_config *in, tf_engine **out)
     }
     uint64_t m = cfg->max_orders;
     e->sides = calloc(2 * (size_t)n, sizeof *e->sides);
-    e->orders = calloc(m + 1, sizeof *e->orders);
-    /* one spare entry to align the pool to a cache line (calloc's pages stay untouched) */
+    /* one spare entry to align each pool to a cache line (calloc's pages stay untouched) */
+    e->orders_mem = calloc(m + 2, sizeof *e->orders);
+    if (e->orders_mem)
+        e->orders = (eng_order *)(((uintptr_t)e->orders_mem + 63) & ~(uintptr_t)63);
     e->levels_mem = calloc(m + 2, sizeof *e->levels);
     if (e->levels_mem)
         e->levels = (eng_level *)(((uintptr_t)e->levels_mem + 63) & ~(uintptr_t)63);
     e->stp = calloc(TF_ENGINE_STP_ACCOUNTS, sizeof *e->stp);
     e->last_trade = calloc(n, sizeof *e->last_trade);
-    e->filled = calloc(m + 1, sizeof *e->filled);
     e->by_gateway = calloc(m + 1, 1);
-    if (!e->sides || !e->orders || !e->levels || !e->stp || !e->last_trade || !e->filled ||
-        !e->by_gateway)
+    if (!e->sides || !e->orders || !e->levels || !e->stp || !e->last_trade || !e->by_gateway)
         goto fail;
     if ((rc = tfu_table_init(&e->by_id, m)) || (rc = tfu_table_init(&e->by_client, m)) ||
         (rc = tfu_table_init(&e->by_price, m)) || (rc = eng_ladder_init(e)))
@@ -145,11 +144,10 @@ void tf_engine_destroy(tf_engine *e)
     tfu_table_fini(&e->by_price);
     free(e->stp);
     free(e->last_trade);
-    free(e->filled);
     free(e->by_gateway);
     free(e->levels_mem);
     free(e->lad_mem);
-    free(e->orders);
+    free(e->orders_mem);
     free(e->sides);
     free(e->direct);
     free(e->instrument);
@@ -256,11 +254,11 @@ static void emit_canceled_ex(tf_engine *e, const ex_order *o, uint8_t reason)
     }
 }
 
-/* One match of `taker` (side `side`) with the maker `o` (pool index oi) at `price` for q lots;
+/* One match of `taker` (side `side`) with the maker `o` at `price` for q lots;
  * its remaining and filled are already the maker's after it. An OFL1 command emits a Trade, a
  * gateway command a Fill. */
-static inline void emit_trade(tf_engine *e, uint32_t book, const eng_order *o, uint32_t oi,
-                              uint64_t taker, int side, int64_t price, uint64_t q)
+static inline void emit_trade(tf_engine *e, uint32_t book, const eng_order *o, uint64_t taker,
+                              int side, int64_t price, uint64_t q)
 {
     e->trades++;
     tf_ofl_msg *m;
@@ -288,7 +286,7 @@ static inline void emit_trade(tf_engine *e, uint32_t book, const eng_order *o, u
         m->fill.price = price;
         m->fill.quantity = q;
         m->fill.maker_remaining = o->remaining;
-        m->fill.maker_filled = e->filled[oi];
+        m->fill.maker_filled = o->filled;
         m->fill.taker_side = (uint8_t)side;
     }
 }
@@ -315,9 +313,9 @@ static uint64_t match(tf_engine *e, uint32_t book, int side, uint64_t taker, int
             uint64_t q = qty < o->remaining ? qty : o->remaining;
             qty -= q;
             o->remaining -= q;
-            e->filled[oi] += q;
+            o->filled += q;
             eng_total_sub(l, q);
-            emit_trade(e, book, o, oi, taker, side, price, q);
+            emit_trade(e, book, o, taker, side, price, q);
             if (o->remaining)
                 return 0; /* the aggressor is done; the maker keeps its place */
             uint32_t next = o->next;
@@ -362,9 +360,9 @@ static uint64_t match_stp(tf_engine *e, uint32_t book, int side, uint64_t taker,
         uint64_t q = qty < o->remaining ? qty : o->remaining;
         qty -= q;
         o->remaining -= q;
-        e->filled[oi] += q;
+        o->filled += q;
         eng_total_sub(l, q);
-        emit_trade(e, book, o, oi, taker, side, price, q);
+        emit_trade(e, book, o, taker, side, price, q);
         if (!o->remaining) {
             eng_unlink(e, oi);
             eng_forget(e, oi);
@@ -375,14 +373,27 @@ static uint64_t match_stp(tf_engine *e, uint32_t book, int side, uint64_t taker,
 
 /* match, or match_stp when the aggressor's account has a mode (looked up only while some
  * account has one, so an engine without STP settings pays one compare). */
-static uint64_t match_any(tf_engine *e, uint32_t book, int side, uint64_t taker, uint64_t account,
-                          int64_t limit_key, uint64_t qty, int *stopped)
+static uint64_t match_call(tf_engine *e, uint32_t book, int side, uint64_t taker, uint64_t account,
+                           int64_t limit_key, uint64_t qty, int *stopped)
 {
-    *stopped = 0;
     int mode = e->n_modes ? eng_stp_mode(e, account) : TF_ENGINE_STP_NONE;
     if (mode == TF_ENGINE_STP_NONE)
         return match(e, book, side, taker, limit_key, qty);
     return match_stp(e, book, side, taker, account, mode, limit_key, qty, stopped);
+}
+
+/* match_call when the best opposite level is acceptable; else nothing trades, with or without
+ * a mode (most orders and replaces do not cross, and this test spares them the call). */
+__attribute__((always_inline)) static inline uint64_t match_any(tf_engine *e, uint32_t book,
+                                                                int side, uint64_t taker,
+                                                                uint64_t account, int64_t limit_key,
+                                                                uint64_t qty, int *stopped)
+{
+    *stopped = 0;
+    uint32_t best = e->sides[book * 2 + (uint32_t)(side ^ 1)].best;
+    if (!best || e->levels[best].key > limit_key)
+        return qty;
+    return match_call(e, book, side, taker, account, limit_key, qty, stopped);
 }
 
 /* 1 when the acceptable levels opposite (keys <= limit_key) hold at least qty lots in all:
@@ -446,8 +457,8 @@ static void new_limit(tf_engine *e, const tf_ofl_new_limit *c)
     else if (left) {
         uint32_t oi = eng_rest(e, (uint32_t)book * 2 + (uint32_t)side, c->price, id, c->account_id,
                                c->client_order_id, left);
-        if (left != c->quantity.lo) /* eng_rest set 0: the array is touched only after a trade */
-            e->filled[oi] = c->quantity.lo - left;
+        if (left != c->quantity.lo) /* eng_rest set 0 */
+            e->orders[oi].filled = c->quantity.lo - left;
     }
 }
 
@@ -476,7 +487,7 @@ static void ex_of(const tf_engine *e, uint32_t oi, ex_order *x)
                     .instrument = e->instrument[o->tree >> 1],
                     .price = o->price,
                     .remaining = o->remaining,
-                    .filled = e->filled[oi],
+                    .filled = o->filled,
                     .side = (uint8_t)(o->tree & 1)};
 }
 
@@ -494,9 +505,11 @@ void eng_cancel_order(tf_engine *e, uint32_t oi)
         emit_canceled(e, id);
 }
 
-/* Replace's checks 1-4 for the live order oi (0: not live), in the spec's order. */
+/* Replace's checks 1-4 for the live order oi (0: not live), in the spec's order. A new client
+ * id's duplicate probe leaves in *to where it stopped: replace_order moves the order's entry
+ * there. */
 static int check_replace(const tf_engine *e, uint32_t oi, uint64_t coid, int64_t price,
-                         tf_ofl_qty q)
+                         tf_ofl_qty q, uint64_t *to)
 {
     if (!oi)
         return TF_OFL_ORDER_NOT_FOUND;
@@ -505,23 +518,23 @@ static int check_replace(const tf_engine *e, uint32_t oi, uint64_t coid, int64_t
     if (price <= 0)
         return TF_OFL_INVALID_PRICE;
     const eng_order *o = &e->orders[oi];
-    if (coid != o->coid && eng_find_client(e, o->account, coid))
+    if (coid != o->coid && eng_find_client_at(e, o->account, coid, to))
         return TF_OFL_DUPLICATE_CLIENT_ORDER_ID;
     return OK;
 }
 
-/* A checked replace of the live order oi, after its Replaced/ReplacedEx: the new client id, then
- * either the same place (same price, quantity <= remaining) or out of the book, a match as
- * aggressor and the remainder back at the new price. */
-__attribute__((always_inline)) static inline void
-replace_order(tf_engine *e, uint32_t oi, uint64_t coid, int64_t price, uint64_t qty)
+/* A checked replace of the live order oi, after its Replaced/ReplacedEx: the new client id (its
+ * client-table entry moved from slot `from` to slot `to`, check_replace's), then either the same
+ * place (same price, quantity <= remaining) or out of the book, a match as aggressor and the
+ * remainder back at the new price. */
+__attribute__((always_inline)) static inline void replace_order(tf_engine *e, uint32_t oi,
+                                                                uint64_t coid, int64_t price,
+                                                                uint64_t qty, uint64_t from,
+                                                                uint64_t to)
 {
     eng_order *o = &e->orders[oi];
-    if (coid != o->coid) {
-        eng_remove_client(e, oi);
-        o->coid = coid;
-        eng_insert_client(e, oi);
-    }
+    if (coid != o->coid)
+        eng_set_client(e, oi, coid, from, to);
     if (price == o->price && qty <= o->remaining) {
         eng_total_sub(&e->levels[o->level], o->remaining - qty);
         o->remaining = qty; /* keeps its time priority */
@@ -539,8 +552,7 @@ replace_order(tf_engine *e, uint32_t oi, uint64_t coid, int64_t price, uint64_t 
     uint64_t left =
         match_any(e, tree >> 1, side, o->id, o->account, eng_key(side ^ 1, price), qty, &stopped);
     o = &e->orders[oi];
-    if (left != qty) /* the array is touched only when the replace traded */
-        e->filled[oi] += qty - left;
+    o->filled += qty - left;
     if (stopped) { /* self-trade prevention: the order is canceled, as if it had left */
         ex_order x;
         ex_of(e, oi, &x);
@@ -562,7 +574,8 @@ replace_order(tf_engine *e, uint32_t oi, uint64_t coid, int64_t price, uint64_t 
 static void replace(tf_engine *e, const tf_ofl_replace *c)
 {
     uint32_t oi = eng_find_id_hinted(e, c->order_id);
-    int reason = check_replace(e, oi, c->client_order_id, c->price, c->quantity);
+    uint64_t to = 0;
+    int reason = check_replace(e, oi, c->client_order_id, c->price, c->quantity, &to);
     if (reason != OK) {
         emit_rejected(e, c->client_order_id, (uint8_t)reason);
         return;
@@ -572,7 +585,7 @@ static void replace(tf_engine *e, const tf_ofl_replace *c)
         m->replaced.order_id = c->order_id;
         m->replaced.client_order_id = c->client_order_id;
     }
-    replace_order(e, oi, c->client_order_id, c->price, c->quantity.lo);
+    replace_order(e, oi, c->client_order_id, c->price, c->quantity.lo, ENG_AT_UNKNOWN, to);
 }
 
 /* ---- gateway commands (docs/engine.md "Gateway commands and execution reports") ------------- */
@@ -651,7 +664,7 @@ static void gw_order(tf_engine *e, const tf_ofx_order *c)
         uint32_t oi = eng_rest(e, (uint32_t)book * 2 + (uint32_t)side, c->price, id, c->account_id,
                                c->client_order_id, left);
         if (x.filled)
-            e->filled[oi] = x.filled;
+            e->orders[oi].filled = x.filled;
     } else if (left) {
         emit_canceled_ex(e, &x, TF_OFX_CANCEL_UNFILLED);
     }
@@ -670,9 +683,10 @@ static void gw_cancel(tf_engine *e, const tf_ofx_cancel *c)
 
 static void gw_replace(tf_engine *e, const tf_ofx_replace_by_client *c)
 {
-    uint32_t oi = eng_find_client_hinted(e, c->account_id, c->client_order_id);
+    uint64_t from = ENG_AT_UNKNOWN, to = 0; /* the order's slot in the client table, if probed */
+    uint32_t oi = eng_find_client_hinted(e, c->account_id, c->client_order_id, &from);
     tf_ofl_qty q = {c->quantity, 0};
-    int reason = check_replace(e, oi, c->new_client_order_id, c->price, q);
+    int reason = check_replace(e, oi, c->new_client_order_id, c->price, q, &to);
     if (reason != OK) { /* the rejected request's client id: the new one, as Replace */
         emit_rejected_ex(e, c->account_id, c->new_client_order_id, (uint8_t)reason);
         return;
@@ -687,10 +701,10 @@ static void gw_replace(tf_engine *e, const tf_ofx_replace_by_client *c)
         m->replaced_ex.instrument_id = e->instrument[o->tree >> 1];
         m->replaced_ex.price = c->price;
         m->replaced_ex.remaining = c->quantity;
-        m->replaced_ex.filled = e->filled[oi];
+        m->replaced_ex.filled = o->filled;
         m->replaced_ex.side = (uint8_t)(o->tree & 1);
     }
-    replace_order(e, oi, c->new_client_order_id, c->price, c->quantity);
+    replace_order(e, oi, c->new_client_order_id, c->price, c->quantity, from, to);
 }
 
 int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
@@ -708,10 +722,12 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
         return TF_ENGINE_SKIPPED;
     }
     uint64_t seq = cmd->new_limit.command_seq; /* the first field of every command */
-    /* A side the codec would refuse: malformed, nothing changes (a hand-built message). */
-    if ((cmd->kind == TF_OFL_NEW_LIMIT && cmd->new_limit.side > TF_OFL_SELL) ||
-        (cmd->kind == TF_OFL_NEW_MARKET && cmd->new_market.side > TF_OFL_SELL) ||
-        (cmd->kind == TF_OFX_ORDER && cmd->order.side > TF_OFL_SELL))
+    /* A side the codec would refuse: malformed, nothing changes (a hand-built message). Bitwise
+     * operators, not && and ||: every side byte is inside the message whatever its kind, and one
+     * test of the kind (the switch below) is enough to mispredict in a stream of mixed kinds. */
+    if (((cmd->kind == TF_OFL_NEW_LIMIT) & (cmd->new_limit.side > TF_OFL_SELL)) |
+        ((cmd->kind == TF_OFL_NEW_MARKET) & (cmd->new_market.side > TF_OFL_SELL)) |
+        ((cmd->kind == TF_OFX_ORDER) & (cmd->order.side > TF_OFL_SELL)))
         return TF_E_OFL_INVALID_SIDE;
     if (!eng_begin(e, seq, sink))
         return TF_ENGINE_DUPLICATE;

@@ -39,7 +39,7 @@ static int hash_order(void *ctx, const tf_engine *e, uint32_t oi)
     *h = fnv_u64(*h, (uint64_t)o->price);
     *h = fnv_u64(*h, o->remaining);
     if (e->gateway)
-        *h = fnv_u64(*h, e->filled[oi]);
+        *h = fnv_u64(*h, e->orders[oi].filled);
     return 0;
 }
 
@@ -87,7 +87,7 @@ static void fill_order(const tf_engine *e, uint32_t oi, tf_engine_order *out)
         .price = o->price,
         .remaining = o->remaining,
         .side = (uint8_t)(o->tree & 1),
-        .filled = e->filled[oi],
+        .filled = e->orders[oi].filled,
     };
 }
 

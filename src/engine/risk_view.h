@@ -1,7 +1,11 @@
 /* What the venue's pre-trade checks read of the engine (src/venue/risk.c, docs/venue.md "Risk"),
- * in one call each, without the argument checks and copies of the public queries: a check runs
- * before every order command, so it reads the few fields it needs straight from the pools.
- * Implemented in stp.c, beside the per-account counts the checks also read.
+ * without the argument checks and copies of the public queries: a check runs before every order
+ * command, so it reads the few fields it needs straight from the pools.
+ *
+ * Inline over the engine's internals (engine_internal.h): a Replace, the most frequent order
+ * command, is checked in one function with no call but the order's table lookup, and no copy of
+ * the order (a call that copied a brief of the order out cost about a third of the check). The
+ * venue reads only what is named here; the counts of tracked accounts stay in stp.c.
  *
  * Only for an engine the caller holds (no NULL checks). Nothing here changes the engine's state
  * (the lookup hint is not state: it is checked before it is used, never hashed or saved).
@@ -11,34 +15,84 @@
 
 #include <stdint.h>
 
+#include "engine/engine_internal.h"
 #include "tollfree/engine.h"
 
-/* A live order as the checks see it, with what its book offers a price band as reference. */
-typedef struct eng_order_brief {
-    uint64_t account_id;
-    int64_t price;
-    uint64_t remaining;
-    int64_t book_ref;   /* its book's best of the opposite side, else of its own; 0: empty */
-    int64_t last_trade; /* its book's last trade price (tf_engine_last_trade); 0: none yet */
-    uint8_t side;       /* tf_ofl_side */
-} eng_order_brief;
+/* The pool slot of the live order order_id, 0 when it is not live. A slot found is left as the
+ * engine's hint (e->hint), so that the command applied next finds the order without a second
+ * table lookup (engine.c checks the hint against the slot's entry before trusting it). The
+ * order's fields (account, price, remaining, tree = book * 2 + side) are valid until the engine
+ * applies the next command. */
+static inline int eng_risk_eq_id(const void *pool, uint32_t oi, const void *key)
+{
+    return ((const tf_engine *)pool)->orders[oi].id == *(const uint64_t *)key;
+}
 
-/* 1 with *out when order_id is live, else 0. Also leaves the order's pool slot as the engine's
- * hint (e->hint), so that the command applied next finds the order without a second table
- * lookup (engine.c checks the hint against the slot's entry before trusting it). */
-int eng_order_brief_of(tf_engine *e, uint64_t order_id, eng_order_brief *out);
+static inline uint32_t eng_risk_find(tf_engine *e, uint64_t order_id)
+{
+    /* eng_find_id (tables.c) inline, saving the call's frame: an order id is its own hash there.
+     * Should that table change its hash, every Replace would pass here: test_venue_risk's
+     * replace_boundaries fails then. */
+    uint32_t oi = tfu_tab_find(&e->by_id, order_id, eng_risk_eq_id, e, &order_id);
+    if (oi)
+        e->hint = oi;
+    return oi;
+}
+
 /* The same for the live order (account_id, client_order_id), for a ReplaceByClient. */
-int eng_client_brief_of(tf_engine *e, uint64_t account_id, uint64_t client_order_id,
-                        eng_order_brief *out);
+static inline uint32_t eng_risk_find_client(tf_engine *e, uint64_t account_id,
+                                            uint64_t client_order_id)
+{
+    uint32_t oi = eng_find_client(e, account_id, client_order_id);
+    if (oi)
+        e->hint = oi;
+    return oi;
+}
 
-/* A price band's reference for an order of `side` (0 or 1) on instrument_id: with `last`, the
- * instrument's last trade price once it has traded; otherwise, or before any trade, the best price
- * of the opposite side (where the order would trade first), else the best of its own side; 0 when
- * there is none of these or the engine does not trade the instrument. */
-int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, int side, int last);
+static inline const eng_order *eng_risk_order(const tf_engine *e, uint32_t oi)
+{
+    return &e->orders[oi];
+}
+
+/* A price band's reference for an order on tree (book * 2 + side): with `last`, the book's last
+ * trade price once it has traded; otherwise, or before any trade, the best price of the opposite
+ * side (where the order would trade first), else the best of its own side; 0 when there is none
+ * of these. Read when a band needs it, never copied ahead. */
+static inline int64_t eng_risk_ref(const tf_engine *e, uint32_t tree, int last)
+{
+    if (last && e->last_trade[tree >> 1])
+        return e->last_trade[tree >> 1];
+    uint32_t t = tree ^ 1, li = e->sides[t].best;
+    if (!li && !(li = e->sides[t = tree].best))
+        return 0;
+    /* eng_level_price with the side known from the tree rather than read from the level: key
+     * is -price on the bid side, price on the ask side (a select, not a branch: the side is a
+     * coin toss in a flow of buys and sells) */
+    int64_t key = e->levels[li].key;
+    return (t & 1) == TF_OFL_BUY ? -key : key;
+}
+
+/* The same for a new order of `side` (0 or 1) on instrument_id; 0 when the engine does not trade
+ * the instrument. */
+static inline int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, int side, int last)
+{
+    int book = eng_book_of(e, instrument_id);
+    return book < 0 ? 0 : eng_risk_ref(e, (uint32_t)book * 2 + (uint32_t)(side & 1), last);
+}
 
 /* The live orders of a counted account (tf_engine_track_account), 0 for one not counted: the
- * count tf_engine_account_orders gives, without its argument check. */
+ * count tf_engine_account_orders gives, without its argument check (stp.c). */
 uint64_t eng_account_open(const tf_engine *e, uint64_t account_id);
+
+/* The same, inline when the accounts with settings are consecutive ids (a venue's 1..N): the
+ * entry of account a is then a - stp[0].account places in (stp.c, find()); else the call. The
+ * table is allocated whole at create, so stp[0] is readable even while it has no entry. */
+static inline uint64_t eng_risk_open(const tf_engine *e, uint64_t account_id)
+{
+    uint64_t d = account_id - e->stp[0].account; /* wraps for an account below the first */
+    if (d < e->n_stp && e->stp[d].account == account_id)
+        return e->stp[d].tracked ? e->stp[d].open : 0;
+    return eng_account_open(e, account_id);
+}
 
 #endif

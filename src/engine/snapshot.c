@@ -142,7 +142,7 @@ int tf_engine_snapshot_write(const tf_engine *e, void *buf, uint64_t cap, uint64
                                       o->account,
                                       o->coid,
                                       o->remaining,
-                                      e->filled[oi]};
+                                      e->orders[oi].filled};
                 for (int i = 0; i < n_fields; i++)
                     st64(q + 8 * i, f[i]);
                 q += 8 * (unsigned)n_fields;
@@ -190,7 +190,7 @@ static int load_order(tf_engine *e, const uint8_t *q, int v3, int *prev_tree, in
     if (eng_find_id(e, id) || eng_find_client(e, account, coid))
         return TF_E_ENGINE_SNAPSHOT;
     uint32_t oi = eng_rest(e, (uint32_t)tree, price, id, account, coid, remaining);
-    e->filled[oi] = filled;
+    e->orders[oi].filled = filled;
     e->by_gateway[oi] = (uint8_t)gateway;
     *prev_tree = tree;
     *prev_key = key;
@@ -247,7 +247,7 @@ static int load_v3(tf_engine *e, const uint8_t **q)
     for (uint32_t t = 0; t < 2 * e->n_books; t++)
         for (uint32_t li = e->sides[t].best; li; li = eng_tree_next(e, li))
             for (uint32_t oi = e->levels[li].head; oi; oi = e->orders[oi].next)
-                if (e->filled[oi] && !e->last_trade[t >> 1])
+                if (e->orders[oi].filled && !e->last_trade[t >> 1])
                     return TF_E_ENGINE_SNAPSHOT;
     return 0;
 }

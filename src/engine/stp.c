@@ -33,19 +33,26 @@ static uint32_t lower_bound(const tf_engine *e, uint64_t account)
     return (uint32_t)(base - e->stp) + (base->account < account);
 }
 
+/* find() by the search (the entry of account, or e->n_stp). */
+static __attribute__((noinline)) uint32_t find_sorted(const tf_engine *e, uint64_t account)
+{
+    uint32_t i = lower_bound(e, account);
+    return i < e->n_stp && e->stp[i].account == account ? i : e->n_stp;
+}
+
 /* The index of `account`'s entry, or e->n_stp when it has none. Accounts are unique and sorted,
  * so the entry of account a sits at most a - stp[0].account places in: when the accounts form a
- * run of consecutive ids (a venue's 1..N), that place is the entry, found with one compare. */
-static uint32_t find(const tf_engine *e, uint64_t account)
+ * run of consecutive ids (a venue's 1..N), that place is the entry, found with one compare.
+ * Inline with the search out of line, so that this common case costs the callers
+ * (eng_count_open: once per order resting or leaving) no frame. The table is allocated whole at
+ * create, so stp[0] is readable even while it has no entry. */
+static inline uint32_t find(const tf_engine *e, uint64_t account)
 {
     uint32_t n = e->n_stp;
-    if (!n)
-        return 0;
     uint64_t d = account - e->stp[0].account; /* wraps for an account below the first */
     if (d < n && e->stp[d].account == account)
         return (uint32_t)d;
-    uint32_t i = lower_bound(e, account);
-    return i < n && e->stp[i].account == account ? i : n;
+    return n ? find_sorted(e, account) : 0;
 }
 
 int eng_stp_mode(const tf_engine *e, uint64_t account)
@@ -78,11 +85,25 @@ static void tidy(tf_engine *e, eng_stp *x)
     e->n_stp--;
 }
 
-void eng_count_open(tf_engine *e, uint64_t account, int delta)
+static void count_at(tf_engine *e, uint32_t i, int delta)
 {
-    uint32_t i = find(e, account);
     if (i < e->n_stp && e->stp[i].tracked)
         e->stp[i].open += (uint64_t)(int64_t)delta;
+}
+
+static __attribute__((noinline)) void count_sorted(tf_engine *e, uint64_t account, int delta)
+{
+    count_at(e, find_sorted(e, account), delta);
+}
+
+/* find()'s two cases apart: the consecutive ids' case without a frame, the search a tail call. */
+void eng_count_open(tf_engine *e, uint64_t account, int delta)
+{
+    uint64_t d = account - e->stp[0].account; /* wraps for an account below the first */
+    if (d < e->n_stp && e->stp[d].account == account)
+        count_at(e, (uint32_t)d, delta);
+    else if (e->n_stp)
+        count_sorted(e, account, delta);
 }
 
 int tf_engine_set_stp(tf_engine *e, uint64_t account_id, int mode)
@@ -235,51 +256,6 @@ int tf_engine_best_price(const tf_engine *e, uint64_t instrument_id, int side, i
 }
 
 /* ---- the venue's pre-trade checks (risk_view.h) ----------------------------------------- */
-
-/* The best of the opposite side of tree, else of tree itself; 0 when both are empty. */
-static inline int64_t book_ref(const tf_engine *e, uint32_t tree)
-{
-    uint32_t li = e->sides[tree ^ 1].best;
-    if (!li)
-        li = e->sides[tree].best;
-    return li ? eng_level_price(&e->levels[li]) : 0;
-}
-
-static inline int brief(tf_engine *e, uint32_t oi, eng_order_brief *out)
-{
-    if (!oi)
-        return 0;
-    e->hint = oi;
-    const eng_order *o = &e->orders[oi];
-    out->account_id = o->account;
-    out->price = o->price;
-    out->remaining = o->remaining;
-    out->book_ref = book_ref(e, o->tree);
-    out->last_trade = e->last_trade[o->tree >> 1];
-    out->side = (uint8_t)(o->tree & 1);
-    return 1;
-}
-
-int eng_order_brief_of(tf_engine *e, uint64_t order_id, eng_order_brief *out)
-{
-    return brief(e, eng_find_id(e, order_id), out);
-}
-
-int eng_client_brief_of(tf_engine *e, uint64_t account_id, uint64_t client_order_id,
-                        eng_order_brief *out)
-{
-    return brief(e, eng_find_client(e, account_id, client_order_id), out);
-}
-
-int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, int side, int last)
-{
-    int book = eng_book_of(e, instrument_id);
-    if (book < 0)
-        return 0;
-    if (last && e->last_trade[book])
-        return e->last_trade[book];
-    return book_ref(e, (uint32_t)book * 2 + (uint32_t)(side & 1));
-}
 
 uint64_t eng_account_open(const tf_engine *e, uint64_t account_id)
 {

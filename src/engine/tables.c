@@ -73,6 +73,20 @@ uint32_t eng_find_client(const tf_engine *e, uint64_t account, uint64_t coid)
     return tfu_tab_find(&e->by_client, tfu_mix2(account, coid), eq_client, e, &k);
 }
 
+uint32_t eng_find_client_at(const tf_engine *e, uint64_t account, uint64_t coid, uint64_t *at)
+{
+    client_key k = {account, coid};
+    return tfu_tab_find_at(&e->by_client, tfu_mix2(account, coid), eq_client, e, &k, at);
+}
+
+void eng_set_client(tf_engine *e, uint32_t oi, uint64_t coid, uint64_t from, uint64_t to)
+{
+    if (from == ENG_AT_UNKNOWN)
+        from = tfu_tab_slot_of(&e->by_client, hash_client(e, oi), oi);
+    e->orders[oi].coid = coid;
+    tfu_tab_rekey(&e->by_client, from, to, hash_client, e);
+}
+
 void eng_insert_client(tf_engine *e, uint32_t oi)
 {
     tfu_tab_insert(&e->by_client, hash_client(e, oi), oi, hash_client, e);

@@ -26,15 +26,19 @@
 
 #include "engine_service/engine_service.h"
 #include "orderflow/fio.h"
+#include "venue/replay_run.h"
 #include "venue/venue.h"
 
 #define RESYNC_WINDOW (1u << 20) /* bytes searched for the next whole record after a bad one */
 
+/* One load, not a byte loop (the walk of a snapshot's covered records reads three per record). */
 static uint64_t ld64le(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 
@@ -141,21 +145,34 @@ static int apply_record(tfv_venue *v, const tf_journal_reader *r, const tf_ofl_m
     return 0;
 }
 
+/* The Keyed payload size of each inner kind (-1: not a command a Keyed record may wrap), looked
+ * up once per walk instead of twice per record. */
+typedef struct keyed_sizes {
+    int16_t size[256];
+} keyed_sizes;
+
+static void keyed_sizes_init(keyed_sizes *z)
+{
+    for (int k = 0; k < 256; k++)
+        z->size[k] = (int16_t)(tfv_is_command(k) ? tfv_payload_size(TFV_KEYED, k) : -1);
+}
+
 /* A Keyed record the snapshot covers, as tfv_apply would leave the venue after it but without
  * decoding it (tfv_keyed_covered: the engine takes its command as a duplicate, so only the
  * session's resend ring moves): 1 when done; 0 when it is not that plain case (flags this
  * version does not know, a length its inner kind does not have, a command past the snapshot's
  * last_command_seq), left to apply_record, which decodes and applies it, errors included. */
-static int keyed_covered(tfv_venue *v, const uint8_t *p, size_t fsize, uint64_t last_command_seq)
+static int keyed_covered(tfv_venue *v, const keyed_sizes *z, const uint8_t *p, size_t fsize,
+                         uint64_t last_command_seq)
 {
     enum { HEAD = 11 }; /* u16 frame length, u8 kind, u64 journal_seq */
     if (fsize < HEAD + TFV_KEYED_HEAD_LEN + 8)
         return 0;
     const uint8_t *k = p + HEAD; /* u64 session, u64 client_seq, u8 flags, u8 inner kind */
-    int inner = k[17];
+    int inner = k[17], size = z->size[inner];
     uint64_t command_seq = ld64le(k + TFV_KEYED_HEAD_LEN); /* every command's first field */
-    if ((k[16] & ~TFV_KEYED_FLAGS) || !tfv_is_command(inner) ||
-        tfv_payload_size(TFV_KEYED, inner) != (int)(fsize - HEAD) || command_seq > last_command_seq)
+    if ((k[16] & ~TFV_KEYED_FLAGS) || size < 0 || size != (int)(fsize - HEAD) ||
+        command_seq > last_command_seq)
         return 0;
     int rc = tfv_keyed_covered(v, ld64le(k), ld64le(k + 8), command_seq);
     return rc ? rc : 1;
@@ -186,18 +203,23 @@ static int replay_covered(tfv_venue *v, const char *path, uint64_t from, uint64_
     const uint8_t *p;
     size_t fsize;
     unsigned long long off;
+    /* The venue's own kinds (extension kinds that are not gateway commands), looked up once. */
+    uint8_t venue_kind[256];
+    for (int k = 0; k < 256; k++)
+        venue_kind[k] = tfv_is_ext_kind(k) && tf_ofl_kind_class(k) != TF_OFL_CLASS_COMMAND;
+    keyed_sizes z;
+    keyed_sizes_init(&z);
     while (!rc && (n = tfo_pieces_next(&w, &p, &fsize, &off)) != 0) {
         if (n < 0) {
             rc = n;
             break;
         }
-        if (tfv_is_ext_kind(p[2]) &&
-            tf_ofl_kind_class(p[2]) != TF_OFL_CLASS_COMMAND) { /* not a gateway command */
+        if (venue_kind[p[2]]) {
             tf_ofl_msg msg = {.kind = p[2], .journal_seq = seq};
             *keyed += p[2] == TFV_KEYED;
             r.frame = p;
             r.frame_len = fsize;
-            rc = p[2] == TFV_KEYED ? keyed_covered(v, p, fsize, c.last_command_seq) : 0;
+            rc = p[2] == TFV_KEYED ? keyed_covered(v, &z, p, fsize, c.last_command_seq) : 0;
             rc = rc ? (rc < 0 ? rc : 0) : apply_record(v, &r, &msg, sink, &applied);
         }
         seq++;
@@ -209,7 +231,8 @@ static int replay_covered(tfv_venue *v, const char *path, uint64_t from, uint64_
 /* Applies the records of commands.ofl from byte `from` (journal_seq `from_seq`; 0: from the
  * first record) to its end (commands at or below the engine's last_command_seq are duplicates to
  * it: skipped without events). The CRC32C check runs ahead on a second thread (tf_journal_pump),
- * the decode here; the records come in journal order. */
+ * the decode here; the records come in journal order, and the runs of plain commands in a batch
+ * go to the engine as one tf_engine_apply_batch (tfv_plain_run). */
 static int replay(tfv_venue *v, const tf_journal_map *m, uint64_t from, uint64_t from_seq,
                   tf_engine_sink *sink, uint64_t *applied)
 {
@@ -224,8 +247,14 @@ static int replay(tfv_venue *v, const tf_journal_map *m, uint64_t from, uint64_t
         const tf_journal_batch *b;
         if (tf_journal_pump_next(p, &b) <= 0)
             break; /* the journal was cut at its valid prefix when it was opened */
-        for (int i = 0; i < b->n && !rc; i++)
-            rc = apply_record(v, &b->r, &b->msgs[i], sink, applied);
+        for (int i = 0; i < b->n && !rc;) {
+            size_t k = tfv_plain_run(v, b->msgs + i, (size_t)(b->n - i));
+            if (k) /* plain commands: to the engine in one batch, as tfv_apply would one by one */
+                rc = tfv_apply_run(v, b->msgs + i, k, sink, applied);
+            else
+                rc = apply_record(v, &b->r, &b->msgs[i], sink, applied);
+            i += k ? (int)k : 1;
+        }
     }
     tf_journal_pump_close(p);
     return rc;
@@ -342,6 +371,17 @@ typedef struct start {
     uint64_t n_owners;
     uint64_t tail_off, tail_seq; /* where the records after the snapshot start */
     replay_ctx ev;               /* events.ofl: its whole records, the handle appends go to */
+    /* events.ofl's open on a second thread (ev_open_main), joined once by events_join */
+    struct ev_open *es;
+    pthread_t ev_thread;
+    int ev_threaded, ev_joined;
+    /* The walk of the records the snapshot covers, done while events.ofl's open still runs
+     * (covered_early): its venue over st->snap, the snapshot's own counters, its outcome. */
+    tfv_venue *snap_venue;
+    tf_engine_counters snap_c;
+    int covered_done, covered_rc;
+    tf_ofl_msg *evbuf; /* the replay's sink (events past st->ev.have go to events.ofl) */
+    tf_engine_sink sink;
 } start;
 
 /* A line through the caller's logger (none: dropped). The library never prints. */
@@ -766,37 +806,75 @@ static int prepare(start *st)
     return rc;
 }
 
-/* Both journals opened at once (events.ofl on a second thread); then how many of events.ofl's
- * records are whole and this journal's (st->ev.have; another session's file is removed). */
+/* Both journals opened at once: events.ofl on a second thread (joined by events_join), while
+ * this one opens commands.ofl and loads the snapshot. */
 static int open_journals(start *st)
 {
-    ev_open es = {.path = st->ev_path};
-    pthread_t th;
-    int threaded = pthread_create(&th, NULL, ev_open_main, &es) == 0;
-    if (!threaded)
-        ev_open_main(&es); /* no thread: the same, in turn */
-    int rc = open_commands(st);
-    if (threaded)
-        pthread_join(th, NULL);
+    if (!(st->es = calloc(1, sizeof *st->es)))
+        return TF_E_NOMEM;
+    st->es->path = st->ev_path;
+    st->ev_threaded = pthread_create(&st->ev_thread, NULL, ev_open_main, st->es) == 0;
+    if (!st->ev_threaded)
+        ev_open_main(st->es); /* no thread: the same, in turn */
+    return open_commands(st);
+}
+
+/* The end of events.ofl's open (once; later calls return 0): how many of its records are whole
+ * and this journal's (st->ev.have; another session's file is removed). */
+static int events_join(start *st)
+{
+    if (st->ev_joined || !st->es)
+        return 0;
+    st->ev_joined = 1;
+    if (st->ev_threaded)
+        pthread_join(st->ev_thread, NULL);
+    ev_open *es = st->es;
     st->ev = (replay_ctx){.ev_path = st->ev_path, .session_id = st->out->session_id};
-    if (rc || !es.present) {
-        tf_journal_close(es.j);
-        return rc;
-    }
-    uint64_t session = es.j ? tf_journal_header(es.j)->session_id : 0;
-    if (es.rc || session != st->out->session_id) {
+    if (!es->present)
+        return 0;
+    uint64_t session = es->j ? tf_journal_header(es->j)->session_id : 0;
+    if (es->rc || session != st->out->session_id) {
         say(st, TFES_LOG_WARN, "%s: not the events of this journal (%s): rebuilt", st->ev_path,
-            es.rc ? tf_strerror(es.rc) : "another session");
-        tf_journal_close(es.j);
+            es->rc ? tf_strerror(es->rc) : "another session");
+        tf_journal_close(es->j);
+        es->j = NULL;
         unlink(st->ev_path);
         return 0;
     }
-    st->ev.have = es.rec.records;
-    st->ev.events = es.j;
-    if (es.rec.reason)
+    st->ev.have = es->rec.records;
+    st->ev.events = es->j;
+    es->j = NULL;
+    if (es->rec.reason)
         say(st, TFES_LOG_WARN, "%s: damaged tail cut after %llu events: %s", st->ev_path,
-            (unsigned long long)es.rec.records, tf_strerror(es.rec.reason));
+            (unsigned long long)es->rec.records, tf_strerror(es->rec.reason));
     return 0;
+}
+
+/* Why the snapshot's engine (counters st->snap_c) cannot be used with these journals, or NULL
+ * (after events_join: it must not be ahead of either journal). */
+static const char *snap_unusable(const start *st)
+{
+    const tf_engine_counters *c = &st->snap_c;
+    return c->last_command_seq > st->rec.records ? "it is ahead of commands.ofl"
+           : c->next_event_seq - 1 > st->ev.have ? "events.ofl does not reach it"
+                                                 : NULL;
+}
+
+/* covered_early's walk stopped by start_flush: the snapshot is not used (make_engine says why). */
+#define START_ABANDON TF_E_INVALID_ARG
+
+/* The replay's sink: events past what events.ofl holds are appended. During covered_early
+ * events.ofl's open may still run: it is joined first, and a snapshot it makes unusable stops
+ * the walk (nothing is appended for it; make_engine then drops it). */
+static int start_flush(void *ctx, const tf_ofl_msg *ev, size_t n)
+{
+    start *st = ctx;
+    int rc = events_join(st);
+    if (rc)
+        return rc;
+    if (st->snap_venue && !st->covered_done && snap_unusable(st))
+        return START_ABANDON;
+    return replay_sink(&st->ev, ev, n);
 }
 
 /* The engine (out->engine) from the snapshot when it is usable (it must not be ahead of either
@@ -805,14 +883,16 @@ static int make_engine(start *st)
 {
     tfes_recovered *out = st->out;
     if (st->snap) {
-        tf_engine_counters c;
-        tf_engine_get_counters(st->snap, &c);
-        const char *why = c.last_command_seq > st->rec.records ? "it is ahead of commands.ofl"
-                          : c.next_event_seq - 1 > st->ev.have ? "events.ofl does not reach it"
-                                                               : NULL;
+        const char *why = snap_unusable(st);
         if (why) {
             say(st, TFES_LOG_WARN, "%s: not used (%s): replaying the whole journal", st->snap_path,
                 why);
+            tfv_close(st->snap_venue); /* and what covered_early did with it */
+            st->snap_venue = NULL;
+            st->covered_done = 0;
+            st->covered_rc = 0;
+            st->sink.n = 0;
+            out->keyed_covered = 0;
             tf_engine_destroy(st->snap);
             st->snap = NULL;
         }
@@ -821,6 +901,11 @@ static int make_engine(start *st)
     out->snapshot_records = st->snap ? st->tail_seq : 0;
     out->engine = st->snap;
     st->snap = NULL;
+    if (out->engine && st->snap_venue) {
+        out->venue = st->snap_venue;
+        st->snap_venue = NULL;
+        return 0;
+    }
     if (!out->engine) {
         st->tail_off = st->tail_seq = 0;
         tf_engine_config ec = {.size = sizeof ec,
@@ -887,47 +972,64 @@ static int snapshot_owners(start *st)
     return 1;
 }
 
-/* The records a snapshot covers, when an extension record is among them: the venue's (sessions,
- * risk) applied, then the owners of the orders live at it found when a Keyed record is among
- * them (only a Keyed record names an owner). */
-static int replay_venue_covered(start *st, tf_engine_sink *sink)
+/* Where the first extension record among those the snapshot covers starts (0: none of them). */
+static int covered_ext(const start *st, uint64_t *ext_off, uint64_t *ext_seq)
 {
-    tfes_recovered *out = st->out;
+    return st->tail_off && tf_journal_first_ext(st->out->commands, ext_off, ext_seq) == 1 &&
+           *ext_off < st->tail_off;
+}
+
+/* The records a snapshot covers, when an extension record is among them: the venue's (sessions,
+ * risk) applied to a venue over the snapshot's engine. Done right after the snapshot's load,
+ * while events.ofl's open still runs on the second thread (that check and this walk are the two
+ * long parts of a start from a snapshot, and neither needs the other's result): what the events
+ * could change is decided after the join (make_engine drops a snapshot that events.ofl does
+ * not reach, this walk's venue with it; the sink joins first if the walk has events to write).
+ * The outcome is kept in st->covered_rc, used only when the snapshot is. */
+static void covered_early(start *st)
+{
     uint64_t ext_off, ext_seq;
-    if (!st->tail_off || tf_journal_first_ext(out->commands, &ext_off, &ext_seq) != 1 ||
-        ext_off >= st->tail_off)
+    if (!st->snap)
+        return;
+    tf_engine_get_counters(st->snap, &st->snap_c);
+    if (st->snap_c.last_command_seq > st->rec.records || !covered_ext(st, &ext_off, &ext_seq))
+        return; /* nothing to walk, or a snapshot make_engine refuses */
+    int rc = tfv_open(st->snap, &st->snap_venue);
+    if (!rc)
+        rc = replay_covered(st->snap_venue, st->cmd_path, ext_off, ext_seq, st->tail_off,
+                            st->tail_seq, &st->sink, &st->out->keyed_covered);
+    st->covered_done = 1;
+    st->covered_rc = rc;
+}
+
+/* After covered_early, with the snapshot in use: the owners of the orders live at it, when a
+ * Keyed record is among the records it covers (only a Keyed record names an owner). */
+static int covered_owners(start *st)
+{
+    uint64_t ext_off, ext_seq;
+    if (!st->out->from_snapshot || !st->out->keyed_covered || !covered_ext(st, &ext_off, &ext_seq))
         return 0;
-    tf_engine_counters c; /* the snapshot's: the covered records are duplicates to the engine */
-    tf_engine_get_counters(out->engine, &c);
-    int rc = replay_covered(out->venue, st->cmd_path, ext_off, ext_seq, st->tail_off, st->tail_seq,
-                            sink, &out->keyed_covered);
-    if (rc || !out->keyed_covered)
-        return rc;
     int kept = snapshot_owners(st);
-    return kept < 0 ? kept : kept ? 0 : rebuild_owners(st, ext_off, c.next_event_seq - 1);
+    return kept < 0 ? kept : kept ? 0 : rebuild_owners(st, ext_off, st->snap_c.next_event_seq - 1);
 }
 
 /* The replay; events past st->ev.have are appended as they come. From a snapshot: the venue's
  * records among those it covers, then the records after it; else every record. */
 static int replay_journal(start *st)
 {
-    enum { SINK = 4096 };
     tfes_recovered *out = st->out;
-    tf_ofl_msg *evbuf = malloc(SINK * sizeof *evbuf);
-    if (!evbuf)
-        return TF_E_NOMEM;
-    tf_engine_sink sink = {.ev = evbuf, .cap = SINK, .flush = replay_sink, .ctx = &st->ev};
+    tf_engine_sink *sink = &st->sink;
     tf_journal_map cm;
-    int rc = tf_journal_map_open(st->cmd_path, &cm), mapped = !rc;
+    int rc = out->from_snapshot ? st->covered_rc : 0;
+    int mapped = !rc && !(rc = tf_journal_map_open(st->cmd_path, &cm));
     if (!rc)
-        rc = replay_venue_covered(st, &sink);
+        rc = covered_owners(st);
     if (!rc)
-        rc = replay(out->venue, &cm, st->tail_off, st->tail_seq, &sink, &out->replayed);
-    if (!rc && sink.n)
-        rc = replay_sink(&st->ev, evbuf, sink.n);
+        rc = replay(out->venue, &cm, st->tail_off, st->tail_seq, sink, &out->replayed);
+    if (!rc && sink->n)
+        rc = replay_sink(&st->ev, sink->ev, sink->n);
     if (mapped)
         tf_journal_map_close(&cm);
-    free(evbuf);
     if (rc)
         say(st, TFES_LOG_ERROR, "replaying %s: %s", st->cmd_path,
             tf_strerror(st->ev.err ? st->ev.err : rc));
@@ -982,19 +1084,35 @@ int tfes_recover(const tfes_config *cfg, const tfes_log *log, tfes_recovered *ou
     st->cfg = cfg;
     st->log = log;
     st->out = out;
+    enum { SINK = 4096 };
     int rc = prepare(st);
+    if (!rc && !(st->evbuf = malloc(SINK * sizeof *st->evbuf)))
+        rc = TF_E_NOMEM;
+    st->sink = (tf_engine_sink){.ev = st->evbuf, .cap = SINK, .flush = start_flush, .ctx = st};
     if (!rc)
         rc = open_journals(st);
+    if (!rc)
+        covered_early(st);
+    if (!rc)
+        rc = events_join(st);
     if (!rc)
         rc = make_engine(st);
     if (!rc)
         rc = replay_journal(st);
     if (!rc)
         rc = finish_events(st);
-    /* one cleanup: what was not handed to `out` */
+    /* one cleanup: what was not handed to `out` (a step before events_join failed: the thread
+     * is waited for, its result dropped, the directory left as it is) */
+    if (!st->ev_joined && st->ev_threaded)
+        pthread_join(st->ev_thread, NULL);
     if (rc)
         tfes_recovered_fini(out);
     tf_journal_close(st->ev.events);
+    if (st->es)
+        tf_journal_close(st->es->j);
+    free(st->es);
+    free(st->evbuf);
+    tfv_close(st->snap_venue);
     tf_engine_destroy(st->snap);
     free(st->owners);
     free(st->ids);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/opts_size.h"
 #include "tollfree/engine.h"
 #include "tollfree/paper.h"
 
@@ -40,13 +41,9 @@ static const char *shortest(double x, char buf[32])
     return buf;
 }
 
-/* A strategy other than HMA-with-combo: cfg's appended fields, read only when cfg's size has
- * them (0: this layout). */
+/* A strategy other than HMA-with-combo (c as loaded: an older caller's appended fields are 0). */
 static int has_strategy(const tf_paper_config *c)
 {
-    size_t end = offsetof(tf_paper_config, params) + sizeof c->params;
-    if (c->size && c->size < end)
-        return 0;
     return c->strategy && c->params && c->strategy->n_params <= TF_STRATEGY_MAX_PARAMS &&
            c->strategy->param_names;
 }
@@ -173,13 +170,21 @@ int tf_paper_format(const tf_paper_config *cfg, const tf_paper_result *res, int 
 {
     if (!cfg || !res || (!buf && cap))
         return TF_E_NULL_ARG;
+    /* Both structs under the size rule (docs/api.md): only the bytes the caller's size covers
+     * are read; a result below its first layout, or a longer one with a non-zero byte this
+     * library does not know, is refused before anything is written. */
+    tf_paper_config c;
+    tf_paper_result r;
+    if (tfu_opts_load(&c, sizeof c, cfg, TFU_FIELD_END(tf_paper_config, progress)) ||
+        tfu_opts_load(&r, sizeof r, res, sizeof r))
+        return TF_E_INVALID_ARG;
     out b = {buf, cap, 0};
     if (cap)
         buf[0] = 0;
     if (as_json)
-        json(&b, cfg, res);
+        json(&b, &c, &r);
     else
-        text(&b, cfg, res);
+        text(&b, &c, &r);
     if (b.len > (size_t)INT32_MAX)
         return TF_E_LIMIT;
     return (int)b.len;

@@ -10,7 +10,7 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-#define PROFILES_CAP (2 * TFV_RISK_MAX_ACCOUNTS + 1) /* compacted when full */
+#define PROFILES_CAP (2 * TFV_RISK_MAX_ACCOUNTS + 2) /* compacted when full */
 #define PROFILE_SEARCH 64 /* profiles a new account's limits are compared with */
 
 /* What the checks read of an account's limits, on a cache line of its own. Accounts with the
@@ -21,15 +21,26 @@ __extension__ typedef unsigned __int128 u128;
 typedef struct profile {
     _Alignas(64) uint64_t max_qty; /* UINT64_MAX: none (a valid quantity is <= INT64_MAX) */
     uint64_t max_notional;         /* 0: none */
-    uint64_t band;                 /* 0: none */
-    int64_t ref_price;
-    uint32_t max_open;
-    uint8_t band_unit, ref_last;
+    uint64_t band;                 /* ticks or basis points (bps) */
+    int64_t ref_price;             /* with REF_FIXED */
+    uint32_t max_open;             /* 0: none */
+    uint8_t ref;                   /* REF_*: where the band's reference comes from, or no band */
+    uint8_t bps;                   /* the band is in basis points (else in ticks) */
 } profile;
+
+/* The band compiled per profile: one test of `ref` tells a profile without a band (every other
+ * absent rule is one test as well: max_qty UINT64_MAX, max_notional 0, max_open 0). */
+enum { REF_NONE, REF_FIXED, REF_BOOK, REF_LAST };
+
+/* prof[0] is the profile of an account without limits: every rule absent, so an account the
+ * config does not name passes them all without a test of its own. */
+#define NO_LIMITS 0
 
 struct tfv_risk {
     struct tfv_risk_head h; /* n, n_killed: what tfv_risk_check reads inline (risk.h) */
-    int dense;              /* the accounts are consecutive ids: account a is at a - ids[0] */
+    uint32_t span;          /* dense: n (account a is at a - first when below span), else 0 */
+    uint64_t first;         /* ids[0] (0 without accounts) */
+    int dense;              /* the accounts are consecutive ids (or there are none) */
     tf_engine *e;
     tfv_limits *acct; /* ascending by account: the limits as configured */
     uint64_t *ids;    /* [i]: acct[i].account, what the lookups compare */
@@ -186,6 +197,9 @@ int tfv_risk_payload_check(int kind, const uint8_t *p, size_t n)
 
 /* ---- state ------------------------------------------------------------------------------ */
 
+static profile profile_from(const tfv_limits *l);
+static void reindex(tfv_risk *r);
+
 int tfv_risk_open(tf_engine *e, tfv_risk **out)
 {
     tfv_risk *r = calloc(1, sizeof *r);
@@ -201,6 +215,9 @@ int tfv_risk_open(tf_engine *e, tfv_risk **out)
         return TF_E_NOMEM;
     }
     r->e = e;
+    r->n_prof = 1;
+    r->prof[NO_LIMITS] = profile_from(&(tfv_limits){0});
+    reindex(r);
     *out = r;
     return 0;
 }
@@ -241,25 +258,28 @@ static void reindex(tfv_risk *r)
     tfu_table_clear(&r->index);
     for (uint32_t i = 0; i < n; i++)
         tfu_tab_insert(&r->index, tfu_mix(r->ids[i]), i + 1, index_hash, r);
-    r->dense = n && r->ids[n - 1] - r->ids[0] == n - 1;
+    r->dense = !n || r->ids[n - 1] - r->ids[0] == n - 1;
+    r->span = r->dense ? n : 0;
+    r->first = n ? r->ids[0] : 0;
 }
 
-/* The position of account in acct[], or n. ids[] is ascending without duplicates, so account a
- * sits at a - ids[0] when the ids are consecutive (1..N: no compare at all), else the index. */
-static inline __attribute__((always_inline)) uint32_t position(const tfv_risk *r, uint64_t account)
+/* An account's profile through the index (accounts that are not consecutive ids). */
+static __attribute__((noinline)) const profile *indexed_limits(const tfv_risk *r, uint64_t account)
 {
-    uint64_t d = account - r->ids[0]; /* wraps for an account below the first */
-    if (r->dense)
-        return d < r->h.n ? (uint32_t)d : r->h.n;
     uint32_t idx = tfu_tab_find(&r->index, tfu_mix(account), index_eq, r, &account);
-    return idx ? idx - 1u : r->h.n;
+    return &r->prof[idx ? r->pix[idx - 1] : NO_LIMITS];
 }
 
+/* The profile of account (NO_LIMITS for one without limits). ids[] is ascending without
+ * duplicates, so account a sits at a - ids[0] when the ids are consecutive (1..N: one compare,
+ * no load of ids[]), else the index finds it. */
 static inline __attribute__((always_inline)) const profile *limits_of(const tfv_risk *r,
                                                                       uint64_t account)
 {
-    uint32_t i = position(r, account);
-    return i < r->h.n ? &r->prof[r->pix[i]] : NULL;
+    uint64_t d = account - r->first; /* wraps for an account below the first */
+    if (d < r->span)
+        return &r->prof[r->pix[d]];
+    return r->dense ? &r->prof[NO_LIMITS] : indexed_limits(r, account);
 }
 
 static profile profile_from(const tfv_limits *l)
@@ -268,15 +288,17 @@ static profile profile_from(const tfv_limits *l)
     memset(&p, 0, sizeof p); /* padding too: profiles are compared whole */
     p.max_qty = l->max_qty ? l->max_qty : UINT64_MAX;
     p.max_notional = l->max_notional;
-    p.band = l->band;
-    p.ref_price = l->ref_price;
     p.max_open = l->max_open;
-    p.band_unit = l->band_unit;
-    p.ref_last = l->ref_last;
+    if (l->band) {
+        p.band = l->band;
+        p.bps = l->band_unit == TFV_BAND_BPS;
+        p.ref = l->ref_price ? REF_FIXED : l->ref_last ? REF_LAST : REF_BOOK;
+        p.ref_price = l->ref_price;
+    }
     return p;
 }
 
-/* The profile of l: one of the first PROFILE_SEARCH alike, else a new one. */
+/* The profile of l: one of the first PROFILE_SEARCH alike (NO_LIMITS too), else a new one. */
 static uint16_t profile_add(tfv_risk *r, const tfv_limits *l)
 {
     profile p = profile_from(l);
@@ -291,7 +313,7 @@ static uint16_t profile_add(tfv_risk *r, const tfv_limits *l)
 /* Every account's profile anew (profiles of limits since replaced are dropped). */
 static void profiles_rebuild(tfv_risk *r)
 {
-    r->n_prof = 0;
+    r->n_prof = 1; /* NO_LIMITS stays */
     for (uint32_t i = 0; i < r->h.n; i++)
         r->pix[i] = profile_add(r, &r->acct[i]);
 }
@@ -304,7 +326,7 @@ int tfv_risk_apply_limits(tfv_risk *r, const tfv_limits *l)
             tf_engine_track_account(r->e, r->ids[i], 0);
         tf_engine_clear_stp(r->e);
         r->h.n = 0;
-        r->n_prof = 0;
+        r->n_prof = 1; /* NO_LIMITS stays */
         reindex(r);
         return 0;
     }
@@ -396,6 +418,28 @@ int tfv_risk_apply_record(tfv_risk *r, int kind, const uint8_t *p, size_t n, tf_
 
 /* ---- checks ----------------------------------------------------------------------------- */
 
+/* The kill switch's verdict alone: for a command the limits do not look at (the engine rejects
+ * it anyway) or an account with the switch on. Off the common path. */
+static __attribute__((noinline)) int kill_rule(const tfv_risk *r, uint64_t account)
+{
+    return tfv_risk_killed(r, account) ? TFV_REASON_KILL_SWITCH : 0;
+}
+
+/* qty * price > max_notional, exactly (a product past 2^64 is past every limit); price > 0. */
+static inline __attribute__((always_inline)) int over_notional(const profile *l, uint64_t qty,
+                                                               int64_t price)
+{
+    uint64_t v;
+    return l->max_notional &&
+           (__builtin_mul_overflow(qty, (uint64_t)price, &v) || v > l->max_notional);
+}
+
+/* diff * 10000 > ref * bps in 128 bits: off the common path (a product past 2^64). */
+static __attribute__((noinline)) int outside_band_wide(uint64_t diff, uint64_t ref, uint64_t bps)
+{
+    return (u128)diff * 10000 > (u128)ref * bps;
+}
+
 /* |price - ref| beyond the band around ref (> 0), in ticks or basis points. */
 static inline __attribute__((always_inline)) int outside_band(const profile *l, int64_t ref,
                                                               int64_t price)
@@ -404,41 +448,13 @@ static inline __attribute__((always_inline)) int outside_band(const profile *l, 
      * the reference the price is on (a coin toss in a flow of buys and sells) */
     int64_t s = price - ref;
     uint64_t diff = s < 0 ? 0 - (uint64_t)s : (uint64_t)s;
-    if (l->band_unit == TFV_BAND_TICKS)
+    if (!l->bps)
         return diff > l->band;
     uint64_t a, b; /* the exact 64-bit products when both fit (nearly always), else 128-bit */
     if (!__builtin_mul_overflow(diff, (uint64_t)10000, &a) &&
         !__builtin_mul_overflow((uint64_t)ref, l->band, &b))
         return a > b;
-    return (u128)diff * 10000 > (u128)(uint64_t)ref * l->band;
-}
-
-/* The rules for an order of an account: quantity, notional (price > 0), band, open orders.
- * A Replace passes its order's brief (the engine's band references read with the order); a new
- * order has the engine read them only when its band needs them. */
-static inline __attribute__((always_inline)) int
-order_rules(const tfv_risk *r, const profile *l, uint64_t account, uint64_t instrument, int side,
-            const int64_t *price, uint64_t qty, const eng_order_brief *o, int adds_order)
-{
-    if (qty > l->max_qty) /* UINT64_MAX without a limit */
-        return TFV_REASON_MAX_QUANTITY;
-    uint64_t notional; /* qty * price > max_notional, exactly: a product past 2^64 is past it */
-    if (price && l->max_notional &&
-        (__builtin_mul_overflow(qty, (uint64_t)*price, &notional) || notional > l->max_notional))
-        return TFV_REASON_MAX_NOTIONAL;
-    if (price && l->band) {
-        /* the configured reference, else the engine's (risk_view.h); 0: nothing to measure
-         * against */
-        int64_t ref = l->ref_price ? l->ref_price
-                      : !o         ? eng_band_ref(r->e, instrument, side, l->ref_last)
-                      : l->ref_last && o->last_trade ? o->last_trade
-                                                     : o->book_ref;
-        if (ref > 0 && outside_band(l, ref, *price))
-            return TFV_REASON_PRICE_BAND;
-    }
-    if (adds_order && l->max_open && eng_account_open(r->e, account) >= l->max_open)
-        return TFV_REASON_MAX_OPEN_ORDERS;
-    return 0;
+    return outside_band_wide(diff, (uint64_t)ref, l->band);
 }
 
 static int qty_valid(tf_ofl_qty q)
@@ -446,76 +462,117 @@ static int qty_valid(tf_ofl_qty q)
     return q.hi == 0 && q.lo - 1 < (uint64_t)INT64_MAX; /* 1..INT64_MAX (0 wraps) */
 }
 
-/* The rules for an account's command: the kill switch, then the limits (none when the account
- * has none, or when the engine will reject the command anyway). */
-static inline __attribute__((always_inline)) int account_rules(const tfv_risk *r, uint64_t account,
-                                                               uint64_t instrument, int side,
-                                                               const int64_t *price, tf_ofl_qty q,
-                                                               int adds_order)
+/* The limits for a Replace or ReplaceByClient of the live order o to (price, q), a valid quantity
+ * and price > 0 that does not only reduce the order: quantity, notional, band (its reference is
+ * o's book's, read only when the profile has a band that needs it). A replace adds no order, so
+ * max_open does not apply. */
+static inline __attribute__((always_inline)) int
+replace_limits(const tfv_risk *r, const eng_order *o, int64_t price, uint64_t qty)
+{
+    const profile *l = limits_of(r, o->account);
+    if (qty > l->max_qty)
+        return TFV_REASON_MAX_QUANTITY;
+    if (over_notional(l, qty, price))
+        return TFV_REASON_MAX_NOTIONAL;
+    if (l->ref == REF_NONE)
+        return 0;
+    int64_t ref =
+        l->ref == REF_FIXED ? l->ref_price : eng_risk_ref(r->e, o->tree, l->ref == REF_LAST);
+    return ref > 0 && outside_band(l, ref, price) ? TFV_REASON_PRICE_BAND : 0;
+}
+
+/* The same while some kill switch is on: the account's switch first. A function of its own, so
+ * that the common path (no switch on) makes no call and needs no frame. */
+static __attribute__((noinline)) int replace_killed(const tfv_risk *r, const eng_order *o,
+                                                    int64_t price, uint64_t qty)
+{
+    if (tfv_risk_killed(r, o->account))
+        return TFV_REASON_KILL_SWITCH;
+    return replace_limits(r, o, price, qty);
+}
+
+/* A Replace or ReplaceByClient of the live order o to (price, q), in the rules' order (kill
+ * switch, then the limits). One that only reduces what is there (same price, a valid quantity not
+ * above the remaining) always passes; one the engine will reject (a bad quantity or price) meets
+ * the kill switch alone. */
+static inline __attribute__((always_inline)) int
+replace_rules(const tfv_risk *r, const eng_order *o, int64_t price, tf_ofl_qty q)
+{
+    if (!qty_valid(q) || price <= 0)
+        return r->h.n_killed ? kill_rule(r, o->account) : 0;
+    if (price == o->price && q.lo <= o->remaining)
+        return 0;
+    return r->h.n_killed ? replace_killed(r, o, price, q.lo) : replace_limits(r, o, price, q.lo);
+}
+
+/* A new order of an account, in the rules' order: kill switch, quantity, then for a limit order
+ * (price != NULL) notional, band (around the instrument's book, read only when needed) and, for
+ * one that may rest (adds_order), open orders. One the engine will reject anyway (a bad quantity,
+ * price or side) meets the kill switch alone. */
+static inline __attribute__((always_inline)) int new_rules(const tfv_risk *r, uint64_t account,
+                                                           uint64_t instrument, int side,
+                                                           const int64_t *price, tf_ofl_qty q,
+                                                           int adds_order)
 {
     if (r->h.n_killed && tfv_risk_killed(r, account))
         return TFV_REASON_KILL_SWITCH;
-    if (!r->h.n)
+    if (!qty_valid(q) || (price && *price <= 0) || side > TF_OFL_SELL)
         return 0;
     const profile *l = limits_of(r, account);
-    if (!l || !qty_valid(q) || (price && *price <= 0) || side > TF_OFL_SELL)
-        return 0;
-    return order_rules(r, l, account, instrument, side, price, q.lo, NULL, adds_order);
+    if (q.lo > l->max_qty)
+        return TFV_REASON_MAX_QUANTITY;
+    if (!price)
+        return 0; /* a market order: quantity only */
+    if (over_notional(l, q.lo, *price))
+        return TFV_REASON_MAX_NOTIONAL;
+    if (l->ref != REF_NONE) {
+        int64_t ref = l->ref == REF_FIXED
+                          ? l->ref_price
+                          : eng_band_ref(r->e, instrument, side, l->ref == REF_LAST);
+        if (ref > 0 && outside_band(l, ref, *price))
+            return TFV_REASON_PRICE_BAND;
+    }
+    if (adds_order && l->max_open && eng_risk_open(r->e, account) >= l->max_open)
+        return TFV_REASON_MAX_OPEN_ORDERS;
+    return 0;
 }
 
-/* A Replace or ReplaceByClient of the live order o to (price, q): one that only reduces what is
- * there (same price, a valid quantity not above the remaining) always passes; otherwise as
- * account_rules for o's account (its side is 0 or 1), the quantity tested once. */
-static inline __attribute__((always_inline)) int
-replace_rules(const tfv_risk *r, const eng_order_brief *o, const int64_t *price, tf_ofl_qty q)
+/* A Replace: its order found once (not live: the engine's OrderNotFound), which leaves the
+ * engine its hint, and read in place. Inline in tfv_risk_check_on's first test: the most
+ * frequent order command (82 % of the exchange-core flow) pays neither a call of its own nor the
+ * frame of the others. */
+static inline __attribute__((always_inline)) int replace_check(const tfv_risk *r,
+                                                               const tf_ofl_replace *c)
 {
-    int valid = qty_valid(q);
-    if (*price == o->price && valid && q.lo <= o->remaining)
-        return 0;
-    if (r->h.n_killed && tfv_risk_killed(r, o->account_id))
-        return TFV_REASON_KILL_SWITCH;
-    if (!r->h.n || !valid || *price <= 0)
-        return 0;
-    const profile *l = limits_of(r, o->account_id);
-    return l ? order_rules(r, l, o->account_id, 0, o->side, price, q.lo, o, 0) : 0;
-}
-
-/* A Replace (tfv_risk_check calls it directly): its order read once (account, price, quantity, side
- * and its book's references; not live: the engine's OrderNotFound), which leaves the engine its
- * hint. A function of its own with the order as its only frame: the most frequent order command (82
- * % of the exchange-core flow) does not pay the frame of the others. */
-int tfv_risk_check_replace(const tfv_risk *r, const tf_ofl_replace *c)
-{
-    eng_order_brief o;
-    if (!eng_order_brief_of(r->e, c->order_id, &o))
-        return 0;
-    return replace_rules(r, &o, &c->price, c->quantity);
+    uint32_t oi = eng_risk_find(r->e, c->order_id);
+    return oi ? replace_rules(r, eng_risk_order(r->e, oi), c->price, c->quantity) : 0;
 }
 
 static __attribute__((noinline)) int client_replace_check(const tfv_risk *r,
                                                           const tf_ofx_replace_by_client *c)
 {
-    eng_order_brief o;
-    if (!eng_client_brief_of(r->e, c->account_id, c->client_order_id, &o))
+    uint32_t oi = eng_risk_find_client(r->e, c->account_id, c->client_order_id);
+    if (!oi)
         return 0; /* the engine's OrderNotFound */
-    return replace_rules(r, &o, &c->price, (tf_ofl_qty){c->quantity, 0});
+    return replace_rules(r, eng_risk_order(r->e, oi), c->price, (tf_ofl_qty){c->quantity, 0});
 }
 
-static __attribute__((noinline)) int new_order_check(const tfv_risk *r, const tf_ofl_msg *cmd)
+/* The new orders, one function each: the most frequent (NewLimit) without the others' frame. */
+static __attribute__((noinline)) int new_limit_check(const tfv_risk *r, const tf_ofl_new_limit *c)
 {
-    if (cmd->kind == TF_OFL_NEW_LIMIT) {
-        const tf_ofl_new_limit *c = &cmd->new_limit;
-        return account_rules(r, c->account_id, c->instrument_id, c->side, &c->price, c->quantity,
-                             1);
-    }
-    if (cmd->kind == TF_OFL_NEW_MARKET) {
-        const tf_ofl_new_market *c = &cmd->new_market;
-        return account_rules(r, c->account_id, 0, c->side, NULL, c->quantity, 0);
-    }
-    const tf_ofx_order *c = &cmd->order;
+    return new_rules(r, c->account_id, c->instrument_id, c->side, &c->price, c->quantity, 1);
+}
+
+static __attribute__((noinline)) int new_market_check(const tfv_risk *r, const tf_ofl_new_market *c)
+{
+    return new_rules(r, c->account_id, 0, c->side, NULL, c->quantity, 0);
+}
+
+static __attribute__((noinline)) int gateway_order_check(const tfv_risk *r, const tf_ofx_order *c)
+{
     int limit = c->type == TF_OFX_LIMIT;
-    return account_rules(r, c->account_id, c->instrument_id, c->side, limit ? &c->price : NULL,
-                         (tf_ofl_qty){c->quantity, 0}, limit && c->tif == TF_OFX_GTC);
+    return new_rules(r, c->account_id, c->instrument_id, c->side, limit ? &c->price : NULL,
+                     (tf_ofl_qty){c->quantity, 0}, limit && c->tif == TF_OFX_GTC);
 }
 
 /* The checks while limits or a kill switch are in force (tfv_risk_check, risk.h, tests that
@@ -526,9 +583,13 @@ int tfv_risk_check_on(const tfv_risk *r, const tf_ofl_msg *cmd)
 {
     int kind = cmd->kind;
     if (kind == TF_OFL_REPLACE)
-        return tfv_risk_check_replace(r, &cmd->replace);
-    if (kind == TF_OFL_NEW_LIMIT || kind == TF_OFL_NEW_MARKET || kind == TF_OFX_ORDER)
-        return new_order_check(r, cmd);
+        return replace_check(r, &cmd->replace);
+    if (kind == TF_OFL_NEW_LIMIT)
+        return new_limit_check(r, &cmd->new_limit);
+    if (kind == TF_OFL_NEW_MARKET)
+        return new_market_check(r, &cmd->new_market);
+    if (kind == TF_OFX_ORDER)
+        return gateway_order_check(r, &cmd->order);
     if (kind == TF_OFX_REPLACE_BY_CLIENT)
         return client_replace_check(r, &cmd->replace_by_client);
     return 0; /* cancels always pass, even under a kill switch */

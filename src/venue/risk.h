@@ -110,23 +110,26 @@ struct tfv_risk_head {
     uint32_t n;        /* accounts with limits */
     uint32_t n_killed; /* accounts with the kill switch on */
 };
-/* tfv_risk_check while some limit or kill switch is in force: any command, or a Replace. */
+/* tfv_risk_check while some limit or kill switch is in force. */
 int tfv_risk_check_on(const tfv_risk *r, const tf_ofl_msg *cmd);
-int tfv_risk_check_replace(const tfv_risk *r, const tf_ofl_replace *c);
 /* The first rule cmd breaks (a TFV_REASON_*), or 0. Cancels always pass; a command the engine
  * will reject anyway (bad quantity or price, unknown instrument or order) passes, so the engine
  * gives its own reason. O(1) for accounts with consecutive ids (else one hash probe), plus one
  * order lookup for a Replace or ReplaceByClient (which leaves the engine the order's slot as its
- * hint: the engine applying that command next skips its own lookup) and one book read for a
- * band. Inline, and no call at all, while no limits and no kill switch are in force. */
-static inline int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd)
+ * hint: the engine applying that command next skips its own lookup; the order is read in place)
+ * and one book read for a band; a rule the account's limits lack costs one test. Inline, and no
+ * call at all, while no limits and no kill switch are in force. */
+/* 1 when no rule is in force (no limits, no kill switch on; r NULL too): every command passes. */
+static inline int tfv_risk_idle(const tfv_risk *r)
 {
     const struct tfv_risk_head *h = (const struct tfv_risk_head *)(const void *)r;
-    if (!r || !(h->n | h->n_killed))
+    return !r || !(h->n | h->n_killed);
+}
+static inline int tfv_risk_check(const tfv_risk *r, const tf_ofl_msg *cmd)
+{
+    if (tfv_risk_idle(r))
         return 0;
-    /* the most frequent order command without the dispatch's hop */
-    return cmd->kind == TF_OFL_REPLACE ? tfv_risk_check_replace(r, &cmd->replace)
-                                       : tfv_risk_check_on(r, cmd);
+    return tfv_risk_check_on(r, cmd); /* a Replace first there, without a second call */
 }
 /* Applies a decoded risk record (kind 0x11 or 0x12; 0x13 needs the venue's owners and is
  * applied by tfv_apply): the outcome (TF_ENGINE_APPLIED, or the engine's for a kill switch) or

@@ -365,6 +365,101 @@ static void test_first_ext(void)
     CHECK_RC(tf_journal_close(j), 0);
 }
 
+/* The reference for a scan: one record at a time through tf_journal_reader_next. */
+static void scan_ref(const uint8_t *img, size_t len, tf_journal_scan_result *want)
+{
+    memset(want, 0, sizeof *want);
+    tf_journal_reader r;
+    tf_journal_reader_init(&r, img, len);
+    tf_ofl_msg m;
+    int rc;
+    while ((rc = tf_journal_reader_next(&r, &m)) == 1)
+        ;
+    want->error = rc;
+    want->records = r.next_seq;
+    want->valid_bytes = r.pos;
+}
+
+/* The scans (tf_journal_scan on an image, and the open's check of a file, read in pieces) walk a
+ * journal of extension records in whole batches once the first one is noted, and take an
+ * extension kind without its decode: the same records, stop, reason and offset as the reader
+ * one record at a time, with and without damage among the extension records. */
+static void test_scan_ext(void)
+{
+    unlink(tmp("s.ofl"));
+    tf_journal *j;
+    tf_journal_opts o = {.durability = TF_JOURNAL_NONE, .session_id = 9};
+    CHECK_RC(tf_journal_open(tmp("s.ofl"), &o, &j, NULL), 0);
+    tf_ofl_gen g;
+    tf_ofl_gen_init(&g, 5);
+    for (int i = 0; i < 3000; i++) {
+        tf_ofl_msg m;
+        if (i < 3 || i % 50 == 7) { /* a few OFL1 records among them */
+            tf_ofl_gen_next(&g, &m);
+            CHECK_RC(tf_journal_append(j, &m, NULL), 0);
+            continue;
+        }
+        /* extension kinds 0x10 and 0x9E, sizes 11 (a bare frame) to 40 */
+        uint8_t f[40] = {0};
+        size_t n = i % 97 == 5 ? 11 : 20 + (size_t)(i % 21);
+        f[0] = (uint8_t)(n - 2);
+        f[2] = i & 1 ? 0x10 : 0x9E;
+        uint64_t seq = tf_journal_next_seq(j);
+        for (int b = 0; b < 8; b++)
+            f[3 + b] = (uint8_t)(seq >> (8 * b));
+        for (size_t b = 11; b < n; b++)
+            f[b] = (uint8_t)(i * 7 + (int)b);
+        CHECK_RC(tf_journal_append_frame(j, f, n), 0);
+    }
+    CHECK_RC(tf_journal_close(j), 0);
+    size_t len;
+    uint8_t *img = read_file(tmp("s.ofl"), &len);
+    CHECK(img != NULL);
+    if (!img)
+        return;
+    /* how: 0 whole, 1 a flipped payload byte (CRC), 2 a wrong journal_seq with its CRC fixed,
+     * 3 a torn tail */
+    for (int how = 0; how < 4; how++) {
+        size_t at = offset_of(img, len, 2222), n = len;
+        size_t fsize = 2 + ((size_t)img[at] | (size_t)img[at + 1] << 8);
+        uint8_t *d = malloc(len);
+        memcpy(d, img, len);
+        if (how == 1)
+            d[at + 12] ^= 0x04;
+        if (how == 2) {
+            d[at + 3] ^= 0x01;
+            uint32_t crc = tf_crc32c(0, d + at, fsize);
+            memcpy(d + at + fsize, &crc, 4);
+        }
+        if (how == 3)
+            n = len - 5;
+        tf_journal_scan_result want, got;
+        scan_ref(d, n, &want);
+        CHECK_EQ(want.error, how == 0   ? 0
+                             : how == 1 ? TF_E_OFL_CRC_MISMATCH
+                             : how == 2 ? TF_E_OFL_SEQ_GAP
+                                        : TF_E_OFL_TORN_RECORD);
+        CHECK_EQ(tf_journal_scan(d, n, &got), want.error);
+        CHECK_EQ(got.records, want.records);
+        CHECK_EQ(got.valid_bytes, want.valid_bytes);
+        FILE *f = fopen(tmp("s2.ofl"), "wb");
+        CHECK(f && fwrite(d, 1, n, f) == n);
+        if (f)
+            fclose(f);
+        tf_journal_opts ro = {.durability = TF_JOURNAL_NONE, .flags = TF_JOURNAL_NO_TRUNCATE};
+        tf_journal_recovery rec;
+        tf_journal *j2 = NULL;
+        int rc = tf_journal_open(tmp("s2.ofl"), &ro, &j2, &rec);
+        CHECK_EQ(rc, want.error);
+        CHECK_EQ(rec.reason, want.error);
+        CHECK_EQ(rec.records, want.records);
+        CHECK_EQ(rec.valid_bytes, want.valid_bytes);
+        tf_journal_close(j2);
+        free(d);
+    }
+    free(img);
+}
+
 /* Records whose frames and offsets tfo_pieces must give, as the reader found them. */
 typedef struct rec_at {
     uint64_t off;
@@ -458,6 +553,7 @@ int main(void)
     test_same_walk();
     test_pump_args();
     test_first_ext();
+    test_scan_ext();
     test_pieces();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -388,6 +388,42 @@ static void test_errors(void)
     CHECK(tf_paper_price(7, 0.25) == 1.75);
 }
 
+/* tf_paper_format reads both structs under the size rule (docs/api.md): a result shorter than
+ * its first layout, a longer one with a byte this library does not know set, and a config below
+ * its minimum are refused before anything is written; 0 and a longer struct with a zero tail
+ * read as the library's own layout. */
+static void format_sizes(const tf_paper_config *c, const tf_paper_result *r)
+{
+    char want[4096], buf[4096];
+    int n = tf_paper_format(c, r, 1, want, sizeof want);
+    CHECK(n > 0);
+    tf_paper_result shrt = *r;
+    shrt.size = offsetof(tf_paper_result, seconds); /* a layout that never was: too short */
+    memcpy(buf, "untouched", 10);
+    CHECK_RC(tf_paper_format(c, &shrt, 1, buf, sizeof buf), TF_E_INVALID_ARG);
+    CHECK(!strcmp(buf, "untouched"));
+    shrt.size = sizeof shrt.size;
+    CHECK_RC(tf_paper_format(c, &shrt, 0, buf, sizeof buf), TF_E_INVALID_ARG);
+    struct {
+        tf_paper_result r;
+        uint64_t next; /* a field of a newer layout */
+    } longer;
+    memset(&longer, 0, sizeof longer);
+    longer.r = *r;
+    longer.r.size = sizeof longer;
+    CHECK_EQ(tf_paper_format(c, &longer.r, 1, buf, sizeof buf), n);
+    CHECK(!strcmp(buf, want));
+    longer.next = 1; /* an option this library would ignore: refused */
+    CHECK_RC(tf_paper_format(c, &longer.r, 1, buf, sizeof buf), TF_E_INVALID_ARG);
+    tf_paper_result zero = *r;
+    zero.size = 0;
+    CHECK_EQ(tf_paper_format(c, &zero, 1, buf, sizeof buf), n);
+    CHECK(!strcmp(buf, want));
+    tf_paper_config cs = *c;
+    cs.size = offsetof(tf_paper_config, combo); /* below the config's first layout */
+    CHECK_RC(tf_paper_format(&cs, r, 1, buf, sizeof buf), TF_E_INVALID_ARG);
+}
+
 static void test_format(void)
 {
     double x[400];
@@ -411,6 +447,7 @@ static void test_format(void)
     CHECK_RC(tf_paper_format(NULL, &r, 0, buf, sizeof buf), TF_E_NULL_ARG);
     CHECK_RC(tf_paper_format(&c, NULL, 0, buf, sizeof buf), TF_E_NULL_ARG);
     CHECK_RC(tf_paper_format(&c, &r, 0, NULL, 8), TF_E_NULL_ARG);
+    format_sizes(&c, &r);
 }
 
 /* Every built-in through tf_paper_run: the fills' pnl equals tf_sweep_with's on the rounded

@@ -233,10 +233,70 @@ static void test_reserve_and_clear(void)
     tfu_table_fini(&t);
 }
 
+/* tfu_tab_find_at and tfu_tab_rekey (an entry changes its key: one probe for the new key, the
+ * old slot known): under the same colliding and wrapping hashes, at a fixed size and through
+ * erases and inserts between the rekeys, every entry stays findable and reachable, the count
+ * does not move, and find_at says where it stopped (the entry's slot, or an empty slot). */
+static void test_rekey(void)
+{
+    tfu_table t;
+    CHECK_RC(tfu_table_init(&t, N), 0);
+    const uint64_t ginv = golden_inv();
+    memset(present, 0, sizeof present);
+    uint64_t live = 0;
+    for (uint32_t idx = 1; idx <= N / 2; idx++) { /* to load 1/4 at the largest size */
+        hash_of[idx] = pick_hash(&t, ginv);
+        key_of[idx] = next();
+        tfu_tab_insert(&t, hash_of[idx], idx, h_of, NULL);
+        present[idx] = 1;
+        live++;
+    }
+    int bad_at = 0, bad_find = 0, bad_count = 0, bad_full = 0;
+    long rekeys = 0;
+    for (long s = 0; s < 300000; s++) {
+        uint32_t idx = 1 + (uint32_t)(next() % N);
+        if (!present[idx]) {
+            if (live * 4 + 4 > t.mask + 1 || next() % 2)
+                continue;
+            hash_of[idx] = pick_hash(&t, ginv);
+            key_of[idx] = next();
+            tfu_tab_insert(&t, hash_of[idx], idx, h_of, NULL);
+            present[idx] = 1;
+            live++;
+        } else if (next() % 8 == 0) {
+            tfu_tab_erase(&t, hash_of[idx], idx, h_of, NULL);
+            present[idx] = 0;
+            live--;
+        } else {
+            uint64_t from = 0, to = 0, nk = next(), nh = pick_hash(&t, ginv);
+            bad_at += tfu_tab_find_at(&t, hash_of[idx], eq, NULL, &key_of[idx], &from) != idx ||
+                      t.slot[from] != idx;
+            bad_at += tfu_tab_find_at(&t, nh, eq, NULL, &nk, &to) != 0 || t.slot[to] != 0;
+            key_of[idx] = nk;
+            hash_of[idx] = nh;
+            tfu_tab_rekey(&t, from, to, h_of, NULL);
+            rekeys++;
+        }
+        bad_find +=
+            tfu_tab_find(&t, hash_of[idx], eq, NULL, &key_of[idx]) != (present[idx] ? idx : 0);
+        bad_count += t.count != live;
+        if (s % 1024 == 0)
+            bad_full += !reachable_all(&t) || !agrees_all(&t);
+    }
+    bad_full += !reachable_all(&t) || !agrees_all(&t);
+    CHECK(rekeys > 100000);
+    CHECK_EQ(bad_at, 0);
+    CHECK_EQ(bad_find, 0);
+    CHECK_EQ(bad_count, 0);
+    CHECK_EQ(bad_full, 0);
+    tfu_table_fini(&t);
+}
+
 int main(void)
 {
     test_small_and_full();
     test_random();
     test_reserve_and_clear();
+    test_rekey();
     return tf_test_report();
 }

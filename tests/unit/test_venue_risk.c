@@ -4,7 +4,7 @@
  * kill switch, and that limits applied from decoded records decide as the parsed ones do; the
  * band around the last trade (before any trade, at its boundary, after a snapshot); the account
  * lookups with ids that are not consecutive; limits shared between accounts, and the notional and
- * the band at their 64-bit edges. */
+ * the band at their 64-bit edges; every rule a Replace meets, at its boundary. */
 #include <stdlib.h>
 
 #include "harness.h"
@@ -811,6 +811,161 @@ static void shared_limits(void)
     tf_engine_destroy(e);
 }
 
+/* Places m (no check) and returns its order id. */
+static uint64_t place(tf_engine *e, tf_ofl_msg m)
+{
+    apply(e, m);
+    CHECK(sink.n >= 1 && ev[0].kind == TF_OFL_ACCEPTED);
+    return ev[0].accepted.order_id;
+}
+
+static int rep(const tfv_risk *r, uint64_t order_id, int64_t px, uint64_t qty)
+{
+    tf_ofl_msg m = {.kind = TF_OFL_REPLACE};
+    ++seq;
+    m.replace = (tf_ofl_replace){.command_seq = seq,
+                                 .order_id = order_id,
+                                 .client_order_id = 1000 + seq,
+                                 .price = px,
+                                 .quantity = {qty, 0}};
+    return chk(r, m);
+}
+
+static int rep_client(const tfv_risk *r, uint64_t account, uint64_t coid, int64_t px, uint64_t qty)
+{
+    tf_ofl_msg m = {.kind = TF_OFX_REPLACE_BY_CLIENT};
+    m.replace_by_client = (tf_ofx_replace_by_client){.command_seq = ++seq,
+                                                     .account_id = account,
+                                                     .client_order_id = coid,
+                                                     .new_client_order_id = coid,
+                                                     .price = px,
+                                                     .quantity = qty};
+    return chk(r, m);
+}
+
+/* Every rule a Replace meets, at its boundary, read from the live order in place: the quantity,
+ * the notional, the band around the opposite best (asks for a bid, bids for an ask), around its
+ * own side's best when the other is empty, around a configured price and around the last trade;
+ * a replace that only reduces; the kill switch beside other accounts' limits; the same through
+ * the index when the accounts stop being consecutive ids, and for accounts without limits. */
+static void replace_boundaries(void)
+{
+    tf_engine *e = make();
+    tfv_risk *r = NULL;
+    CHECK_RC(tfv_risk_open(e, &r), 0);
+    tfv_risk_config c;
+    CHECK_RC(load(r,
+                  "account 7 max_qty 100 max_notional 2500 band 5\n"
+                  "account 8 band 10%\n"
+                  "account 9 band 10 ref 1000\n"
+                  "account 10 band 5 ref last\n",
+                  &c),
+             0);
+    tfv_risk_config_free(&c);
+    /* instrument 1: asks at 22 (account 1), account 7 bids at 20 and at 10 (outside its band) */
+    place(e, nl(1, 1, 1, 1, 22, 5));
+    uint64_t a = place(e, nl(7, 1, 1, 0, 20, 10));
+    uint64_t b = place(e, nl(7, 2, 1, 0, 10, 10));
+    /* the quantity: 100 accepted, 101 refused */
+    CHECK_EQ(rep(r, a, 20, 100), 0);
+    CHECK_EQ(rep(r, a, 20, 101), TFV_REASON_MAX_QUANTITY);
+    /* the notional: 25 * 100 = 2500 accepted, 26 * 100 refused (26 is inside the band) */
+    CHECK_EQ(rep(r, a, 25, 100), 0);
+    CHECK_EQ(rep(r, a, 26, 100), TFV_REASON_MAX_NOTIONAL);
+    /* the band around the best ask (22): 17..27 */
+    CHECK_EQ(rep(r, a, 27, 1), 0);
+    CHECK_EQ(rep(r, a, 28, 1), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, a, 17, 1), 0);
+    CHECK_EQ(rep(r, a, 16, 1), TFV_REASON_PRICE_BAND);
+    /* the rules' order: the quantity before the band */
+    CHECK_EQ(rep(r, a, 28, 101), TFV_REASON_MAX_QUANTITY);
+    /* only reducing (same price, up to the remaining 10) passes outside the band */
+    CHECK_EQ(rep(r, b, 10, 10), 0);
+    CHECK_EQ(rep(r, b, 10, 1), 0);
+    CHECK_EQ(rep(r, b, 10, 11), TFV_REASON_PRICE_BAND);
+    /* a bad quantity or price passes: the engine rejects it with its own reason */
+    CHECK_EQ(rep(r, a, 20, 0), 0);
+    CHECK_EQ(rep(r, a, 0, 1), 0);
+    CHECK_EQ(rep(r, a, -5, 1), 0);
+    CHECK_EQ(rep(r, 999, 1000, 1000), 0); /* not live: the engine's OrderNotFound */
+    /* a ReplaceByClient decides alike */
+    CHECK_EQ(rep_client(r, 7, 1, 27, 1), 0);
+    CHECK_EQ(rep_client(r, 7, 1, 28, 1), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep_client(r, 7, 1, 20, 101), TFV_REASON_MAX_QUANTITY);
+    CHECK_EQ(rep_client(r, 7, 2, 10, 10), 0);
+    /* instrument 2 in percent: a bid alone is measured against its own side (100: 90..110) */
+    uint64_t cb = place(e, nl(8, 1, 2, 0, 100, 10));
+    CHECK_EQ(rep(r, cb, 110, 10), 0);
+    CHECK_EQ(rep(r, cb, 111, 10), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, cb, 90, 10), 0);
+    CHECK_EQ(rep(r, cb, 89, 10), TFV_REASON_PRICE_BAND);
+    /* an ask is measured against the best bid (100), not against its own side (200) */
+    uint64_t d = place(e, nl(8, 2, 2, 1, 200, 10));
+    CHECK_EQ(rep(r, d, 110, 10), 0);
+    CHECK_EQ(rep(r, d, 111, 10), TFV_REASON_PRICE_BAND);
+    /* a configured reference (1000, 10 ticks) whatever the book */
+    uint64_t f = place(e, nl(9, 1, 1, 1, 1000, 10));
+    CHECK_EQ(rep(r, f, 1010, 10), 0);
+    CHECK_EQ(rep(r, f, 1011, 10), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, f, 990, 10), 0);
+    CHECK_EQ(rep(r, f, 989, 10), TFV_REASON_PRICE_BAND);
+    /* ref last: the book's (best bid 20: 15..25) before a trade, then the last trade's (22) */
+    uint64_t g = place(e, nl(10, 1, 1, 1, 30, 10));
+    CHECK_EQ(rep(r, g, 25, 10), 0);
+    CHECK_EQ(rep(r, g, 26, 10), TFV_REASON_PRICE_BAND);
+    apply(e, nl(2, 1, 1, 0, 22, 1)); /* trades at 22 */
+    CHECK_EQ(rep(r, g, 27, 10), 0);
+    CHECK_EQ(rep(r, g, 28, 10), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, g, 17, 10), 0);
+    CHECK_EQ(rep(r, g, 16, 10), TFV_REASON_PRICE_BAND);
+    /* accounts without limits: below the first, past the last */
+    uint64_t h1 = place(e, nl(1, 2, 1, 1, 500, 10));
+    uint64_t h2 = place(e, nl(11, 1, 1, 1, 500, 10));
+    CHECK_EQ(rep(r, h1, INT64_MAX, 1000000), 0);
+    CHECK_EQ(rep(r, h2, INT64_MAX, 1000000), 0);
+
+    /* a kill switch on account 9: its increases are refused, its reductions pass; the other
+     * accounts keep their limits, every rule of them */
+    sink.n = 0;
+    CHECK_RC(tfv_risk_kill(r, ++seq, 9, 1, &sink), TF_ENGINE_APPLIED);
+    f = place(e, nl(9, 2, 1, 1, 1000, 10)); /* placed past the venue */
+    CHECK_EQ(rep(r, f, 1000, 10), 0);
+    CHECK_EQ(rep(r, f, 1000, 11), TFV_REASON_KILL_SWITCH);
+    CHECK_EQ(rep(r, f, 1001, 1), TFV_REASON_KILL_SWITCH);
+    CHECK_EQ(rep(r, f, 1000, 0), TFV_REASON_KILL_SWITCH); /* a bad quantity meets the switch */
+    CHECK_EQ(rep_client(r, 9, 2, 1001, 1), TFV_REASON_KILL_SWITCH);
+    CHECK_EQ(rep(r, a, 20, 0), 0);
+    CHECK_EQ(rep(r, a, 20, 100), 0);
+    CHECK_EQ(rep(r, a, 20, 101), TFV_REASON_MAX_QUANTITY);
+    CHECK_EQ(rep(r, a, 26, 100), TFV_REASON_MAX_NOTIONAL);
+    CHECK_EQ(rep(r, cb, 111, 10), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, h2, INT64_MAX, 1000000), 0);
+    sink.n = 0;
+    CHECK_RC(tfv_risk_kill(r, 0, 9, 0, &sink), TF_ENGINE_APPLIED);
+    CHECK_EQ(rep(r, f, 1011, 10), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, f, 1010, 10), 0);
+
+    /* account 1000 joins: the ids are no longer consecutive, the index finds them */
+    tfv_limits l = {.account = 1000, .max_qty = 3};
+    CHECK_RC(tfv_risk_apply_limits(r, &l), 0);
+    uint64_t k = place(e, nl(1000, 1, 1, 1, 500, 3));
+    CHECK_EQ(rep(r, k, 500, 4), TFV_REASON_MAX_QUANTITY);
+    CHECK_EQ(rep(r, k, 501, 3), 0);
+    CHECK_EQ(rep(r, a, 20, 101), TFV_REASON_MAX_QUANTITY);
+    CHECK_EQ(rep(r, a, 26, 100), TFV_REASON_MAX_NOTIONAL);
+    CHECK_EQ(rep(r, a, 28, 1), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, cb, 111, 10), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, f, 1011, 10), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(rep(r, h1, INT64_MAX, 1000000), 0);
+    CHECK_EQ(rep(r, h2, INT64_MAX, 1000000), 0);
+    /* an empty config: no rule at all */
+    CHECK_RC(load(r, "# nothing\n", &c), 0);
+    tfv_risk_config_free(&c);
+    CHECK_EQ(rep(r, a, 28, 101), 0);
+    tfv_risk_close(r);
+    tf_engine_destroy(e);
+}
+
 int main(void)
 {
     config_file();
@@ -824,5 +979,6 @@ int main(void)
     band_last_trade();
     sparse_accounts();
     shared_limits();
+    replace_boundaries();
     return tf_test_report();
 }
