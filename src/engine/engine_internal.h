@@ -188,7 +188,16 @@ struct tf_engine {
 };
 
 /* tables.c: the engine's keys over the one table (common/table.h) */
-uint32_t eng_find_id(const tf_engine *e, uint64_t id);
+/* The live order id's pool slot, 0: none. Inline (every cancel, replace and risk check looks one
+ * up); an order id is its own hash (tables.c's hash_id, by which entries are placed). */
+static inline int eng_eq_id(const void *pool, uint32_t oi, const void *key)
+{
+    return ((const tf_engine *)pool)->orders[oi].id == *(const uint64_t *)key;
+}
+static inline uint32_t eng_find_id(const tf_engine *e, uint64_t id)
+{
+    return tfu_tab_find(&e->by_id, id, eng_eq_id, e, &id);
+}
 void eng_insert_id(tf_engine *e, uint32_t oi);
 void eng_remove_id(tf_engine *e, uint32_t oi);
 uint32_t eng_find_client(const tf_engine *e, uint64_t account, uint64_t coid);

@@ -23,17 +23,9 @@
  * table lookup (engine.c checks the hint against the slot's entry before trusting it). The
  * order's fields (account, price, remaining, tree = book * 2 + side) are valid until the engine
  * applies the next command. */
-static inline int eng_risk_eq_id(const void *pool, uint32_t oi, const void *key)
-{
-    return ((const tf_engine *)pool)->orders[oi].id == *(const uint64_t *)key;
-}
-
 static inline uint32_t eng_risk_find(tf_engine *e, uint64_t order_id)
 {
-    /* eng_find_id (tables.c) inline, saving the call's frame: an order id is its own hash there.
-     * Should that table change its hash, every Replace would pass here: test_venue_risk's
-     * replace_boundaries fails then. */
-    uint32_t oi = tfu_tab_find(&e->by_id, order_id, eng_risk_eq_id, e, &order_id);
+    uint32_t oi = eng_find_id(e, order_id);
     if (oi)
         e->hint = oi;
     return oi;

@@ -13,7 +13,8 @@ typedef struct level_key {
     uint32_t tree;
 } level_key;
 
-/* Order ids are their own hash (handed out in sequence, Fibonacci hashing spreads them). */
+/* Order ids are their own hash (handed out in sequence, Fibonacci hashing spreads them; eng_find_id
+ * in engine_internal.h looks them up inline). */
 static uint64_t hash_id(const void *pool, uint32_t oi)
 {
     return ((const tf_engine *)pool)->orders[oi].id;
@@ -31,11 +32,6 @@ static uint64_t hash_level(const void *pool, uint32_t li)
     return tfu_mix2((uint64_t)l->key, l->tree);
 }
 
-static int eq_id(const void *pool, uint32_t oi, const void *key)
-{
-    return ((const tf_engine *)pool)->orders[oi].id == *(const uint64_t *)key;
-}
-
 static int eq_client(const void *pool, uint32_t oi, const void *key)
 {
     const eng_order *o = &((const tf_engine *)pool)->orders[oi];
@@ -51,11 +47,6 @@ static int eq_level(const void *pool, uint32_t li, const void *key)
 }
 
 /* ---- the three tables ----------------------------------------------------------------------- */
-
-uint32_t eng_find_id(const tf_engine *e, uint64_t id)
-{
-    return tfu_tab_find(&e->by_id, id, eq_id, e, &id);
-}
 
 void eng_insert_id(tf_engine *e, uint32_t oi)
 {
