@@ -6,7 +6,9 @@
  * command's events as stream frames, then a Heartbeat whose journal_seq field is the command's
  * command_seq: "this reply is complete". A reply starts with Accepted, Rejected, Replaced or
  * Canceled. A Trade of a resting order this connection placed, hit by someone else's command,
- * arrives unsolicited, between replies (never inside one). A command the server cannot decode is
+ * arrives unsolicited, between replies (never inside one); so do other unsolicited events (a
+ * kill switch's cancels of this connection's orders), behind a TF_ORDERS_UNSOLICITED marker that
+ * says how many follow (tf_orders_poll_unsolicited). A command the server cannot decode is
  * answered Rejected(Other, event_seq 0) + Heartbeat(0). Replies are sent only once the command is
  * durable, so an event a client has seen is never lost by a crash of the engine.
  *
@@ -87,6 +89,18 @@ typedef struct tf_orders_opts {
 #define TF_ORDERS_VENUE_REJECTED 0x90
 #define TF_ORDERS_NOT_AUTHORIZED 16
 #define TF_ORDERS_STALE_CLIENT_SEQ 31
+
+/* Unsolicited events other than fills (docs/engine-service.md, "Unsolicited events"). The
+ * service sends them to the connection that placed the orders, between two whole replies, behind
+ * a marker frame of kind TF_ORDERS_UNSOLICITED (a connection-level frame: never journaled, never
+ * on the feed, never sent by a client): journal_seq = the command_seq of the command that caused
+ * them, payload (TF_ORDERS_UNSOLICITED_LEN bytes) u32 count (>= 1: the event frames that follow
+ * at once, each byte for byte its record in events.ofl, each of that command_seq), u8 cause
+ * (TF_ORDERS_CAUSE_*), 3 zero bytes. Today: the Canceled / CanceledEx events of a kill switch
+ * (docs/venue.md, "Kill switch") for orders this connection placed. */
+#define TF_ORDERS_UNSOLICITED 0x1F
+#define TF_ORDERS_UNSOLICITED_LEN 8
+#define TF_ORDERS_CAUSE_KILL_SWITCH 1
 
 /* One command's reply. ev/cap are the caller's (in); the rest is written by the call. */
 typedef struct tf_orders_reply {
@@ -190,6 +204,23 @@ TF_API int tf_orders_flush(tf_orders *c);
 TF_API int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_ms);
 /* Unsolicited Trades dropped because the queue was full (since connect). */
 TF_API uint64_t tf_orders_fills_dropped(const tf_orders *c);
+
+/* Unsolicited events other than fills: what the service announces with a TF_ORDERS_UNSOLICITED
+ * marker (today the Canceled / CanceledEx a kill switch made of this connection's orders, each
+ * with the kill's command_seq; docs/venue.md "Kill switch"). Every call reads them as it reads
+ * fills, never as a reply: without a callback they wait in a bounded queue of max_fills
+ * messages (when it is full the oldest is dropped and counted, tf_orders_unsolicited_dropped).
+ * tf_orders_poll_unsolicited moves up to cap of them to out, oldest first, with the rules of
+ * tf_orders_poll_fills (timeout_ms, a closed server, pipelined commands unanswered). */
+TF_API int tf_orders_poll_unsolicited(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_ms);
+/* Called for each unsolicited event (as on_fill: from inside whichever call read it, the
+ * message valid during the call only, no call back into this tf_orders). */
+typedef void (*tf_orders_event_fn)(void *ctx, const tf_ofl_msg *ev);
+/* Sets (fn) or clears (NULL) the callback; events already queued are passed to fn first, in
+ * order. 0 or TF_E_NULL_ARG. */
+TF_API int tf_orders_set_on_unsolicited(tf_orders *c, tf_orders_event_fn fn, void *ctx);
+/* Unsolicited events dropped because their queue was full (since connect). */
+TF_API uint64_t tf_orders_unsolicited_dropped(const tf_orders *c);
 
 /* The socket, for a caller's poll loop (readable: call tf_orders_poll_fills). -1 when closed. */
 TF_API int tf_orders_fd(const tf_orders *c);

@@ -11,7 +11,11 @@ stream frame (11-byte header ``<HBQ``: frame_len = 9 + payload, kind, journal_se
 server assigns ``command_seq`` (the client's value is ignored) and answers with the command's
 events, then a Heartbeat whose journal_seq field is the command's ``command_seq``. A reply starts
 with Accepted, Rejected, Replaced or Canceled; a Trade between replies is an unsolicited fill of
-a resting order placed through this connection, set aside for :meth:`Client.fills`.
+a resting order placed through this connection, set aside for :meth:`Client.fills`. Other
+unsolicited events (a kill switch's cancels of this connection's orders) come behind an
+:class:`Unsolicited` marker and are set aside for :meth:`Client.unsolicited` (or passed to
+``on_unsolicited``). A client without the marker (before this version) fails with ``PROTOCOL``
+when one arrives, and is closed.
 
 Events are small frozen dataclasses with the spec's field names (``event_seq``, ``command_seq``,
 ``timestamp_ns``, ``order_id``, ``client_order_id``, ``account_id``, ``reason``,
@@ -232,6 +236,23 @@ class Trade:
 class Heartbeat:
     journal_seq: int = 0
     KIND = 0x00
+
+
+UNSOLICITED = 0x1F  # the service's marker before unsolicited events (include/tollfree/orders.h)
+UNSOLICITED_LEN = 8
+CAUSE_KILL_SWITCH = 1
+_S_UNSOLICITED = struct.Struct("<IB3x")
+
+
+@dataclass(frozen=True)
+class Unsolicited:
+    """The marker (kind 0x1F, server to client only, never journaled): the next ``count`` frames
+    are unsolicited events of command ``command_seq`` (``cause`` 1: a kill switch's cancels of
+    orders this connection placed). The client reads them aside, never as a reply."""
+    command_seq: int
+    count: int
+    cause: int
+    KIND = UNSOLICITED
 
 
 # ---------------------------------------------------------------- gateway extension kinds
@@ -629,6 +650,11 @@ def decode_frame(buf, off: int = 0, venue: bool = False, ext: bool | None = None
     if venue and kind == VENUE_REJECTED:
         msg, size = _decode_venue(buf, off)
         return msg, jseq, size
+    if venue and kind == UNSOLICITED:
+        if frame_len - FRAME_LEN_BASE != UNSOLICITED_LEN:
+            raise FrameError(E_OFL_PAYLOAD_LENGTH, f"Unsolicited payload of {frame_len - 9} bytes")
+        count, cause = _S_UNSOLICITED.unpack_from(buf, off + HEADER_LEN)
+        return Unsolicited(jseq, count, cause), jseq, 2 + frame_len
     if ext and kind in _GW:
         if frame_len - FRAME_LEN_BASE != _GW[kind].size:
             raise FrameError(E_OFL_PAYLOAD_LENGTH, f"{GATEWAY_KIND_NAMES[kind]} payload of "
@@ -681,13 +707,18 @@ class Client:
     ``timeout`` (seconds, ``None`` = forever) bounds each call as a whole. ``max_fills`` bounds
     the queue of unsolicited Trades (when full the oldest is dropped and counted in
     :attr:`fills_dropped`); ``max_inflight`` bounds the commands :meth:`send_many` leaves
-    unanswered. A ``tls:`` URL connects with TLS 1.2 or later and checks the server's
+    unanswered. Unsolicited events other than fills (a kill switch's Canceled / CanceledEx of
+    orders this connection placed, behind an :class:`Unsolicited` marker) wait in a queue of
+    the same bound for :meth:`unsolicited` (:attr:`unsolicited_dropped` counts the oldest
+    dropped), or go to ``on_unsolicited(event)`` when it is set (a callable, also settable as
+    an attribute; called from inside whichever call read the event). A ``tls:`` URL connects with TLS 1.2 or later and checks the server's
     certificate against ``ca`` (a PEM file; else the environment variable ``TOLLFREE_TLS_CA``,
     else the system's CA store) and the URL's host."""
 
     def __init__(self, url: str, timeout: float | None = 30.0, max_fills: int = 4096,
                  max_inflight: int = 256, session: str | None = None,
-                 secret: str | bytes | None = None, ca: str | None = None):
+                 secret: str | bytes | None = None, ca: str | None = None,
+                 on_unsolicited=None):
         family, addr = parse_url(url)
         tls = url.startswith("tls:")
         if max_fills < 1 or max_inflight < 1:
@@ -697,6 +728,11 @@ class Client:
         self.max_inflight = int(max_inflight)
         self._fills: deque = deque(maxlen=int(max_fills))
         self.fills_dropped = 0
+        self._unsol: deque = deque(maxlen=int(max_fills))
+        self.unsolicited_dropped = 0
+        self.on_unsolicited = on_unsolicited
+        self._unsol_left = 0  # frames the last marker announced, still to come
+        self._unsol_seq = 0
         self._rx = bytearray()
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -827,6 +863,37 @@ class Client:
             self.fills_dropped += 1
         self._fills.append(t)
 
+    def _queue_unsolicited(self, ev) -> None:
+        if self.on_unsolicited is not None:
+            self.on_unsolicited(ev)
+            return
+        if len(self._unsol) == self._unsol.maxlen:
+            self.unsolicited_dropped += 1
+        self._unsol.append(ev)
+
+    def _aside(self, msg, inside: bool) -> bool:
+        """True when ``msg`` belongs to no reply and was set aside: an Unsolicited marker, a
+        frame a marker announced, or (between replies) a Trade or Fill of a resting order.
+        ``inside``: a reply is in progress (a marker there breaks the protocol)."""
+        if self._unsol_left:
+            if msg.KIND < 0x81 or msg.command_seq != self._unsol_seq:
+                self._fail(EngineServiceError(E_PROTOCOL, "a frame behind an Unsolicited "
+                                              "marker that is not an event of its command"))
+            self._unsol_left -= 1
+            self._queue_unsolicited(msg)
+            return True
+        if msg.KIND == UNSOLICITED:
+            if inside or msg.count < 1 or msg.command_seq == 0:
+                self._fail(EngineServiceError(E_PROTOCOL, "an Unsolicited marker inside a "
+                                              "reply or with no event"))
+            self._unsol_left = msg.count
+            self._unsol_seq = msg.command_seq
+            return True
+        if not inside and msg.KIND in (0x85, 0x94):  # a Trade or a Fill of a resting order
+            self._queue_fill(msg)
+            return True
+        return False
+
     def _exchange(self, frames: Sequence[bytes], n: int) -> list[Reply]:
         """Sends encoded commands (at most max_inflight unanswered) and collects n replies."""
         if self._sock is None:
@@ -848,8 +915,10 @@ class Client:
                 except OSError as e:
                     self._fail(os_error(e, f"send to {self.url}", EngineServiceError))
                 sent = k
-            self._recv(deadline, cur is not None)
+            self._recv(deadline, cur is not None or self._unsol_left > 0)
             for msg, jseq in self._frames():
+                if self._aside(msg, cur is not None):
+                    continue
                 kind = msg.KIND
                 if kind == 0:
                     if cur is None or cur.command_seq != jseq:
@@ -861,9 +930,6 @@ class Client:
                     self._fail(EngineServiceError(E_PROTOCOL, f"the engine sent a command "
                                                        f"({ALL_KIND_NAMES[kind]})"))
                 elif cur is None:
-                    if kind in (0x85, 0x94):  # a Trade or a Fill of a resting order
-                        self._queue_fill(msg)
-                        continue
                     if len(replies) >= sent:
                         self._fail(EngineServiceError(E_PROTOCOL, "a reply to no command"))
                     cur = Reply([msg])
@@ -978,35 +1044,44 @@ class Client:
         one comes) for one. If the server has closed, the queued Trades are returned first and
         the next call raises. While commands sent with :meth:`send` are unanswered it does not
         wait: it returns what was read up to the next reply (tollfree.orders_pipeline)."""
+        return self._poll(self._fills, timeout, max)
+
+    def unsolicited(self, timeout: float | None = 0.0, max: int | None = None) -> list:
+        """The unsolicited events other than fills received so far (oldest first): today the
+        :class:`Canceled` / :class:`CanceledEx` a kill switch made of orders this connection
+        placed (their ``command_seq`` is the kill's). Waits, returns and raises as
+        :meth:`fills` does. Empty while ``on_unsolicited`` is set (the events went there)."""
+        return self._poll(self._unsol, timeout, max, cb=self.on_unsolicited is not None)
+
+    def _poll(self, q: deque, timeout: float | None, max: int | None, cb: bool = False) -> list:
         if self._unanswered:
-            return _pipeline.fills(self, max)
+            return _pipeline.fills(self, max, q)
         deadline = None if timeout is None else time.monotonic() + timeout
         while self._sock is not None:
             alive = self._read_nowait()
             for msg, _ in self._frames():
-                if msg.KIND not in (0x85, 0x94):
+                if not self._aside(msg, False):
                     self._fail(EngineServiceError(
                         E_PROTOCOL,
                         f"unexpected {ALL_KIND_NAMES[msg.KIND]} with no command outstanding"))
-                self._queue_fill(msg)
             if not alive:
-                if self._fills:
+                if q:
                     self.close()
                     break
                 self._fail(EngineServiceError(-errno.ECONNRESET,
                                               "the engine service closed the connection"))
-            if self._fills or timeout == 0:
+            if q or cb or timeout == 0:
                 break
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 break
             if not select.select([self._sock], [], [], left)[0]:
                 break
-        if self._sock is None and not self._fills:
+        if self._sock is None and not q:
             raise EngineServiceError(-errno.ENOTCONN, "the connection is closed")
         out = []
-        while self._fills and (max is None or len(out) < max):
-            out.append(self._fills.popleft())
+        while q and (max is None or len(out) < max):
+            out.append(q.popleft())
         return out
 
     # -- lifetime
@@ -1060,9 +1135,11 @@ def _tls_wrap(sock: socket.socket, host: str, ca: str | None, url: str) -> ssl.S
 
 def connect(url: str, timeout: float | None = 30.0, max_fills: int = 4096,
             max_inflight: int = 256, session: str | None = None,
-            secret: str | bytes | None = None, ca: str | None = None) -> Client:
+            secret: str | bytes | None = None, ca: str | None = None,
+            on_unsolicited=None) -> Client:
     """Connects to ``tollfree engine serve`` at ``unix:PATH``, ``tcp:[HOST:]PORT`` or
     ``tls:[HOST:]PORT`` (``ca``: the CA file for a ``tls:`` URL, else ``TOLLFREE_TLS_CA``); with
-    ``session`` logs on (``secret``, else the environment variable ``TOLLFREE_SECRET``)."""
+    ``session`` logs on (``secret``, else the environment variable ``TOLLFREE_SECRET``);
+    ``on_unsolicited``: see :class:`Client`."""
     return Client(url, timeout=timeout, max_fills=max_fills, max_inflight=max_inflight,
-                  session=session, secret=secret, ca=ca)
+                  session=session, secret=secret, ca=ca, on_unsolicited=on_unsolicited)

@@ -22,7 +22,9 @@ before it returns, reading what the service sends meanwhile into the connection'
 service that answers while the client writes is never held back. While commands sent this way
 are unanswered, ``call`` and ``send_many`` raise ``ValueError`` (the next reply on the stream is
 not theirs), and ``fills()`` returns the unsolicited Trades read so far, up to the next reply,
-without waiting (the fills behind a reply are read with it). Failures are those of the client:
+without waiting (the fills behind a reply are read with it); ``unsolicited()`` likewise for the
+events behind an Unsolicited marker (a kill switch's cancels), which :func:`recv` also reads
+aside, never as a reply. Failures are those of the client:
 :class:`tollfree.EngineServiceError` (``-errno``, ``TRUNCATED``, ``PROTOCOL``) and
 :class:`tollfree.EngineServiceTimeout`, after which the connection is closed; ``unanswered``
 then still says how many commands had no reply (a logged-on session resends them with
@@ -122,11 +124,13 @@ def recv(c) -> "_o.Reply":
             if r is None:
                 del buf[:off]
                 off = 0
-                c._recv(deadline, cur is not None)
+                c._recv(deadline, cur is not None or c._unsol_left > 0)
                 buf = c._rx
                 continue
             msg, jseq, size = r
             off += size
+            if c._aside(msg, cur is not None):
+                continue
             kind = msg.KIND
             if kind == 0:
                 if cur is None or cur.command_seq != jseq:
@@ -136,9 +140,6 @@ def recv(c) -> "_o.Reply":
             if kind < 0x81:
                 c._fail(EngineServiceError(_o.E_PROTOCOL, "the engine sent a command"))
             if cur is None:
-                if kind in _FILLS:
-                    c._queue_fill(msg)
-                    continue
                 cur = _o.Reply([msg])
                 cur.command_seq = msg.command_seq
             elif msg.command_seq != cur.command_seq:
@@ -151,9 +152,12 @@ def recv(c) -> "_o.Reply":
             del buf[:off]
 
 
-def fills(c, max: int | None = None) -> list:
+def fills(c, max: int | None = None, q=None) -> list:
     """``fills()`` while commands are unanswered: the unsolicited Trades read so far, up to the
-    next reply (left for :func:`recv`), without waiting."""
+    next reply (left for :func:`recv`), without waiting. ``q``: the queue to take from (the
+    client's fills by default; ``unsolicited()`` passes its own)."""
+    if q is None:
+        q = c._fills
     if c._sock is not None:
         alive = c._read_nowait()
         buf, off = c._rx, 0
@@ -164,18 +168,19 @@ def fills(c, max: int | None = None) -> list:
                 except _o.FrameError as e:
                     c._fail(EngineServiceError(_o.E_PROTOCOL,
                                                f"the engine sent a bad frame: {e}"))
-                if r is None or r[0].KIND not in _FILLS:
+                if r is None or not (c._unsol_left or r[0].KIND in _FILLS
+                                     or r[0].KIND == _o.UNSOLICITED):
                     break  # need more bytes, or a reply: recv's to read
                 off += r[2]
-                c._queue_fill(r[0])
+                c._aside(r[0], False)
         finally:
             del buf[:off]
-        if not alive and not c._fills:
+        if not alive and not q:
             c._fail(EngineServiceError(-errno.ECONNRESET,
                                        "the engine service closed the connection"))
-    if c._sock is None and not c._fills:
+    if c._sock is None and not q:
         raise EngineServiceError(-errno.ENOTCONN, "the connection is closed")
     out = []
-    while c._fills and (max is None or len(out) < max):
-        out.append(c._fills.popleft())
+    while q and (max is None or len(out) < max):
+        out.append(q.popleft())
     return out

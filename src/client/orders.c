@@ -3,7 +3,8 @@
  * One non-blocking socket, one receive and one send buffer sized at connect. Every call runs the
  * same pump: write what is pending, read what has come, and hand each whole frame to
  * on_frame(), which assembles replies (events up to the closing Heartbeat) and sets unsolicited
- * Trades aside. A single command is a pipeline of one.
+ * Trades aside, and the events an Unsolicited marker announces (a kill switch's cancels) too.
+ * A single command is a pipeline of one.
  *
  * The split flow (tf_orders_send / tf_orders_recv) keeps one count across calls: `unanswered`,
  * the commands sent whose replies no tf_orders_recv has returned. The server answers in the
@@ -46,6 +47,14 @@ struct tf_orders {
     tf_ofl_msg *fills;
     uint32_t fills_cap, fills_head, fills_n;
     uint64_t fills_dropped;
+    /* unsolicited events behind a marker (TF_ORDERS_UNSOLICITED): a ring of fills_cap messages;
+     * unsol_left of the last marker's frames (of command unsol_seq) are still to come. The
+     * marker's state lives here, not in a call's rx_target: a call may end between the two. */
+    tf_orders_event_fn on_unsolicited;
+    void *on_unsolicited_ctx;
+    tf_ofl_msg *unsol;
+    uint32_t unsol_head, unsol_n, unsol_left;
+    uint64_t unsol_dropped, unsol_seq;
     /* received bytes not yet consumed are rx[rpos..rlen) */
     uint8_t *rx;
     size_t rpos, rlen;
@@ -150,6 +159,45 @@ static void queue_fill(tf_orders *c, const tf_ofl_msg *m)
     c->fills_n++;
 }
 
+static void queue_unsolicited(tf_orders *c, const tf_ofl_msg *m)
+{
+    if (c->on_unsolicited) {
+        c->on_unsolicited(c->on_unsolicited_ctx, m);
+        return;
+    }
+    if (c->unsol_n == c->fills_cap) { /* full: the oldest goes, and is counted */
+        c->unsol_head = (c->unsol_head + 1) % c->fills_cap;
+        c->unsol_n--;
+        c->unsol_dropped++;
+    }
+    c->unsol[(c->unsol_head + c->unsol_n) % c->fills_cap] = *m;
+    c->unsol_n++;
+}
+
+/* The Unsolicited marker at rx[rpos..]: its size (consumed), 0 when more bytes are needed, or
+ * TF_E_PROTOCOL (a bad length or count, or a marker inside a reply or inside another marker's
+ * frames: the service sends one only between two whole replies). */
+static int on_marker(tf_orders *c, const rx_target *t)
+{
+    const uint8_t *f = c->rx + c->rpos;
+    size_t avail = c->rlen - c->rpos, size = 2 + TF_OFL_FRAME_LEN_BASE + TF_ORDERS_UNSOLICITED_LEN;
+    if (avail >= 2 && (size_t)(f[0] | f[1] << 8) != size - 2)
+        return TF_E_PROTOCOL;
+    if (avail < size)
+        return 0;
+    uint64_t seq = 0;
+    uint32_t count = 0;
+    for (int i = 7; i >= 0; i--)
+        seq = seq << 8 | f[3 + i];
+    for (int i = 3; i >= 0; i--)
+        count = count << 8 | f[11 + i];
+    if (t->cur || c->unsol_left || !count || !seq)
+        return TF_E_PROTOCOL;
+    c->unsol_left = count;
+    c->unsol_seq = seq;
+    return (int)size;
+}
+
 /* One whole frame from the server. Every event payload starts with event_seq, command_seq,
  * timestamp_ns, so the union's common initial sequence reads command_seq of any event. */
 static int on_frame(tf_orders *c, rx_target *t, const tf_ofl_msg *m)
@@ -169,6 +217,13 @@ static int on_frame(tf_orders *c, rx_target *t, const tf_ofl_msg *m)
     }
     if (!is_event(m->kind))
         return TF_E_PROTOCOL;
+    if (c->unsol_left) { /* a frame a marker announced: an event of the marker's command */
+        if (m->accepted.command_seq != c->unsol_seq)
+            return TF_E_PROTOCOL;
+        c->unsol_left--;
+        queue_unsolicited(c, m);
+        return 0;
+    }
     if (t->cur == 0) {
         /* Between replies a Trade (or a gateway Fill) is a fill of a resting order hit by
          * someone else. */
@@ -198,9 +253,21 @@ static int drain_rx(tf_orders *c, rx_target *t)
         int rc = tfv_decode(c->rx + c->rpos, c->rlen - c->rpos, &m);
         if (rc == TF_E_OFL_HEADER_TOO_SHORT || rc == TF_E_OFL_PAYLOAD_TOO_SHORT)
             break; /* need more bytes */
+        if (rc < 0 && c->rx[c->rpos + 2] == TF_ORDERS_UNSOLICITED) {
+            /* The marker is no codec's kind (unknown to tfv_decode): looked for only then, so
+             * the frames of every reply pay nothing for it. */
+            rc = on_marker(c, t);
+            if (rc < 0)
+                return rc;
+            if (rc == 0)
+                break; /* need more bytes */
+            c->rpos += (size_t)rc;
+            continue;
+        }
         if (rc < 0 || m.kind == TFV_KEYED)
             return TF_E_PROTOCOL;
-        if (t->peek && t->cur == 0 && is_event(m.ofl.kind) && !is_fill(m.ofl.kind)) {
+        if (t->peek && t->cur == 0 && !c->unsol_left && is_event(m.ofl.kind) &&
+            !is_fill(m.ofl.kind)) {
             t->stopped = 1; /* a pipelined command's reply: tf_orders_recv's to read */
             break;
         }
@@ -235,7 +302,7 @@ static int read_some(tf_orders *c, const rx_target *t)
             return 1;
         }
         if (r == 0)
-            return (c->rlen > c->rpos || t->cur) ? TF_E_TRUNCATED : -ECONNRESET;
+            return (c->rlen > c->rpos || t->cur || c->unsol_left) ? TF_E_TRUNCATED : -ECONNRESET;
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -510,10 +577,15 @@ int tf_orders_replace(tf_orders *c, uint64_t order_id, uint64_t client_order_id,
 
 /* ---------------------------------------------------------------- fills */
 
-int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_ms)
+/* The pump of tf_orders_poll_fills and tf_orders_poll_unsolicited: reads until something is
+ * queued in the ring they take from (or a callback is set, or the timeout passes), then moves up
+ * to cap of the ring's messages to out. */
+static int poll_ring(tf_orders *c, int unsol, tf_ofl_msg *out, size_t cap, int timeout_ms)
 {
-    if (!c || (!out && cap))
-        return TF_E_NULL_ARG;
+    tf_ofl_msg *ring = unsol ? c->unsol : c->fills;
+    uint32_t *head = unsol ? &c->unsol_head : &c->fills_head;
+    uint32_t *n = unsol ? &c->unsol_n : &c->fills_n;
+    int cb = unsol ? c->on_unsolicited != NULL : c->on_fill != NULL;
     /* With no command of ours outstanding, any event but a Trade between replies is a
      * violation; with pipelined commands unanswered, the reading stops at the next reply (the
      * fills behind it are read with it, by tf_orders_recv). A failure is reported once the
@@ -535,7 +607,7 @@ int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_
         }
         if (rc > 0)
             continue; /* read until it would block */
-        if (c->fills_n || c->on_fill || timeout_ms == 0)
+        if (*n || cb || timeout_ms == 0)
             break;
         int left = ms_left(deadline);
         if (left == 0)
@@ -552,14 +624,49 @@ int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_
             break;
     }
     size_t k = 0;
-    while (k < cap && c->fills_n) {
-        out[k++] = c->fills[c->fills_head];
-        c->fills_head = (c->fills_head + 1) % c->fills_cap;
-        c->fills_n--;
+    while (k < cap && *n) {
+        out[k++] = ring[*head];
+        *head = (*head + 1) % c->fills_cap;
+        (*n)--;
     }
     if (k)
         return (int)k;
-    return err ? err : (c->fd < 0 && !c->fills_n ? -ENOTCONN : 0);
+    return err ? err : (c->fd < 0 && !*n ? -ENOTCONN : 0);
+}
+
+int tf_orders_poll_fills(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_ms)
+{
+    if (!c || (!out && cap))
+        return TF_E_NULL_ARG;
+    return poll_ring(c, 0, out, cap, timeout_ms);
+}
+
+int tf_orders_poll_unsolicited(tf_orders *c, tf_ofl_msg *out, size_t cap, int timeout_ms)
+{
+    if (!c || (!out && cap))
+        return TF_E_NULL_ARG;
+    return poll_ring(c, 1, out, cap, timeout_ms);
+}
+
+int tf_orders_set_on_unsolicited(tf_orders *c, tf_orders_event_fn fn, void *ctx)
+{
+    if (!c)
+        return TF_E_NULL_ARG;
+    if (fn) /* the queued ones first, in order: then the callback has every later one */
+        while (c->unsol_n) {
+            tf_ofl_msg m = c->unsol[c->unsol_head];
+            c->unsol_head = (c->unsol_head + 1) % c->fills_cap;
+            c->unsol_n--;
+            fn(ctx, &m);
+        }
+    c->on_unsolicited = fn;
+    c->on_unsolicited_ctx = ctx;
+    return 0;
+}
+
+uint64_t tf_orders_unsolicited_dropped(const tf_orders *c)
+{
+    return c ? c->unsol_dropped : 0;
 }
 
 uint64_t tf_orders_fills_dropped(const tf_orders *c)
@@ -688,7 +795,8 @@ int tf_orders_connect(tf_orders **out, const char *url, const tf_orders_opts *op
     c->rx = malloc(RX_BYTES);
     c->tx = malloc(TX_BYTES);
     c->fills = c->on_fill ? NULL : calloc(c->fills_cap, sizeof *c->fills);
-    if (!c->rx || !c->tx || (!c->on_fill && !c->fills)) {
+    c->unsol = malloc(c->fills_cap * sizeof *c->unsol); /* written before read: not zeroed */
+    if (!c->rx || !c->tx || (!c->on_fill && !c->fills) || !c->unsol) {
         tf_orders_close(c);
         return TF_E_NOMEM;
     }
@@ -772,5 +880,6 @@ void tf_orders_close(tf_orders *c)
     free(c->rx);
     free(c->tx);
     free(c->fills);
+    free(c->unsol);
     free(c);
 }

@@ -85,12 +85,11 @@ static uint32_t new_level(tf_engine *e)
     return li;
 }
 
-/* The order's remaining must be set: it joins the level's total. */
-void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
+/* The level for key on side `tree` that an order is about to join, when eng_find_level gave li
+ * = 0 (none: a new level, in the ladder or the tree) or a kept empty level (listed again). */
+uint32_t eng_level_open(tf_engine *e, uint32_t tree, int64_t key, uint32_t li)
 {
     eng_side *s = &e->sides[tree];
-    int64_t key = eng_key((int)(tree & 1), price);
-    uint32_t li = eng_find_level(e, tree, key);
     if (!li) {
         li = new_level(e);
         eng_level *l = &e->levels[li];
@@ -101,32 +100,24 @@ void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
         l->total_lo = 0;
         l->total_hi = 0;
         eng_level_attach(e, s, li);
-        eng_level_filled(e, s, l);
-        s->n_levels++;
-        if (!s->best || key < e->levels[s->best].key)
-            s->best = li;
-    } else if (!e->levels[li].n_orders) { /* a kept empty level fills again */
+    } else {
         unlist_empty(e, &e->levels[li]);
-        eng_level_filled(e, s, &e->levels[li]);
-        s->n_levels++;
-        if (!s->best || key < e->levels[s->best].key)
-            s->best = li;
     }
-    eng_order *o = &e->orders[oi];
-    eng_level *l = &e->levels[li];
-    o->price = price;
-    o->level = li;
-    o->tree = tree;
-    o->next = 0;
-    o->prev = l->tail;
-    /* No branch on whether the level was empty (see eng_unlink): entry 0's next is scratch. */
-    uint32_t empty = 0u - (l->tail == 0);
-    e->orders[l->tail].next = oi;
-    l->head = (l->head & ~empty) | (oi & empty);
-    l->tail = oi;
-    l->n_orders++;
-    eng_total_add(l, o->remaining);
-    s->n_orders++;
+    eng_level_filled(e, s, &e->levels[li]);
+    s->n_levels++;
+    if (!s->best || key < e->levels[s->best].key)
+        s->best = li;
+    return li;
+}
+
+void eng_level_close(tf_engine *e, uint32_t li)
+{
+    keep_empty(e, &e->sides[e->levels[li].tree], li);
+}
+
+void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)
+{
+    eng_link_in(e, oi, tree, price);
 }
 
 /* The caller has checked that a live-order slot is free (the live-order limit). The order's
@@ -157,24 +148,7 @@ uint32_t eng_rest(tf_engine *e, uint32_t tree, int64_t price, uint64_t id, uint6
 
 void eng_unlink(tf_engine *e, uint32_t oi)
 {
-    eng_order *o = &e->orders[oi];
-    eng_level *l = &e->levels[o->level];
-    /* Whether an order is first or last in its level is a coin toss in a book of short levels,
-     * and a branch on it mispredicted about once per unlink (issue 24). Without branches: the
-     * null entry 0 takes the write meant for a missing neighbour (its next and prev are scratch:
-     * no walk reads them, and a free list ends at index 0 without reading entry 0), and head and
-     * tail are selected. */
-    uint32_t prev = o->prev, next = o->next;
-    uint32_t first = 0u - (prev == 0), last = 0u - (next == 0); /* masks: gcc made ?: a branch */
-    e->orders[prev].next = next;
-    e->orders[next].prev = prev;
-    l->head = (l->head & ~first) | (next & first);
-    l->tail = (l->tail & ~last) | (prev & last);
-    e->sides[o->tree].n_orders--;
-    eng_total_sub(l, o->remaining);
-    if (--l->n_orders == 0)
-        keep_empty(e, &e->sides[o->tree], o->level);
-    o->level = 0;
+    eng_unlink_in(e, oi);
 }
 
 void eng_forget(tf_engine *e, uint32_t oi)

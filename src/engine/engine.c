@@ -544,7 +544,7 @@ __attribute__((always_inline)) static inline void replace_order(tf_engine *e, ui
      * its pool slot and table entries (nothing can match it while it is out of the book). */
     uint32_t tree = o->tree;
     int side = (int)(tree & 1), stopped;
-    eng_unlink(e, oi);
+    eng_unlink_in(e, oi);
     if (e->ext) { /* a gateway taker's Fills name it */
         e->taker_coid = o->coid;
         e->taker_account = o->account;
@@ -565,7 +565,7 @@ __attribute__((always_inline)) static inline void replace_order(tf_engine *e, ui
             emit_canceled(e, x.id);
     } else if (left) {
         o->remaining = left;
-        eng_link(e, oi, tree, price);
+        eng_link_in(e, oi, tree, price);
     } else {
         eng_forget(e, oi);
     }

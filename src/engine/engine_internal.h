@@ -117,7 +117,7 @@ typedef struct eng_side {
 #define ENG_PREFETCH_LIVE 16384u
 
 /* The three tables are the library's one table (src/common/table.h): each starts small and
- * doubles (rehashing into its spare array) when it would pass load 1/4, up to the capacity its
+ * doubles (rehashing into its spare array) when it would pass load 1/8, up to the capacity its
  * pool needs; both arrays are allocated at create, so growing never allocates. A small table
  * stays in cache: the common book of a few thousand orders never pays a miss for a table sized
  * for a million. */
@@ -245,9 +245,8 @@ int eng_rbt_check(const tf_engine *e, const eng_side *s, uint64_t *count);
 /* ladder.c: a side's levels, ladder and tree together */
 int eng_ladder_init(tf_engine *e); /* at create: the window width, its memory */
 uint64_t eng_ladder_bytes(uint32_t n_books);
-uint32_t eng_find_level(const tf_engine *e, uint32_t tree, int64_t key); /* 0: none */
-void eng_level_attach(tf_engine *e, eng_side *s, uint32_t li);           /* key, tree set */
-void eng_level_detach(tf_engine *e, eng_side *s, uint32_t li);           /* an empty level */
+void eng_level_attach(tf_engine *e, eng_side *s, uint32_t li); /* key, tree set */
+void eng_level_detach(tf_engine *e, eng_side *s, uint32_t li); /* an empty level */
 /* The next worse level that has orders, or 0 (kept empty levels are stepped over). */
 uint32_t eng_tree_next(const tf_engine *e, uint32_t li);
 /* 0 when the side's ladder and tree keep their rules, its cached best (the first level with
@@ -278,6 +277,16 @@ static inline void eng_level_emptied(const tf_engine *e, eng_side *s, const eng_
             !(s->sum[i >> 12] &= ~(1ull << ((i >> 6) & 63))))
             s->top &= ~(1ull << (i >> 12));
     }
+}
+
+/* The level of key on side `tree` (0: none), kept empty or not: one array read in the ladder
+ * (inline: every link and every level query starts here), else the price table. */
+static inline uint32_t eng_find_level(const tf_engine *e, uint32_t tree, int64_t key)
+{
+    const eng_side *s = &e->sides[tree];
+    if (eng_in_ladder(e, s, key))
+        return s->slot[(uint64_t)key - (uint64_t)s->base];
+    return eng_table_find_level(e, tree, key);
 }
 
 /* stp.c */
@@ -324,6 +333,61 @@ static inline int64_t eng_key(int side, int64_t price)
 static inline int64_t eng_level_price(const eng_level *l)
 {
     return (l->tree & 1) == TF_OFL_BUY ? -l->key : l->key;
+}
+
+/* book.c: a level an order joins when it has none with orders (eng_find_level's li: 0 or a kept
+ * empty level), and a level that has just lost its last order (kept empty, book.c). */
+uint32_t eng_level_open(tf_engine *e, uint32_t tree, int64_t key, uint32_t li);
+void eng_level_close(tf_engine *e, uint32_t li);
+
+/* eng_link and eng_unlink (book.c), inline for the replace path, where every moved order takes
+ * both (a call each cost ~30 instructions of saved registers and argument moves a replace).
+ * The order's remaining must be set: it joins the level's total. */
+static inline __attribute__((always_inline)) void eng_link_in(tf_engine *e, uint32_t oi,
+                                                              uint32_t tree, int64_t price)
+{
+    int64_t key = eng_key((int)(tree & 1), price);
+    uint32_t li = eng_find_level(e, tree, key);
+    if (!li || !e->levels[li].n_orders)
+        li = eng_level_open(e, tree, key, li);
+    eng_order *o = &e->orders[oi];
+    eng_level *l = &e->levels[li];
+    o->price = price;
+    o->level = li;
+    o->tree = tree;
+    o->next = 0;
+    o->prev = l->tail;
+    /* No branch on whether the level was empty (see eng_unlink_in): entry 0's next is scratch. */
+    uint32_t empty = 0u - (l->tail == 0);
+    e->orders[l->tail].next = oi;
+    l->head = (l->head & ~empty) | (oi & empty);
+    l->tail = oi;
+    l->n_orders++;
+    eng_total_add(l, o->remaining);
+    e->sides[tree].n_orders++;
+}
+
+static inline __attribute__((always_inline)) void eng_unlink_in(tf_engine *e, uint32_t oi)
+{
+    eng_order *o = &e->orders[oi];
+    uint32_t li = o->level;
+    eng_level *l = &e->levels[li];
+    /* Whether an order is first or last in its level is a coin toss in a book of short levels,
+     * and a branch on it mispredicted about once per unlink (issue 24). Without branches: the
+     * null entry 0 takes the write meant for a missing neighbour (its next and prev are scratch:
+     * no walk reads them, and a free list ends at index 0 without reading entry 0), and head and
+     * tail are selected. */
+    uint32_t prev = o->prev, next = o->next;
+    uint32_t first = 0u - (prev == 0), last = 0u - (next == 0); /* masks: gcc made ?: a branch */
+    e->orders[prev].next = next;
+    e->orders[next].prev = prev;
+    l->head = (l->head & ~first) | (next & first);
+    l->tail = (l->tail & ~last) | (prev & last);
+    e->sides[o->tree].n_orders--;
+    eng_total_sub(l, o->remaining);
+    o->level = 0;
+    if (--l->n_orders == 0)
+        eng_level_close(e, li);
 }
 
 #endif

@@ -85,14 +85,6 @@ static uint32_t ladder_next(const tf_engine *e, const eng_side *s, uint64_t p)
     return (uint32_t)((wi << 6) + (uint64_t)__builtin_ctzll(s->bits[wi]));
 }
 
-uint32_t eng_find_level(const tf_engine *e, uint32_t tree, int64_t key)
-{
-    const eng_side *s = &e->sides[tree];
-    if (eng_in_ladder(e, s, key))
-        return s->slot[(uint64_t)key - (uint64_t)s->base];
-    return eng_table_find_level(e, tree, key);
-}
-
 static void ladder_put(tf_engine *e, eng_side *s, uint32_t li)
 {
     const eng_level *l = &e->levels[li];

@@ -41,6 +41,13 @@ static inline uint32_t eng_risk_find_client(tf_engine *e, uint64_t account_id,
     return oi;
 }
 
+/* The slot eng_risk_find or eng_risk_find_client found last (while the engine has applied no
+ * command since). */
+static inline uint32_t eng_risk_hint(const tf_engine *e)
+{
+    return e->hint;
+}
+
 static inline const eng_order *eng_risk_order(const tf_engine *e, uint32_t oi)
 {
     return &e->orders[oi];
@@ -64,11 +71,22 @@ static inline int64_t eng_risk_ref(const tf_engine *e, uint32_t tree, int last)
     return (t & 1) == TF_OFL_BUY ? -key : key;
 }
 
-/* The same for a new order of `side` (0 or 1) on instrument_id; 0 when the engine does not trade
- * the instrument. */
-static inline int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, int side, int last)
+/* eng_book_of from its direct table, inline: the book of instrument_id, -1 when the engine does
+ * not trade it, or ENG_BOOK_SEARCH when the engine has no direct table (its ids are too sparse:
+ * eng_book_of searches). */
+#define ENG_BOOK_SEARCH (-2)
+static inline int eng_risk_book(const tf_engine *e, uint64_t instrument_id)
 {
-    int book = eng_book_of(e, instrument_id);
+    if (!e->direct)
+        return ENG_BOOK_SEARCH;
+    uint64_t off = instrument_id - e->direct_base; /* wraps for ids below the base */
+    return off < e->direct_len ? (int)e->direct[off] - 1 : -1;
+}
+
+/* The same for a new order of `side` (0 or 1) on the book (eng_risk_book, eng_book_of); 0 when
+ * the engine does not trade the instrument (book < 0). */
+static inline int64_t eng_band_ref(const tf_engine *e, int book, int side, int last)
+{
     return book < 0 ? 0 : eng_risk_ref(e, (uint32_t)book * 2 + (uint32_t)(side & 1), last);
 }
 
@@ -77,14 +95,22 @@ static inline int64_t eng_band_ref(const tf_engine *e, uint64_t instrument_id, i
 uint64_t eng_account_open(const tf_engine *e, uint64_t account_id);
 
 /* The same, inline when the accounts with settings are consecutive ids (a venue's 1..N): the
- * entry of account a is then a - stp[0].account places in (stp.c, find()); else the call. The
- * table is allocated whole at create, so stp[0] is readable even while it has no entry. */
-static inline uint64_t eng_risk_open(const tf_engine *e, uint64_t account_id)
+ * entry of account a is then a - stp[0].account places in (stp.c, find()); else ENG_OPEN_SEARCH
+ * (never a count: counts are below max_orders), where eng_account_open searches. The table is
+ * allocated whole at create, so stp[0] is readable even while it has no entry. */
+#define ENG_OPEN_SEARCH UINT64_MAX
+static inline uint64_t eng_risk_open_at(const tf_engine *e, uint64_t account_id)
 {
     uint64_t d = account_id - e->stp[0].account; /* wraps for an account below the first */
     if (d < e->n_stp && e->stp[d].account == account_id)
         return e->stp[d].tracked ? e->stp[d].open : 0;
-    return eng_account_open(e, account_id);
+    return ENG_OPEN_SEARCH;
+}
+
+static inline uint64_t eng_risk_open(const tf_engine *e, uint64_t account_id)
+{
+    uint64_t n = eng_risk_open_at(e, account_id);
+    return n != ENG_OPEN_SEARCH ? n : eng_account_open(e, account_id);
 }
 
 #endif

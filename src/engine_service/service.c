@@ -21,6 +21,7 @@
 #include "engine_service/engine_service.h"
 #include "net/net.h"
 #include "tollfree/datagram.h"
+#include "tollfree/orders.h"
 #include "venue/venue.h"
 
 #define NAME "tollfree engine serve"
@@ -96,7 +97,24 @@ typedef struct svc {
     tfv_risk_config risk;
     uint8_t *resend_buf;
     size_t resend_cap;
+    /* A kill switch's cancels for the connections that placed the orders (kill_routes) */
+    struct es_route *routes; /* order -> owner connection, ascending order id; n_routes 0: none */
+    size_t n_routes, cap_routes;
+    struct es_notice *notices; /* the Canceled events routed while the kill is applied */
+    size_t n_notices, cap_notices;
 } svc;
+
+/* An order of the killed account and the open connection (its owner id) that placed it. */
+typedef struct es_route {
+    uint64_t order_id, owner;
+} es_route;
+
+/* A routed cancel: its owner, its place in events.ofl and in the command's events. */
+typedef struct es_notice {
+    uint64_t owner, off;
+    size_t idx;
+    tf_ofl_msg m;
+} es_notice;
 
 void tfes_config_init(tfes_config *cfg)
 {
@@ -469,6 +487,127 @@ static int feed_push(svc *s, const tf_ofl_msg *ev)
     return 0;
 }
 
+/* ---------------------------------------------------------------- a kill switch's cancels */
+
+/* The venue drops an order's owner as its Canceled passes (before this sink sees it), so the
+ * owners of the killed account's orders are looked up first (kill_routes); each Canceled of one
+ * of them is set aside (route_cancel) and, once the command is applied, sent to the connection
+ * that placed the order behind an Unsolicited marker (deliver_cancels): between two whole replies
+ * of that connection, never inside one, released with the kill's own reply once it is durable.
+ * The journal and the feed see nothing of this. */
+
+typedef struct route_walk {
+    svc *s;
+    es_conn *sender;
+    uint64_t account;
+    int err;
+} route_walk;
+
+static int route_one(void *ctx, const tf_engine_order *o)
+{
+    route_walk *w = ctx;
+    svc *s = w->s;
+    if (o->account_id != w->account)
+        return 0;
+    uint64_t owner = tfv_order_conn(s->r.venue, o->order_id);
+    es_conn *to = owner ? owner_conn(s, owner) : NULL;
+    if (!to || to == w->sender) /* closed (nothing is sent), or the sender: in its reply */
+        return 0;
+    if (s->n_routes == s->cap_routes) {
+        size_t cap = s->cap_routes ? s->cap_routes * 2 : 64;
+        es_route *r = realloc(s->routes, cap * sizeof *r);
+        if (!r)
+            return w->err = TF_E_NOMEM;
+        s->routes = r;
+        s->cap_routes = cap;
+    }
+    s->routes[s->n_routes++] = (es_route){o->order_id, owner};
+    return 0;
+}
+
+static int cmp_route(const void *a, const void *b)
+{
+    uint64_t x = ((const es_route *)a)->order_id, y = ((const es_route *)b)->order_id;
+    return x < y ? -1 : x > y;
+}
+
+/* The live orders of `account` that an open connection other than the sender placed: one walk
+ * of the book (a kill switch is rare; its cancel walks the account's orders anyway). */
+static int kill_routes(svc *s, es_conn *sender, uint64_t account)
+{
+    route_walk w = {s, sender, account, 0};
+    s->n_routes = 0;
+    if (!tfv_owner_count(s->r.venue))
+        return 0; /* no order has an owner: nobody to tell */
+    tf_engine_for_each_order(s->r.engine, route_one, &w);
+    if (w.err) {
+        s->n_routes = 0;
+        return w.err;
+    }
+    qsort(s->routes, s->n_routes, sizeof *s->routes, cmp_route);
+    return 0;
+}
+
+static int route_cancel(svc *s, const tf_ofl_msg *m, uint64_t off)
+{
+    es_route key = {m->kind == TF_OFL_CANCELED ? m->canceled.order_id : m->canceled_ex.order_id, 0};
+    const es_route *r = bsearch(&key, s->routes, s->n_routes, sizeof key, cmp_route);
+    if (!r)
+        return 0;
+    if (s->n_notices == s->cap_notices) {
+        size_t cap = s->cap_notices ? s->cap_notices * 2 : 64;
+        es_notice *q = realloc(s->notices, cap * sizeof *q);
+        if (!q)
+            return TF_E_NOMEM;
+        s->notices = q;
+        s->cap_notices = cap;
+    }
+    s->notices[s->n_notices] = (es_notice){r->owner, off, s->n_notices, *m};
+    s->n_notices++;
+    return 0;
+}
+
+static int cmp_notice(const void *a, const void *b)
+{
+    const es_notice *x = a, *y = b;
+    if (x->owner != y->owner)
+        return x->owner < y->owner ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The marker: "the next `count` frames are unsolicited events of command `command_seq`". */
+static int held_marker(svc *s, es_conn *ec, uint64_t command_seq, uint32_t count, uint8_t cause)
+{
+    uint8_t f[2 + TF_OFL_FRAME_LEN_BASE + TF_ORDERS_UNSOLICITED_LEN] = {0};
+    f[0] = TF_OFL_FRAME_LEN_BASE + TF_ORDERS_UNSOLICITED_LEN;
+    f[2] = TF_ORDERS_UNSOLICITED;
+    for (int i = 0; i < 8; i++)
+        f[3 + i] = (uint8_t)(command_seq >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        f[11 + i] = (uint8_t)(count >> (8 * i));
+    f[15] = cause;
+    return held_add(s, ec, f, sizeof f);
+}
+
+/* Each owner's cancels, in the command's order, behind one marker. */
+static int deliver_cancels(svc *s, uint64_t command_seq)
+{
+    int rc = 0;
+    qsort(s->notices, s->n_notices, sizeof *s->notices, cmp_notice);
+    for (size_t i = 0, j; !rc && i < s->n_notices; i = j) {
+        for (j = i; j < s->n_notices && s->notices[j].owner == s->notices[i].owner; j++)
+            ;
+        es_conn *to = owner_conn(s, s->notices[i].owner);
+        if (!to || j - i > UINT32_MAX)
+            continue;
+        rc = held_marker(s, to, command_seq, (uint32_t)(j - i), TF_ORDERS_CAUSE_KILL_SWITCH);
+        for (size_t k = i; !rc && k < j; k++)
+            rc = held_event_msg(s, to, &s->notices[k].m, s->notices[k].off);
+    }
+    s->n_routes = s->n_notices = 0;
+    return rc;
+}
+
 /* The engine's sink: journal each event, add it to the sender's reply, route Trades. */
 static int on_events(void *ctx, const tf_ofl_msg *ev, size_t n)
 {
@@ -500,6 +639,8 @@ static int on_events(void *ctx, const tf_ofl_msg *ev, size_t n)
         es_conn *to = maker ? owner_conn(s, tfv_order_conn(s->r.venue, maker)) : NULL;
         if (to && to != s->sender)
             rc = held_event_msg(s, to, &m, js.bytes);
+        if (!rc && s->n_routes && (m.kind == TF_OFL_CANCELED || m.kind == TF_OFX_CANCELED))
+            rc = route_cancel(s, &m, js.bytes);
         if (rc)
             return rc;
     }
@@ -667,9 +808,18 @@ static int kill_frame(svc *s, tfn_conn *c, es_conn *ec)
     }
     if (!vm.risk[16])
         memset(vm.risk, 0, 8); /* off takes no command_seq */
-    rc = risk_record(s, ec, TFV_KILL_SWITCH, vm.risk, vm.risk_len, vm.risk[16]);
+    uint64_t seq, account;
+    int on;
+    rc = tfv_kill_decode(vm.risk, vm.risk_len, &seq, &account, &on);
+    if (!rc && on)
+        rc = kill_routes(s, ec, account); /* before the cancels drop the owners */
+    if (!rc)
+        rc = risk_record(s, ec, TFV_KILL_SWITCH, vm.risk, vm.risk_len, vm.risk[16]);
     tf_engine_counters k;
     tf_engine_get_counters(s->r.engine, &k);
+    if (!rc && s->n_notices)
+        rc = deliver_cancels(s, k.last_command_seq);
+    s->n_routes = s->n_notices = 0;
     if (rc || (rc = held_heartbeat(s, ec, k.last_command_seq)))
         fail(s, "a kill switch", rc);
     return s->failed ? -1 : 0;
@@ -1021,6 +1171,8 @@ static void teardown(svc *s)
     tfv_sessions_free(&s->sessions);
     tfv_risk_config_free(&s->risk);
     free(s->resend_buf);
+    free(s->routes);
+    free(s->notices);
 }
 
 /* --sessions FILE (docs/venue.md, "Sessions"): refused with the file, the line and what to do. */

@@ -172,23 +172,28 @@ static inline double tfk_sar_book(tfk_sar *st, tfk_sar_extra *x, double c)
      * at +0.0, and +0.0 + -0.0 is +0.0). NaN goes to gross_loss, as the spec's else does. */
     int win = r > 0.0;
     x->wins += win;
-    x->gross_win += win ? r : 0.0;
-    x->gross_loss += win ? 0.0 : r;
+    uint64_t rb, keep = (uint64_t)0 - (uint64_t)win;
+    __builtin_memcpy(&rb, &r, sizeof rb);
+    uint64_t wb = rb & keep, lb = rb & ~keep;
+    double rw, rl;
+    __builtin_memcpy(&rw, &wb, sizeof rw);
+    __builtin_memcpy(&rl, &lb, sizeof rl);
+    x->gross_win += rw;
+    x->gross_loss += rl;
     if (st->trades == 1) {
         x->best = r;
         x->worst = r;
     } else {
-        if (r > x->best)
-            x->best = r;
-        if (r < x->worst)
-            x->worst = r;
+        x->best = r > x->best ? r : x->best;
+        x->worst = r < x->worst ? r : x->worst;
     }
     tfk_sar_welford(&x->mean, &x->m2, r, st->trades);
-    if (st->pnl > x->peak)
-        x->peak = st->pnl;
+    /* Stores on both sides, so the compiler selects without a branch even where x lives in
+     * memory (the time-aware sweep's copy, whose state does not fit in registers): a new
+     * drawdown is a coin flip to the predictor. */
+    x->peak = st->pnl > x->peak ? st->pnl : x->peak;
     double dd = x->peak - st->pnl;
-    if (dd > x->max_dd)
-        x->max_dd = dd;
+    x->max_dd = dd > x->max_dd ? dd : x->max_dd;
     return r;
 }
 

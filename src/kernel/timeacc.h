@@ -149,6 +149,30 @@ static inline __attribute__((always_inline)) void tfk_range_minmax(const double 
 #endif
 }
 
+/* The smallest and largest of x[0..len), 2 <= len <= 16, all finite: eight overlapping pairs
+ * whose starts are clamped into the run, so every value is covered and none outside is read,
+ * without a branch on len. */
+static inline __attribute__((always_inline)) void tfk_short_minmax(const double *x, int64_t len,
+                                                                   double *lo, double *hi)
+{
+#ifdef __SSE2__
+    int64_t m = len - 2; /* the last pair's start */
+    int64_t f2 = m < 2 ? m : 2, f4 = m < 4 ? m : 4, f6 = m < 6 ? m : 6;
+    int64_t b2 = m > 2 ? m - 2 : 0, b4 = m > 4 ? m - 4 : 0, b6 = m > 6 ? m - 6 : 0;
+    __m128d u0 = _mm_loadu_pd(x), u1 = _mm_loadu_pd(x + f2), u2 = _mm_loadu_pd(x + f4),
+            u3 = _mm_loadu_pd(x + f6), v0 = _mm_loadu_pd(x + m), v1 = _mm_loadu_pd(x + b2),
+            v2 = _mm_loadu_pd(x + b4), v3 = _mm_loadu_pd(x + b6);
+    __m128d l = _mm_min_pd(_mm_min_pd(_mm_min_pd(u0, u1), _mm_min_pd(u2, u3)),
+                           _mm_min_pd(_mm_min_pd(v0, v1), _mm_min_pd(v2, v3)));
+    __m128d h = _mm_max_pd(_mm_max_pd(_mm_max_pd(u0, u1), _mm_max_pd(u2, u3)),
+                           _mm_max_pd(_mm_max_pd(v0, v1), _mm_max_pd(v2, v3)));
+    *lo = _mm_cvtsd_f64(_mm_min_sd(l, _mm_unpackhi_pd(l, l)));
+    *hi = _mm_cvtsd_f64(_mm_max_sd(h, _mm_unpackhi_pd(h, h)));
+#else
+    tfk_range_minmax(x, len, lo, hi);
+#endif
+}
+
 /* The marks of the bars t in (e, end] of a trade entered at e (k = 100 / close[e], dp its
  * direction): mark() of each, by the shortcut of the header comment where it is exact. */
 static inline __attribute__((always_inline)) void
@@ -159,38 +183,49 @@ tfk_tacc_marks(tfk_tacc *a, const tfk_time_in *in, double k, double dp, int64_t 
         return;
     double base = p1[e];
     if (end < in->first_bad) {
-        /* First the bounds of the words the trade's bars lie in (wider than its bars, so marks
-         * below and above all of its own): when they prove that no mark passes the peak and no
-         * drop passes the drawdown, mark() would change nothing, bar by bar. Words that reach a
-         * non-finite p1 are not used. The proof needs no finiteness: both comparisons hold only
-         * when neither bound is NaN (maxsd and minsd pass a NaN on), each mark that is not NaN
-         * lies between the bounds (every rounded operation is monotone, infinities included),
-         * and a NaN mark changes nothing. */
-        int64_t w0 = (e + 1) >> TFK_WORD_SHIFT, w1 = end >> TFK_WORD_SHIFT;
-        int64_t wend = ((w1 + 1) << TFK_WORD_SHIFT) - 1;
-        if (wend < in->first_bad || in->first_bad == in->n) {
-            /* the first two words without a branch (a trade under 65 bars touches one or two) */
-            int64_t wb = w0 + 1 < w1 ? w0 + 1 : w1;
-            double wl = tfk_min2(in->wlo[w0], in->wlo[wb]), wh = tfk_max2(in->whi[w0], in->whi[wb]);
-            for (int64_t w = w0 + 2; w <= w1; w++) {
-                wl = tfk_min2(in->wlo[w], wl);
-                wh = tfk_max2(in->whi[w], wh);
-            }
-            double ba = a->eq + k * (dp * (wh - base)), bb = a->eq + k * (dp * (wl - base));
-            double bmax = tfk_max2(ba, bb), bmin = tfk_min2(bb, ba);
-            if ((bmax <= a->peak) & (a->peak - bmin <= a->mdd))
-                return;
-        }
-    }
-    if (end < in->first_bad && isfinite(a->peak)) {
         double lo, hi;
-        tfk_range_minmax(p1 + e + 1, end - e, &lo, &hi);
+        if (end - e < 16) {
+            /* A short trade (most of them) gets its exact smallest and largest p1 without a
+             * branch on its length. The entry bar rides along: its mark is the closed equity,
+             * which the last exit already marked (peak >= it, peak - it <= mdd), so it can
+             * change neither test nor update below. */
+            tfk_short_minmax(p1 + e, end - e + 1, &lo, &hi);
+        } else {
+            /* First the bounds of the words the trade's bars lie in (wider than its bars, so
+             * marks below and above all of its own): when they prove that no mark passes the
+             * peak and no drop passes the drawdown, mark() would change nothing, bar by bar.
+             * Words that reach a non-finite p1 are not used. The proof needs no finiteness:
+             * both comparisons hold only when neither bound is NaN (maxsd and minsd pass a NaN
+             * on), each mark that is not NaN lies between the bounds (every rounded operation
+             * is monotone, infinities included), and a NaN mark changes nothing. */
+            int64_t w0 = (e + 1) >> TFK_WORD_SHIFT, w1 = end >> TFK_WORD_SHIFT;
+            int64_t wend = ((w1 + 1) << TFK_WORD_SHIFT) - 1;
+            if (wend < in->first_bad || in->first_bad == in->n) {
+                /* the first two words without a branch (a trade under 65 bars touches one or
+                 * two) */
+                int64_t wb = w0 + 1 < w1 ? w0 + 1 : w1;
+                double wl = tfk_min2(in->wlo[w0], in->wlo[wb]),
+                       wh = tfk_max2(in->whi[w0], in->whi[wb]);
+                for (int64_t w = w0 + 2; w <= w1; w++) {
+                    wl = tfk_min2(in->wlo[w], wl);
+                    wh = tfk_max2(in->whi[w], wh);
+                }
+                double ba = a->eq + k * (dp * (wh - base)), bb = a->eq + k * (dp * (wl - base));
+                double bmax = tfk_max2(ba, bb), bmin = tfk_min2(bb, ba);
+                if ((bmax <= a->peak) & (a->peak - bmin <= a->mdd))
+                    return;
+            }
+            tfk_range_minmax(p1 + e + 1, end - e, &lo, &hi);
+        }
         double ea = a->eq + k * (dp * (hi - base)), eb = a->eq + k * (dp * (lo - base));
         double emax = tfk_max2(ea, eb), emin = tfk_min2(eb, ea);
         /* (B) implies peak - emin <= emax - emin <= mdd: the update of (A) is then a no-op, so
-         * both take it, without a branch on which (it is a coin flip to the predictor). With
-         * emax and peak finite, emax <= peak is !(emax > peak). */
-        int finite = isfinite(emax) & isfinite(emin);
+         * both take it, without a branch on which (it is a coin flip to the predictor). z is
+         * finite only when emax, emin and the peak are (a sum that overflows only sends the
+         * trade to the bar-by-bar marks); with emax and peak finite, emax <= peak is
+         * !(emax > peak). */
+        double z = emax + emin + a->peak;
+        int finite = z - z == 0.0;
         int shortcut = (emax <= a->peak) | (emax - emin <= a->mdd);
         if (finite & shortcut) {
             double dd = a->peak - emin;

@@ -1,7 +1,8 @@
 /* Runs of plain commands in a replay: the part of a journal that tfv_apply passes to the engine
  * untouched, found so that a replay can hand it to tf_engine_apply_batch (which fetches the next
- * commands' table slots ahead) instead of one tf_engine_apply per record. The test is tfv_apply's
- * own first one (venue.c): kind, no connection, no owners, no risk rule in force. */
+ * commands' table slots ahead) instead of one tf_engine_apply per record. The test is the one
+ * tfv_apply's inline fast path makes (venue.h): kind, no connection, no owners, no risk rule in
+ * force. */
 #include "venue/replay_run.h"
 
 size_t tfv_plain_run(tfv_venue *v, const tf_ofl_msg *msgs, size_t n)

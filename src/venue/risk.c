@@ -263,6 +263,11 @@ static void reindex(tfv_risk *r)
     r->first = n ? r->ids[0] : 0;
 }
 
+/* What a check made with `fast` returns where the full check would make a call (a kill switch
+ * on, accounts that are not consecutive ids, a product past 2^64): the check then finishes with
+ * the calls (replace_full, new_limit_check). Never a reason (those are > 0). */
+#define BAIL (-1)
+
 /* An account's profile through the index (accounts that are not consecutive ids). */
 static __attribute__((noinline)) const profile *indexed_limits(const tfv_risk *r, uint64_t account)
 {
@@ -270,16 +275,22 @@ static __attribute__((noinline)) const profile *indexed_limits(const tfv_risk *r
     return &r->prof[idx ? r->pix[idx - 1] : NO_LIMITS];
 }
 
-/* The profile of account (NO_LIMITS for one without limits). ids[] is ascending without
+/* The profile of account (NO_LIMITS for one without limits) into *l. ids[] is ascending without
  * duplicates, so account a sits at a - ids[0] when the ids are consecutive (1..N: one compare,
- * no load of ids[]), else the index finds it. */
-static inline __attribute__((always_inline)) const profile *limits_of(const tfv_risk *r,
-                                                                      uint64_t account)
+ * no load of ids[]), else the index finds it: with fast, BAIL (returned) instead of that call. */
+static inline __attribute__((always_inline)) int limits_of(const tfv_risk *r, uint64_t account,
+                                                           const int fast, const profile **l)
 {
     uint64_t d = account - r->first; /* wraps for an account below the first */
-    if (d < r->span)
-        return &r->prof[r->pix[d]];
-    return r->dense ? &r->prof[NO_LIMITS] : indexed_limits(r, account);
+    if (__builtin_expect(d < r->span, 1))
+        *l = &r->prof[r->pix[d]];
+    else if (r->dense)
+        *l = &r->prof[NO_LIMITS];
+    else if (fast)
+        return BAIL;
+    else
+        *l = indexed_limits(r, account);
+    return 0;
 }
 
 static profile profile_from(const tfv_limits *l)
@@ -430,8 +441,11 @@ static inline __attribute__((always_inline)) int over_notional(const profile *l,
                                                                int64_t price)
 {
     uint64_t v;
-    return l->max_notional &&
-           (__builtin_mul_overflow(qty, (uint64_t)price, &v) || v > l->max_notional);
+    if (!l->max_notional)
+        return 0;
+    if (__builtin_mul_overflow(qty, (uint64_t)price, &v)) /* the flag of the multiply: a jump */
+        return 1;
+    return v > l->max_notional;
 }
 
 /* diff * 10000 > ref * bps in 128 bits: off the common path (a product past 2^64). */
@@ -440,9 +454,10 @@ static __attribute__((noinline)) int outside_band_wide(uint64_t diff, uint64_t r
     return (u128)diff * 10000 > (u128)ref * bps;
 }
 
-/* |price - ref| beyond the band around ref (> 0), in ticks or basis points. */
+/* |price - ref| beyond the band around ref (> 0), in ticks or basis points: 1 or 0 (or BAIL with
+ * fast, for a product past 2^64). */
 static inline __attribute__((always_inline)) int outside_band(const profile *l, int64_t ref,
-                                                              int64_t price)
+                                                              int64_t price, const int fast)
 {
     /* both are in (0, INT64_MAX], so the difference fits; a select, not a branch on the side of
      * the reference the price is on (a coin toss in a flow of buys and sells) */
@@ -454,7 +469,7 @@ static inline __attribute__((always_inline)) int outside_band(const profile *l, 
     if (!__builtin_mul_overflow(diff, (uint64_t)10000, &a) &&
         !__builtin_mul_overflow((uint64_t)ref, l->band, &b))
         return a > b;
-    return outside_band_wide(diff, (uint64_t)ref, l->band);
+    return fast ? BAIL : outside_band_wide(diff, (uint64_t)ref, l->band);
 }
 
 static int qty_valid(tf_ofl_qty q)
@@ -465,20 +480,25 @@ static int qty_valid(tf_ofl_qty q)
 /* The limits for a Replace or ReplaceByClient of the live order o to (price, q), a valid quantity
  * and price > 0 that does not only reduce the order: quantity, notional, band (its reference is
  * o's book's, read only when the profile has a band that needs it). A replace adds no order, so
- * max_open does not apply. */
+ * max_open does not apply. With fast: BAIL where a call would be made. */
 static inline __attribute__((always_inline)) int
-replace_limits(const tfv_risk *r, const eng_order *o, int64_t price, uint64_t qty)
+replace_limits(const tfv_risk *r, const eng_order *o, int64_t price, uint64_t qty, const int fast)
 {
-    const profile *l = limits_of(r, o->account);
+    const profile *l;
+    if (limits_of(r, o->account, fast, &l))
+        return BAIL;
     if (qty > l->max_qty)
         return TFV_REASON_MAX_QUANTITY;
     if (over_notional(l, qty, price))
         return TFV_REASON_MAX_NOTIONAL;
     if (l->ref == REF_NONE)
         return 0;
-    int64_t ref =
-        l->ref == REF_FIXED ? l->ref_price : eng_risk_ref(r->e, o->tree, l->ref == REF_LAST);
-    return ref > 0 && outside_band(l, ref, price) ? TFV_REASON_PRICE_BAND : 0;
+    /* the book's reference first: the usual band, one test */
+    int64_t ref = __builtin_expect(l->ref == REF_BOOK, 1) ? eng_risk_ref(r->e, o->tree, 0)
+                  : l->ref == REF_LAST                    ? eng_risk_ref(r->e, o->tree, 1)
+                                                          : l->ref_price;
+    int out = ref > 0 ? outside_band(l, ref, price, fast) : 0;
+    return fast && out == BAIL ? BAIL : out ? TFV_REASON_PRICE_BAND : 0;
 }
 
 /* The same while some kill switch is on: the account's switch first. A function of its own, so
@@ -488,37 +508,48 @@ static __attribute__((noinline)) int replace_killed(const tfv_risk *r, const eng
 {
     if (tfv_risk_killed(r, o->account))
         return TFV_REASON_KILL_SWITCH;
-    return replace_limits(r, o, price, qty);
+    return replace_limits(r, o, price, qty, 0);
 }
 
 /* A Replace or ReplaceByClient of the live order o to (price, q), in the rules' order (kill
  * switch, then the limits). One that only reduces what is there (same price, a valid quantity not
  * above the remaining) always passes; one the engine will reject (a bad quantity or price) meets
- * the kill switch alone. */
+ * the kill switch alone. With fast: no call, BAIL where one would be made (a switch on). */
 static inline __attribute__((always_inline)) int
-replace_rules(const tfv_risk *r, const eng_order *o, int64_t price, tf_ofl_qty q)
+replace_rules(const tfv_risk *r, const eng_order *o, int64_t price, tf_ofl_qty q, const int fast)
 {
+    int killed = __builtin_expect(r->h.n_killed != 0, 0);
     if (!qty_valid(q) || price <= 0)
-        return r->h.n_killed ? kill_rule(r, o->account) : 0;
+        return !killed ? 0 : fast ? BAIL : kill_rule(r, o->account);
     if (price == o->price && q.lo <= o->remaining)
         return 0;
-    return r->h.n_killed ? replace_killed(r, o, price, q.lo) : replace_limits(r, o, price, q.lo);
+    if (killed)
+        return fast ? BAIL : replace_killed(r, o, price, q.lo);
+    return replace_limits(r, o, price, q.lo, fast);
 }
 
 /* A new order of an account, in the rules' order: kill switch, quantity, then for a limit order
  * (price != NULL) notional, band (around the instrument's book, read only when needed) and, for
  * one that may rest (adds_order), open orders. One the engine will reject anyway (a bad quantity,
- * price or side) meets the kill switch alone. */
+ * price or side) meets the kill switch alone. With fast: no call, BAIL where one would be made (a
+ * switch on, accounts that are not consecutive ids, an engine without its direct instrument
+ * table, a product past 2^64). */
 static inline __attribute__((always_inline)) int new_rules(const tfv_risk *r, uint64_t account,
                                                            uint64_t instrument, int side,
                                                            const int64_t *price, tf_ofl_qty q,
-                                                           int adds_order)
+                                                           int adds_order, const int fast)
 {
-    if (r->h.n_killed && tfv_risk_killed(r, account))
-        return TFV_REASON_KILL_SWITCH;
+    if (__builtin_expect(r->h.n_killed != 0, 0)) {
+        if (fast)
+            return BAIL;
+        if (tfv_risk_killed(r, account))
+            return TFV_REASON_KILL_SWITCH;
+    }
     if (!qty_valid(q) || (price && *price <= 0) || side > TF_OFL_SELL)
         return 0;
-    const profile *l = limits_of(r, account);
+    const profile *l;
+    if (limits_of(r, account, fast, &l))
+        return BAIL;
     if (q.lo > l->max_qty)
         return TFV_REASON_MAX_QUANTITY;
     if (!price)
@@ -526,26 +557,54 @@ static inline __attribute__((always_inline)) int new_rules(const tfv_risk *r, ui
     if (over_notional(l, q.lo, *price))
         return TFV_REASON_MAX_NOTIONAL;
     if (l->ref != REF_NONE) {
-        int64_t ref = l->ref == REF_FIXED
-                          ? l->ref_price
-                          : eng_band_ref(r->e, instrument, side, l->ref == REF_LAST);
-        if (ref > 0 && outside_band(l, ref, *price))
-            return TFV_REASON_PRICE_BAND;
+        int64_t ref = l->ref_price;
+        if (l->ref != REF_FIXED) {
+            int book = eng_risk_book(r->e, instrument);
+            if (book == ENG_BOOK_SEARCH) {
+                if (fast)
+                    return BAIL;
+                book = eng_book_of(r->e, instrument);
+            }
+            ref = eng_band_ref(r->e, book, side, l->ref == REF_LAST);
+        }
+        int out = ref > 0 ? outside_band(l, ref, *price, fast) : 0;
+        if (out)
+            return fast && out == BAIL ? BAIL : TFV_REASON_PRICE_BAND;
     }
-    if (adds_order && l->max_open && eng_risk_open(r->e, account) >= l->max_open)
-        return TFV_REASON_MAX_OPEN_ORDERS;
+    if (adds_order && l->max_open) {
+        uint64_t open = eng_risk_open_at(r->e, account);
+        if (open == ENG_OPEN_SEARCH) {
+            if (fast)
+                return BAIL;
+            open = eng_account_open(r->e, account);
+        }
+        if (open >= l->max_open)
+            return TFV_REASON_MAX_OPEN_ORDERS;
+    }
     return 0;
+}
+
+/* A Replace whose fast check bailed out (BAIL): the rules with their calls, on its order, which
+ * the check found and left as the engine's hint (not passed: one value fewer kept live across
+ * the fast check costs it no frame). */
+static __attribute__((noinline)) int replace_full(const tfv_risk *r, const tf_ofl_replace *c)
+{
+    return replace_rules(r, eng_risk_order(r->e, eng_risk_hint(r->e)), c->price, c->quantity, 0);
 }
 
 /* A Replace: its order found once (not live: the engine's OrderNotFound), which leaves the
  * engine its hint, and read in place. Inline in tfv_risk_check_on's first test: the most
  * frequent order command (82 % of the exchange-core flow) pays neither a call of its own nor the
- * frame of the others. */
+ * frame of the others, nor a frame for the rare calls (a kill switch on, accounts that are not
+ * consecutive ids, a product past 2^64: replace_full, a tail call). */
 static inline __attribute__((always_inline)) int replace_check(const tfv_risk *r,
                                                                const tf_ofl_replace *c)
 {
     uint32_t oi = eng_risk_find(r->e, c->order_id);
-    return oi ? replace_rules(r, eng_risk_order(r->e, oi), c->price, c->quantity) : 0;
+    if (!oi)
+        return 0;
+    int reason = replace_rules(r, eng_risk_order(r->e, oi), c->price, c->quantity, 1);
+    return __builtin_expect(reason == BAIL, 0) ? replace_full(r, c) : reason;
 }
 
 static __attribute__((noinline)) int client_replace_check(const tfv_risk *r,
@@ -554,25 +613,34 @@ static __attribute__((noinline)) int client_replace_check(const tfv_risk *r,
     uint32_t oi = eng_risk_find_client(r->e, c->account_id, c->client_order_id);
     if (!oi)
         return 0; /* the engine's OrderNotFound */
-    return replace_rules(r, eng_risk_order(r->e, oi), c->price, (tf_ofl_qty){c->quantity, 0});
+    return replace_rules(r, eng_risk_order(r->e, oi), c->price, (tf_ofl_qty){c->quantity, 0}, 0);
 }
 
-/* The new orders, one function each: the most frequent (NewLimit) without the others' frame. */
+/* The new orders, one function each: the most frequent (NewLimit) without the others' frame
+ * (new_limit_fast first, this on a BAIL). */
 static __attribute__((noinline)) int new_limit_check(const tfv_risk *r, const tf_ofl_new_limit *c)
 {
-    return new_rules(r, c->account_id, c->instrument_id, c->side, &c->price, c->quantity, 1);
+    return new_rules(r, c->account_id, c->instrument_id, c->side, &c->price, c->quantity, 1, 0);
+}
+
+/* A NewLimit without a call (and so without a frame), new_limit_check on a BAIL. */
+static __attribute__((noinline)) int new_limit_fast(const tfv_risk *r, const tf_ofl_new_limit *c)
+{
+    int reason =
+        new_rules(r, c->account_id, c->instrument_id, c->side, &c->price, c->quantity, 1, 1);
+    return __builtin_expect(reason == BAIL, 0) ? new_limit_check(r, c) : reason;
 }
 
 static __attribute__((noinline)) int new_market_check(const tfv_risk *r, const tf_ofl_new_market *c)
 {
-    return new_rules(r, c->account_id, 0, c->side, NULL, c->quantity, 0);
+    return new_rules(r, c->account_id, 0, c->side, NULL, c->quantity, 0, 0);
 }
 
 static __attribute__((noinline)) int gateway_order_check(const tfv_risk *r, const tf_ofx_order *c)
 {
     int limit = c->type == TF_OFX_LIMIT;
     return new_rules(r, c->account_id, c->instrument_id, c->side, limit ? &c->price : NULL,
-                     (tf_ofl_qty){c->quantity, 0}, limit && c->tif == TF_OFX_GTC);
+                     (tf_ofl_qty){c->quantity, 0}, limit && c->tif == TF_OFX_GTC, 0);
 }
 
 /* The checks while limits or a kill switch are in force (tfv_risk_check, risk.h, tests that
@@ -585,7 +653,7 @@ int tfv_risk_check_on(const tfv_risk *r, const tf_ofl_msg *cmd)
     if (kind == TF_OFL_REPLACE)
         return replace_check(r, &cmd->replace);
     if (kind == TF_OFL_NEW_LIMIT)
-        return new_limit_check(r, &cmd->new_limit);
+        return new_limit_fast(r, &cmd->new_limit);
     if (kind == TF_OFL_NEW_MARKET)
         return new_market_check(r, &cmd->new_market);
     if (kind == TF_OFX_ORDER)

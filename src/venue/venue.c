@@ -46,12 +46,11 @@ typedef struct sess_state {
 } sess_state;
 
 struct tfv_venue {
-    tf_engine *e;
+    struct tfv_venue_head h; /* e, risk, owner_count: what tfv_apply reads inline (venue.h) */
     /* the owners: a pool of entries (index 0 the null) and the one table over it (table.h) */
     owner_ent *owners;
     uint32_t owner_cap, owner_fresh, owner_free;
     tfu_table by_order;
-    uint64_t owner_count;
     sess_state *sess;
     uint32_t n_sess, cap_sess;
     tf_journal *events;
@@ -71,7 +70,6 @@ struct tfv_venue {
     uint64_t *makers;
     size_t n_makers, cap_makers;
     int err;
-    tfv_risk *risk; /* the limits and kill switches in force (risk.c) */
 };
 
 int tfv_open(tf_engine *engine, tfv_venue **out)
@@ -79,12 +77,12 @@ int tfv_open(tf_engine *engine, tfv_venue **out)
     tfv_venue *v = calloc(1, sizeof *v);
     if (!v)
         return TF_E_NOMEM;
-    v->e = engine;
+    v->h.e = engine;
     v->owner_cap = OWNERS_START;
     v->owner_fresh = 1;
     v->owners = calloc(v->owner_cap, sizeof *v->owners);
     if (!v->owners || tfu_table_init(&v->by_order, v->owner_cap) ||
-        tfv_risk_open(engine, &v->risk)) {
+        tfv_risk_open(engine, &v->h.risk)) {
         free(v->owners);
         tfu_table_fini(&v->by_order);
         free(v);
@@ -105,7 +103,7 @@ void tfv_close(tfv_venue *v)
     tfu_table_fini(&v->by_order);
     free(v->makers);
     free(v->ev_idx.pos);
-    tfv_risk_close(v->risk);
+    tfv_risk_close(v->h.risk);
     free(v);
 }
 
@@ -163,7 +161,7 @@ static int owner_put(tfv_venue *v, uint64_t id, uint64_t session, uint64_t conn)
             return TF_E_NOMEM;
         v->owners[i].order_id = id;
         tfu_tab_insert(&v->by_order, tfu_mix(id), i, owner_hash, v->owners);
-        v->owner_count++;
+        v->h.owner_count++;
     }
     v->owners[i].session = session;
     v->owners[i].conn = conn;
@@ -185,7 +183,7 @@ static uint64_t owner_session(const tfv_venue *v, uint64_t id)
 
 uint64_t tfv_order_conn(const tfv_venue *v, uint64_t order_id)
 {
-    const owner_ent *o = v && v->owner_count ? owner_get(v, order_id) : NULL;
+    const owner_ent *o = v && v->h.owner_count ? owner_get(v, order_id) : NULL;
     return o ? o->conn : 0;
 }
 
@@ -197,7 +195,7 @@ static void owner_del(tfv_venue *v, uint64_t id)
     tfu_tab_erase(&v->by_order, tfu_mix(id), i, owner_hash, v->owners);
     v->owners[i] = (owner_ent){0, v->owner_free, 0};
     v->owner_free = i;
-    v->owner_count--;
+    v->h.owner_count--;
 }
 
 /* ---------------------------------------------------------------- sessions' resend state */
@@ -374,7 +372,7 @@ static void note_taker(tfv_venue *v, uint64_t id, int placed)
 static void dropped(tfv_venue *v, uint64_t id)
 {
     v->taker_hit |= id == v->taker;
-    if (v->owner_count)
+    if (v->h.owner_count)
         owner_del(v, id);
 }
 
@@ -383,7 +381,7 @@ static void dropped(tfv_venue *v, uint64_t id)
 static void traded(tfv_venue *v, uint64_t maker, uint64_t taker)
 {
     v->taker_hit |= taker == v->taker;
-    if (v->owner_count && !v->err)
+    if (v->h.owner_count && !v->err)
         v->err = push_maker(v, maker);
 }
 
@@ -440,7 +438,7 @@ static void settle_makers(tfv_venue *v)
 {
     tf_engine_order o;
     for (size_t i = 0; i < v->n_makers; i++)
-        if (tf_engine_find_order(v->e, v->makers[i], &o) != 1)
+        if (tf_engine_find_order(v->h.e, v->makers[i], &o) != 1)
             owner_del(v, v->makers[i]);
     v->n_makers = 0;
 }
@@ -454,7 +452,7 @@ static int settle_taker(tfv_venue *v)
     v->taker = 0;
     if (!id || (v->taker_new && !v->session && !v->conn))
         return 0;
-    if (v->taker_hit && tf_engine_find_order(v->e, id, &o) != 1) {
+    if (v->taker_hit && tf_engine_find_order(v->h.e, id, &o) != 1) {
         if (!v->taker_new)
             owner_del(v, id);
         return 0;
@@ -530,14 +528,14 @@ static int apply_keyed(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
             c.replace.order_id = 0;
     }
     if (!v->reason) /* the risk rules (risk.c, docs/venue.md "Risk") */
-        v->reason = tfv_risk_check(v->risk, &c);
+        v->reason = tfv_risk_check(v->h.risk, &c);
     if (v->reason) {
         memset(&c, 0, sizeof c);
         c.kind = TF_OFL_CANCEL_BY_ORDER;
         c.cancel_by_order.command_seq = seq;
     }
     watch(v, sink, msg->session, msg->conn);
-    int rc = unwatch(v, sink, tf_engine_apply(v->e, &c, sink));
+    int rc = unwatch(v, sink, tf_engine_apply(v->h.e, &c, sink));
     if (rc < 0 || !msg->client_seq)
         return rc;
     sess_state *st = state_of(v, msg->session, 1);
@@ -562,9 +560,9 @@ static int apply_keyed(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
 static int apply_plain(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
 {
     const tf_ofl_msg *cmd = &msg->ofl;
-    int refuse = tfv_risk_check(v->risk, cmd); /* 0 for what is not an order command */
-    if (!refuse && !msg->conn && !v->owner_count)
-        return tf_engine_apply(v->e, cmd, sink);
+    int refuse = tfv_risk_check(v->h.risk, cmd); /* 0 for what is not an order command */
+    if (!refuse && !msg->conn && !v->h.owner_count)
+        return tf_engine_apply(v->h.e, cmd, sink);
     tf_ofl_msg c;
     if (refuse) {
         c = (tf_ofl_msg){.kind = TF_OFL_CANCEL_BY_ORDER};
@@ -574,7 +572,7 @@ static int apply_plain(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
         cmd = &c;
     }
     watch(v, sink, 0, msg->conn);
-    return unwatch(v, sink, tf_engine_apply(v->e, cmd, sink));
+    return unwatch(v, sink, tf_engine_apply(v->h.e, cmd, sink));
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -591,7 +589,7 @@ static int cancel_session(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink
     int rc = tfv_cod_decode(msg->risk, msg->risk_len, &seq, &session);
     if (rc)
         return rc;
-    uint64_t *ids = malloc((v->owner_count ? v->owner_count : 1) * sizeof *ids);
+    uint64_t *ids = malloc((v->h.owner_count ? v->h.owner_count : 1) * sizeof *ids);
     if (!ids)
         return TF_E_NOMEM;
     size_t n = 0;
@@ -599,48 +597,36 @@ static int cancel_session(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink
         if (v->owners[i].order_id && v->owners[i].session == session)
             ids[n++] = v->owners[i].order_id;
     qsort(ids, n, sizeof *ids, cmp_id);
-    rc = tf_engine_cancel_orders(v->e, seq, ids, n, sink);
+    rc = tf_engine_cancel_orders(v->h.e, seq, ids, n, sink);
     for (size_t i = 0; rc >= 0 && i < n; i++)
         owner_del(v, ids[i]);
     free(ids);
     return rc;
 }
 
-static __attribute__((noinline)) int apply_record(tfv_venue *v, const tfv_msg *msg,
-                                                  tf_engine_sink *sink)
+int tfv_apply_record(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
 {
+    if (!v || !msg || !sink)
+        return TF_E_NULL_ARG;
     if (msg->kind == TFV_KEYED)
         return apply_keyed(v, msg, sink);
     if (msg->kind == TFV_CANCEL_ON_DISCONNECT)
         return cancel_session(v, msg, sink);
     if (tfv_risk_kind(msg->kind)) {
-        if (!v->owner_count)
-            return tfv_risk_apply_record(v->risk, msg->kind, msg->risk, msg->risk_len, sink);
+        if (!v->h.owner_count)
+            return tfv_risk_apply_record(v->h.risk, msg->kind, msg->risk, msg->risk_len, sink);
         watch(v, sink, 0, 0); /* a kill switch's Canceled events drop owners */
         return unwatch(v, sink,
-                       tfv_risk_apply_record(v->risk, msg->kind, msg->risk, msg->risk_len, sink));
+                       tfv_risk_apply_record(v->h.risk, msg->kind, msg->risk, msg->risk_len, sink));
     }
     if (tfv_is_ext_kind(msg->kind) && !tf_ofx_is_gateway_kind(msg->kind))
         return msg->kind == TFV_VENUE_REJECTED ? TF_ENGINE_SKIPPED : TF_E_OFL_UNKNOWN_KIND;
     return apply_plain(v, msg, sink); /* OFL1 and gateway kinds */
 }
 
-int tfv_apply(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
-{
-    if (!v || !msg || !sink)
-        return TF_E_NULL_ARG;
-    /* The common record without a frame of its own (apply_record has the rest): a plain OFL1
-     * command, no connection, no owners to follow, that the risk rules pass (apply_plain checks
-     * a refused one again: the check changes nothing). */
-    if (msg->kind >= TF_OFL_NEW_LIMIT && msg->kind <= TF_OFL_REPLACE && !msg->conn &&
-        !v->owner_count && !tfv_risk_check(v->risk, &msg->ofl))
-        return tf_engine_apply(v->e, &msg->ofl, sink);
-    return apply_record(v, msg, sink);
-}
-
 tfv_risk *tfv_venue_risk(tfv_venue *v)
 {
-    return v ? v->risk : NULL;
+    return v ? v->h.risk : NULL;
 }
 
 int tfv_read_events(tfv_venue *v, uint64_t first, uint32_t count, uint64_t command_seq,
@@ -658,12 +644,12 @@ int tfv_read_events(tfv_venue *v, uint64_t first, uint32_t count, uint64_t comma
 
 tf_engine *tfv_venue_engine(tfv_venue *v)
 {
-    return v->e;
+    return v->h.e;
 }
 
 int tfv_owner_known(const tfv_venue *v, uint64_t order_id)
 {
-    return v->owner_count && owner_get(v, order_id) != NULL;
+    return v->h.owner_count && owner_get(v, order_id) != NULL;
 }
 
 int tfv_owner_put(tfv_venue *v, uint64_t order_id, uint64_t session)
@@ -673,13 +659,13 @@ int tfv_owner_put(tfv_venue *v, uint64_t order_id, uint64_t session)
 
 uint64_t tfv_owner_count(const tfv_venue *v)
 {
-    return v->owner_count;
+    return v->h.owner_count;
 }
 
 int tfv_owner_each(const tfv_venue *v, int (*fn)(void *ctx, uint64_t order_id, uint64_t session),
                    void *ctx)
 {
-    for (uint32_t i = 1; v->owner_count && i < v->owner_fresh; i++) {
+    for (uint32_t i = 1; v->h.owner_count && i < v->owner_fresh; i++) {
         const owner_ent *o = &v->owners[i];
         int rc = o->order_id && o->session ? fn(ctx, o->order_id, o->session) : 0;
         if (rc)

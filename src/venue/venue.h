@@ -208,13 +208,36 @@ int tfv_owner_each(const tfv_venue *v, int (*fn)(void *ctx, uint64_t order_id, u
  * would: no event, so no owner moves; only the session's last client_seq and its resend ring (the
  * command's events unknown there: found by command_seq). The record need not be decoded. */
 int tfv_keyed_covered(tfv_venue *v, uint64_t session, uint64_t client_seq, uint64_t command_seq);
+/* The start of the venue, read inline by tfv_apply (venue.c keeps the rest). */
+struct tfv_venue_head {
+    tf_engine *e;
+    tfv_risk *risk;       /* the limits and kill switches in force (risk.c) */
+    uint64_t owner_count; /* live orders with an owner record */
+};
+/* tfv_apply for every record but the common one (venue.c). */
+int tfv_apply_record(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink);
 /* Applies one record (live, after it was journaled, or in a replay): the venue's checks, then
  * the engine. Returns the tf_engine_outcome or an error, as tf_engine_apply. The sink gets the
  * events in tf_ofl_msg form (kind TFV_VENUE_REJECTED for the venue's rejections). Events may be
  * left in the sink as tf_engine_apply leaves them, except that a command whose Trades or Fills
  * may have taken a maker off the book hands all its events to sink->flush (when there is one)
- * before it returns: the makers' connections are still known then (tfv_order_conn). */
-int tfv_apply(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink);
+ * before it returns: the makers' connections are still known then (tfv_order_conn).
+ *
+ * Inline for the common record, which needs no frame of the venue's: a plain OFL1 command, no
+ * connection, no owners to follow, that the risk rules pass (checked only while some are in
+ * force). One they refuse goes the long way, tfv_apply_record, which checks it again (the check
+ * changes nothing). */
+static inline int tfv_apply(tfv_venue *v, const tfv_msg *msg, tf_engine_sink *sink)
+{
+    const struct tfv_venue_head *h = (const struct tfv_venue_head *)(const void *)v;
+    if (v && msg && sink &&
+        (unsigned)msg->kind - TF_OFL_NEW_LIMIT <= TF_OFL_REPLACE - TF_OFL_NEW_LIMIT && !msg->conn &&
+        !h->owner_count) {
+        if (tfv_risk_idle(h->risk) || !tfv_risk_check_on(h->risk, &msg->ofl))
+            return tf_engine_apply(h->e, &msg->ofl, sink);
+    }
+    return tfv_apply_record(v, msg, sink);
+}
 /* The connection (tfv_msg.conn) whose command placed this live order, or 0 (none recorded: the
  * order was placed in a replay, before a restart, or is not live). The one owner record of an
  * order: the service asks it which connection gets a maker's Trade or Fill, from its sink's

@@ -116,6 +116,18 @@ static inline size_t t_read_file(const char *path, char *buf, size_t cap)
     return n;
 }
 
+/* Writes text to path (created or truncated) with the given mode; 0, or -1. */
+static inline int t_write_file(const char *path, const char *text, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    fchmod(fd, mode);
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
 /* A TCP client of 127.0.0.1:port from a chosen loopback source address (127.0.0.X: a distinct
  * peer for the per-address caps), TCP_NODELAY set. The fd, or -1. */
 static inline int t_connect_tcp_from(int port, const char *src)

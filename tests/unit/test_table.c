@@ -121,7 +121,7 @@ static void test_random(void)
                 live++;
                 if (t.mask + 1 != cap0) {
                     doublings++;
-                    bad_cap += t.mask + 1 != 2 * cap0 || live * 4 <= cap0;
+                    bad_cap += t.mask + 1 != 2 * cap0 || live * 8 <= cap0;
                     bad_full += !reachable_all(&t) || !agrees_all(&t);
                 }
             } else if (present[idx] && !want_insert) {

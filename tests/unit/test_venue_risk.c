@@ -966,6 +966,40 @@ static void replace_boundaries(void)
     tf_engine_destroy(e);
 }
 
+/* An engine whose instrument ids are too far apart for its direct table (it searches them): a
+ * new order's band finds its book by the engine's search, not the inline table read (risk.c
+ * falls back to the full check), and decides as for any book. */
+static void sparse_instruments(void)
+{
+    static const uint64_t ids[] = {1, 1000000000};
+    tf_engine_config ec = {
+        .size = sizeof ec, .instruments = ids, .n_instruments = 2, .max_orders = 100};
+    tf_engine *e = NULL;
+    CHECK_RC(tf_engine_create(&ec, &e), 0);
+    seq = 0;
+    tfv_risk *r = NULL;
+    CHECK_RC(tfv_risk_open(e, &r), 0);
+    tfv_risk_config c;
+    CHECK_RC(load(r,
+                  "account 1 band 10 max_open 1\n"
+                  "account 2 band 10 max_open 2\n",
+                  &c),
+             0);
+    tfv_risk_config_free(&c);
+    apply(e, nl(3, 1, 1000000000, 1, 100, 5)); /* account 3 (no limits) offers at 100 */
+    CHECK_EQ(chk(r, nl(1, 1, 1000000000, 0, 111, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(1, 1, 1000000000, 0, 89, 1)), TFV_REASON_PRICE_BAND);
+    CHECK_EQ(chk(r, nl(1, 1, 1000000000, 0, 110, 1)), 0);
+    CHECK_EQ(chk(r, nl(2, 1, 1000000000, 0, 90, 1)), 0);
+    CHECK_EQ(chk(r, nl(1, 1, 1, 0, 5000, 1)), 0); /* instrument 1's book is empty: no band */
+    CHECK_EQ(chk(r, nl(1, 1, 7, 0, 5000, 1)), 0); /* not traded: the engine's reject */
+    apply(e, nl(1, 2, 1000000000, 0, 95, 1));     /* account 1 rests its one order */
+    CHECK_EQ(chk(r, nl(1, 3, 1000000000, 0, 95, 1)), TFV_REASON_MAX_OPEN_ORDERS);
+    CHECK_EQ(chk(r, nl(2, 3, 1000000000, 0, 95, 1)), 0);
+    tfv_risk_close(r);
+    tf_engine_destroy(e);
+}
+
 int main(void)
 {
     config_file();
@@ -978,6 +1012,7 @@ int main(void)
     through_venue();
     band_last_trade();
     sparse_accounts();
+    sparse_instruments();
     shared_limits();
     replace_boundaries();
     return tf_test_report();

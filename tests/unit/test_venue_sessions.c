@@ -35,17 +35,6 @@ typedef struct vsrv {
     int tcp_port;
 } vsrv;
 
-static int write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-    if (fd < 0)
-        return -1;
-    ssize_t n = write(fd, text, strlen(text));
-    fchmod(fd, mode);
-    close(fd);
-    return n == (ssize_t)strlen(text) ? 0 : -1;
-}
-
 static int vs_init(vsrv *s)
 {
     memset(s, 0, sizeof *s);
@@ -57,12 +46,12 @@ static int vs_init(vsrv *s)
     snprintf(s->sock, sizeof s->sock, "%s/e.sock", s->dir);
     snprintf(s->sessions, sizeof s->sessions, "%s/sessions", s->dir);
     snprintf(s->url, sizeof s->url, "unix:%s", s->sock);
-    return write_file(s->sessions,
-                      "# test sessions\n"
-                      "alpha " SECRET_A " 1,2\n"
-                      "\n"
-                      "bravo " SECRET_B " 3\n",
-                      0600);
+    return t_write_file(s->sessions,
+                        "# test sessions\n"
+                        "alpha " SECRET_A " 1,2\n"
+                        "\n"
+                        "bravo " SECRET_B " 3\n",
+                        0600);
 }
 
 /* Starts the service; with sessions unless plain, and `extra` args. Returns 0 or -1 (it exited:
@@ -229,13 +218,13 @@ static void test_refusals(void)
              s.jdir, s.sock, s.sessions);
     CHECK_EQ(sh(cmd, out, sizeof out), 1);
     CHECK(strstr(out, s.sessions) && strstr(out, "0640") && strstr(out, "chmod 600"));
-    CHECK(write_file(s.sessions, "alpha " SECRET_A " 1\n\nbravo short 3\n", 0600) == 0);
+    CHECK(t_write_file(s.sessions, "alpha " SECRET_A " 1\n\nbravo short 3\n", 0600) == 0);
     CHECK_EQ(sh(cmd, out, sizeof out), 1);
     CHECK(strstr(out, "line 3") != NULL);
-    CHECK(write_file(s.sessions, "alpha " SECRET_A " 1\nalpha " SECRET_B " 2\n", 0600) == 0);
+    CHECK(t_write_file(s.sessions, "alpha " SECRET_A " 1\nalpha " SECRET_B " 2\n", 0600) == 0);
     CHECK_EQ(sh(cmd, out, sizeof out), 1);
     CHECK(strstr(out, "line 2") && strstr(out, "twice"));
-    CHECK(write_file(s.sessions, "alpha " SECRET_A " 1,x\n", 0600) == 0);
+    CHECK(t_write_file(s.sessions, "alpha " SECRET_A " 1,x\n", 0600) == 0);
     CHECK_EQ(sh(cmd, out, sizeof out), 1);
     CHECK(strstr(out, "line 1") != NULL);
     /* TCP beyond loopback: refused with or without sessions (TLS is not available yet). */
