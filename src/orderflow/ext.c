@@ -65,14 +65,20 @@ static int gw_len(int kind)
     return k->family == TF_OFL_FAMILY_GATEWAY ? k->payload_len : 0;
 }
 
-static int side_bad(uint8_t v)
+/* RejectedEx reasons: the OFL1 ones (0..4, 255) then 5 and 6, so "named" is v <= 6 or 255. */
+_Static_assert(TF_OFL_DUPLICATE_CLIENT_ORDER_ID == 4 && TF_OFX_REASON_WOULD_CROSS == 5 &&
+                   TF_OFX_REASON_INVALID_TIF == 6,
+               "RejectedEx reasons 0..6 and 255");
+
+static inline int side_bad(uint8_t v)
 {
     return v > TF_OFL_SELL;
 }
 
 /* The error of a gateway payload's byte fields, 0 when they are valid. p holds the payload in
- * wire layout, which is also the struct's (so the encoder checks the struct in place). */
-static int bytes_error(int kind, const uint8_t *p)
+ * wire layout, which is also the struct's (so the encoder checks the struct in place). Inlined
+ * with a constant kind by the codec's per-kind cases, where it folds to that kind's tests. */
+static inline __attribute__((always_inline)) int bytes_error(int kind, const uint8_t *p)
 {
     switch (kind) {
     case TF_OFX_ORDER: /* type, tif and flags are the engine's to judge */
@@ -95,10 +101,11 @@ static int bytes_error(int kind, const uint8_t *p)
                    : 0;
     case TF_OFX_FILL:
         return side_bad(p[offsetof(tf_ofx_fill, taker_side)]) ? TF_E_OFL_INVALID_SIDE : 0;
-    case TF_OFX_REJECTED:
-        return tfo_ofx_reject_reason_name(p[offsetof(tf_ofx_rejected, reason)])
-                   ? 0
-                   : TF_E_OFL_INVALID_REASON;
+    case TF_OFX_REJECTED: { /* the set tfo_ofx_reject_reason_name names, without the call */
+        uint8_t v = p[offsetof(tf_ofx_rejected, reason)];
+        return v > TF_OFX_REASON_INVALID_TIF && v != TF_OFL_REASON_OTHER ? TF_E_OFL_INVALID_REASON
+                                                                         : 0;
+    }
     default: /* Cancel, ReplaceByClient: no byte field */
         return 0;
     }
@@ -288,18 +295,17 @@ const tfo_field *tfo_ofx_kind_fields(int kind)
     }
 }
 
-/* ---- stream frame --------------------------------------------------------------------------- */
+/* ---- stream frame ---------------------------------------------------------------------------
+ *
+ * Both directions switch once on the kind byte; each gateway case is instantiated with its kind
+ * and payload size as constants, so the byte checks fold to that kind's tests, the payload moves
+ * in fixed-size copies and the header is constants (no call to a variable-length memcpy, no
+ * second dispatch on the kind for the checks). */
 
-int tf_ofx_frame_decode(const void *buf, size_t len, tf_ofl_msg *out)
+/* The envelope error of a gateway frame the fast path refused (its kind byte is a gateway kind):
+ * tf_ofl_frame_decode's checks in its order, the kind's payload length last. */
+static __attribute__((noinline, cold)) int gw_frame_error(const uint8_t *b, size_t len)
 {
-    const uint8_t *b = buf;
-    if (!b)
-        return len ? TF_E_NULL_ARG : TF_E_OFL_HEADER_TOO_SHORT;
-    if (!out)
-        return TF_E_NULL_ARG;
-    if (len < TF_OFL_FRAME_HEADER_LEN || !gw_len(b[2]))
-        return tf_ofl_frame_decode(buf, len, out);
-    /* A gateway kind: the envelope checks of tf_ofl_frame_decode, in its order. */
     size_t flen = ofl_ld16(b);
     if (flen < TF_OFL_FRAME_LEN_BASE)
         return TF_E_OFL_FRAME_LENGTH_TOO_SMALL;
@@ -307,10 +313,18 @@ int tf_ofx_frame_decode(const void *buf, size_t len, tf_ofl_msg *out)
         return TF_E_OFL_FRAME_TOO_LARGE;
     if (len < flen + 2)
         return TF_E_OFL_PAYLOAD_TOO_SHORT;
-    int kind = b[2];
-    size_t n = (size_t)gw_len(kind);
-    if (flen - TF_OFL_FRAME_LEN_BASE != n)
-        return TF_E_OFL_PAYLOAD_LENGTH;
+    return TF_E_OFL_PAYLOAD_LENGTH;
+}
+
+/* A frame whose kind byte is the gateway kind `kind` of payload size n (both constants). A
+ * frame_len of exactly 9 + n already passes the "too small" and "too large" checks, so the fast
+ * path is that comparison and "the bytes are there"; anything else is gw_frame_error's. */
+static inline __attribute__((always_inline)) int gw_decode(const uint8_t *b, size_t len,
+                                                           tf_ofl_msg *out, int kind, size_t n)
+{
+    if (__builtin_expect(
+            ofl_ld16(b) != TF_OFL_FRAME_LEN_BASE + n || len < TF_OFL_FRAME_HEADER_LEN + n, 0))
+        return gw_frame_error(b, len);
     const uint8_t *p = b + TF_OFL_FRAME_HEADER_LEN;
     int rc = bytes_error(kind, p);
     if (rc)
@@ -320,28 +334,169 @@ int tf_ofx_frame_decode(const void *buf, size_t len, tf_ofl_msg *out)
     out->kind = (uint8_t)kind;
     out->journal_seq = seq;
     out->session_id = 0;
-    return (int)(flen + 2);
+    return (int)(TF_OFL_FRAME_HEADER_LEN + n);
 }
+
+/* The gateway commands (0x14-0x16), what a gateway decodes on its hot path, without a jump on
+ * the kind (a shuffled flow of kinds mispredicts it, as issue 12 found for OFL1): when
+ * CMD_WIDE bytes of payload are readable, one fixed copy of CMD_WIDE bytes whatever the kind,
+ * after the frame_len and the one byte check (Order's side; a check no byte fails for the
+ * others) read from the kind's row. The union's bytes past the kind's member receive whatever
+ * follows the payload (unspecified, as in the OFL1 wide decoder). Anything else (a refusal
+ * included) takes the per-kind cases, which say why. */
+#define CMD_WIDE 56
+typedef struct gw_cmd_row {
+    uint8_t len, chk_off;
+    uint16_t chk_lim;
+} gw_cmd_row;
+static const gw_cmd_row gw_cmd_rows[3] = {
+    [TF_OFX_ORDER - TF_OFX_ORDER] = {TF_OFX_ORDER_LEN, offsetof(tf_ofx_order, side),
+                                     TF_OFL_SELL + 1},
+    [TF_OFX_CANCEL - TF_OFX_ORDER] = {TF_OFX_CANCEL_LEN, 0, 256},
+    [TF_OFX_REPLACE_BY_CLIENT - TF_OFX_ORDER] = {TF_OFX_REPLACE_BY_CLIENT_LEN, 0, 256},
+};
+_Static_assert(TF_OFX_CANCEL == TF_OFX_ORDER + 1 && TF_OFX_REPLACE_BY_CLIENT == TF_OFX_ORDER + 2,
+               "the gateway commands are 3 consecutive bytes");
+_Static_assert(TF_OFX_ORDER_LEN <= CMD_WIDE && TF_OFX_CANCEL_LEN <= CMD_WIDE &&
+                   TF_OFX_REPLACE_BY_CLIENT_LEN <= CMD_WIDE && sizeof(tf_ofx_order) <= CMD_WIDE &&
+                   sizeof(tf_ofx_cancel) <= CMD_WIDE &&
+                   sizeof(tf_ofx_replace_by_client) <= CMD_WIDE,
+               "one copy covers every command");
+_Static_assert(sizeof(((tf_ofl_msg *)0)->fill) >= CMD_WIDE, "the union holds the copy");
+
+int tf_ofx_frame_decode(const void *buf, size_t len, tf_ofl_msg *out)
+{
+    const uint8_t *b = buf;
+    if (!b)
+        return len ? TF_E_NULL_ARG : TF_E_OFL_HEADER_TOO_SHORT;
+    if (!out)
+        return TF_E_NULL_ARG;
+    if (len < TF_OFL_FRAME_HEADER_LEN)
+        return tf_ofl_frame_decode(buf, len, out);
+    unsigned c = (unsigned)b[2] - TF_OFX_ORDER;
+    if (c < 3 && len >= TF_OFL_FRAME_HEADER_LEN + CMD_WIDE) {
+        const gw_cmd_row *r = &gw_cmd_rows[c];
+        const uint8_t *p = b + TF_OFL_FRAME_HEADER_LEN;
+        if (ofl_ld16(b) == TF_OFL_FRAME_LEN_BASE + r->len && p[r->chk_off] < r->chk_lim) {
+            uint8_t kind = b[2];
+            uint64_t seq = ofl_ld64(b + 3);
+            memcpy(&out->order, p, CMD_WIDE);
+            out->kind = kind;
+            out->journal_seq = seq;
+            out->session_id = 0;
+            return TF_OFL_FRAME_HEADER_LEN + r->len;
+        }
+    }
+    switch (b[2]) {
+#define DECODE_CASE(NAME, str, member, n8, cls)                                                    \
+    case TF_OFX_##NAME:                                                                            \
+        return gw_decode(b, len, out, TF_OFX_##NAME, TF_OFX_##NAME##_LEN);
+        OFX_KINDS(DECODE_CASE)
+#undef DECODE_CASE
+    default: /* OFL1 kinds, and the errors of every other byte */
+        return tf_ofl_frame_decode(buf, len, out);
+    }
+}
+
+/* A message of the gateway kind `kind`, payload size n (both constants). */
+static inline __attribute__((always_inline)) int
+gw_encode(uint8_t *b, size_t cap, const tf_ofl_msg *msg, int kind, size_t n)
+{
+    const uint8_t *u = (const uint8_t *)&msg->order;
+    int rc = bytes_error(kind, u);
+    if (rc)
+        return rc;
+    if (cap < TF_OFL_FRAME_HEADER_LEN + n)
+        return TF_E_OFL_BUFFER_TOO_SHORT;
+    /* frame_len and kind as one constant; its byte 3 is journal_seq's first, stored next */
+    ofl_st32(b, (uint32_t)(TF_OFL_FRAME_LEN_BASE + n) | (uint32_t)kind << 16);
+    ofl_st64(b + 3, msg->journal_seq);
+    memcpy(b + TF_OFL_FRAME_HEADER_LEN, u, n);
+    return (int)(TF_OFL_FRAME_HEADER_LEN + n);
+}
+
+/* The gateway events (0x91-0x95), what a gateway encodes on its hot path, without a jump on the
+ * kind (an engine's events come in a data-dependent order). Each event's byte fields end its
+ * payload, so one 4-byte window ending at the payload's end holds them all (the bytes before
+ * them in the window are the last u64 field's, unchecked). Each checked byte v must satisfy
+ * (uint8_t)(v + add) < lim (side 0..1: lim 2; AcceptedEx type 0..1, tif 0..2, flags within
+ * TF_OFX_FLAGS; CanceledEx reason 0..4; RejectedEx reason 0..6 or 255: add 1, lim 8), tested
+ * in the four bytes at once: with every lim <= 0x80, ((x | 0x80..) - lim..) sets a byte's top bit
+ * when its low 7 bits reach lim, and x's own top bit is a byte >= 128. The payload is three
+ * overlapping 40-byte moves at 0, (n - 40) / 2 and n - 40: exactly n bytes for 40 <= n <= 120.
+ * Any refusal takes the per-kind cases, which say why. */
+typedef struct gw_ev_row {
+    uint32_t hdr; /* the frame's first 4 bytes: frame_len, kind, (0: journal_seq's) */
+    uint32_t add, lim, mask;
+    uint8_t len, win, mid; /* payload size; the window's offset, len - 4; (len - 40) / 2 */
+} gw_ev_row;
+#define EV_ROW(NAME, add, lim, mask)                                                               \
+    [TF_OFX_##NAME - TF_OFX_ACCEPTED] = {(TF_OFL_FRAME_LEN_BASE + TF_OFX_##NAME##_LEN) |           \
+                                             (uint32_t)TF_OFX_##NAME << 16,                        \
+                                         add,                                                      \
+                                         lim,                                                      \
+                                         mask,                                                     \
+                                         TF_OFX_##NAME##_LEN,                                      \
+                                         TF_OFX_##NAME##_LEN - 4,                                  \
+                                         (TF_OFX_##NAME##_LEN - 40) / 2}
+#define B3(v) ((uint32_t)(v) << 24)
+#define B2(v) ((uint32_t)(v) << 16)
+static const gw_ev_row gw_ev_rows[5] = {
+    EV_ROW(ACCEPTED, 0, 2u | 2u << 8 | B2(TF_OFX_FOK + 1) | B3(TF_OFX_FLAGS + 1), 0x80808080u),
+    EV_ROW(REPLACED, 0, B3(2), B3(0x80)),
+    EV_ROW(CANCELED, 0, B2(2) | B3(TF_OFX_CANCEL_ACCOUNT + 1), B2(0x80) | B3(0x80)),
+    EV_ROW(FILL, 0, B3(2), B3(0x80)),
+    EV_ROW(REJECTED, B3(1), B3(TF_OFX_REASON_INVALID_TIF + 2), B3(0x80)),
+};
+#undef EV_ROW
+#undef B2
+#undef B3
+_Static_assert(TF_OFX_REPLACED == TF_OFX_ACCEPTED + 1 && TF_OFX_CANCELED == TF_OFX_ACCEPTED + 2 &&
+                   TF_OFX_FILL == TF_OFX_ACCEPTED + 3 && TF_OFX_REJECTED == TF_OFX_ACCEPTED + 4,
+               "the gateway events are 5 consecutive bytes");
+_Static_assert(TF_OFX_FLAGS == 1 && TF_OFX_MARKET == 1, "AcceptedEx: flags and type 0..1");
+_Static_assert(offsetof(tf_ofx_accepted, side) == TF_OFX_ACCEPTED_LEN - 4 &&
+                   offsetof(tf_ofx_replaced, side) == TF_OFX_REPLACED_LEN - 1 &&
+                   offsetof(tf_ofx_canceled, side) == TF_OFX_CANCELED_LEN - 2 &&
+                   offsetof(tf_ofx_canceled, reason) == TF_OFX_CANCELED_LEN - 1 &&
+                   offsetof(tf_ofx_fill, taker_side) == TF_OFX_FILL_LEN - 1 &&
+                   offsetof(tf_ofx_rejected, reason) == TF_OFX_REJECTED_LEN - 1,
+               "the byte fields end each event's payload, where the rows test them");
+_Static_assert(TF_OFX_REJECTED_LEN >= 40 && TF_OFX_ACCEPTED_LEN >= 40 &&
+                   TF_OFX_REPLACED_LEN >= 40 && TF_OFX_CANCELED_LEN >= 40 && TF_OFX_FILL_LEN <= 120,
+               "three 40-byte moves write every event's payload");
 
 int tf_ofx_frame_encode(void *buf, size_t cap, const tf_ofl_msg *msg)
 {
     if (!msg || (!buf && cap))
         return TF_E_NULL_ARG;
-    int kind = msg->kind;
-    size_t n = (size_t)gw_len(kind);
-    if (!n)
+    uint8_t kind = msg->kind;
+    unsigned e = (unsigned)kind - TF_OFX_ACCEPTED;
+    if (e < 5) {
+        const gw_ev_row *r = &gw_ev_rows[e];
+        const uint8_t *u = (const uint8_t *)&msg->order;
+        size_t n = r->len;
+        uint32_t x = ofl_ld32(u + r->win) + r->add;
+        uint32_t bad = (((x | 0x80808080u) - r->lim) | x) & r->mask;
+        if (!bad && cap >= TF_OFL_FRAME_HEADER_LEN + n) {
+            uint8_t *b = buf;
+            ofl_st32(b, r->hdr);
+            ofl_st64(b + 3, msg->journal_seq);
+            uint8_t *p = b + TF_OFL_FRAME_HEADER_LEN;
+            size_t mid = r->mid;
+            memcpy(p, u, 40);
+            memcpy(p + mid, u + mid, 40);
+            memcpy(p + n - 40, u + n - 40, 40);
+            return (int)(TF_OFL_FRAME_HEADER_LEN + n);
+        }
+    }
+    switch (kind) {
+#define ENCODE_CASE(NAME, str, member, n8, cls)                                                    \
+    case TF_OFX_##NAME:                                                                            \
+        return gw_encode(buf, cap, msg, TF_OFX_##NAME, TF_OFX_##NAME##_LEN);
+        OFX_KINDS(ENCODE_CASE)
+#undef ENCODE_CASE
+    default:
         return tf_ofl_frame_encode(buf, cap, msg);
-    const uint8_t *u = (const uint8_t *)&msg->order;
-    int rc = bytes_error(kind, u);
-    if (rc)
-        return rc;
-    size_t need = TF_OFL_FRAME_HEADER_LEN + n;
-    if (cap < need)
-        return TF_E_OFL_BUFFER_TOO_SHORT;
-    uint8_t *b = buf;
-    ofl_st16(b, (uint16_t)(TF_OFL_FRAME_LEN_BASE + n));
-    b[2] = (uint8_t)kind;
-    ofl_st64(b + 3, msg->journal_seq);
-    memcpy(b + TF_OFL_FRAME_HEADER_LEN, u, n);
-    return (int)need;
+    }
 }

@@ -161,10 +161,10 @@ static inline __attribute__((always_inline)) int step(struct walk *w, tf_ofl_msg
      * 0x10 is TF_JOURNAL_EXT_KIND(k): 0x10-0x1F, 0x90-0x9F. Not in the other walks: the test
      * costs an OFL1 record a few instructions. */
     unsigned k = p[2];
-    int rc = ext_fast && !(tfo_kind_table[k] >> 8) && (k & 0x70) == 0x10 &&
-                     fsize != TF_OFL_FRAME_HEADER_LEN
-                 ? ofl_kind_error((uint8_t)k)
-                 : ofl_frame_decode_in(p, fsize, rem, msg); /* readable past the frame */
+    int rc =
+        ext_fast && !tfo_kind_table[k].ix && (k & 0x70) == 0x10 && fsize != TF_OFL_FRAME_HEADER_LEN
+            ? ofl_kind_error((uint8_t)k)
+            : ofl_frame_decode_in(p, fsize, rem, msg); /* readable past the frame */
     int ext = 0;
     if (rc < 0) {
         if (rc != TF_E_OFL_UNKNOWN_KIND || !TF_JOURNAL_EXT_KIND(p[2]))

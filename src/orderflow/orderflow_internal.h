@@ -113,16 +113,32 @@
     F(trade, price, I64)                                                                           \
     F(trade, quantity, QTY)
 
-/* Dense indexes: 0 is "not a kind"; the byte table keeps 4 bits of it. */
+/* Dense indexes: 0 is "not a kind". */
 #define OFL_IX_ROW(NAME, str, member, layout, check, cls) OFL_IX_##NAME,
 enum { OFL_IX_NONE = 0, OFL_KINDS(OFL_IX_ROW) OFL_IX_COUNT };
 #undef OFL_IX_ROW
-_Static_assert(OFL_IX_COUNT <= 16, "the byte table keeps 4 bits of the index");
 
-/* Per kind byte: (dense index << 8) | payload size; 0 (index 0) for a byte that is not a kind.
- * A frame of such a byte may pass the fast path's size comparison (size 0) but index 0 sends it
- * to the ordered error path. */
-extern const uint16_t tfo_kind_table[256];
+/* Per kind byte, what the codec's fast paths need in one 16-byte row (one load each, no shift or
+ * mask on the hot path); all 0 for a byte that is not a kind. A frame of such a byte may pass the
+ * fast path's size comparison (len 0) but its check (chk_lim 0 refuses every byte) and index 0 send
+ * it to the ordered error path.
+ *   len       payload size;           ix        dense index (0: not a kind);
+ *   chk_add   chk_lim                 the side/reason check of the byte v at payload offset 32
+ *                                     as one comparison: (uint8_t)(v + chk_add) < chk_lim
+ *                                     (NONE: 0, 256; SIDE: 0, 2; REASON: 1, 6, which maps
+ *                                     OTHER = 255 to 0 and 0..4 to 1..5);
+ *   move_src  side_dst                the wide decoder's 24-byte move source and side-byte slot
+ *                                     (ofl_payload_decode_wide). */
+typedef struct tfo_kind_row {
+    uint8_t len, ix, chk_add, move_src, side_dst;
+    uint8_t enc_chk; /* the frame encoder's jump-free path (codec.c): where the check's byte is
+                        in the struct (1: a byte inside the first field, for a kind without a
+                        check), or 0 for a kind that path does not take (SIDE32, under 24 bytes) */
+    uint16_t chk_lim;
+    uint32_t frame_hdr; /* a stream frame's first 4 bytes: frame_len, kind, (0: journal_seq's) */
+    uint8_t enc_mid;    /* the encoder's middle 24-byte move: at (len - 24) / 2 */
+} tfo_kind_row;
+extern const tfo_kind_row tfo_kind_table[256];
 
 /* A payload field for generic readers (`journal dump`, tests): its name, type and offset in the
  * kind's union member. */
@@ -303,39 +319,34 @@ static inline __attribute__((always_inline)) int ofl_payload_decode(unsigned ix,
  * every other frame (issue 12: 10 ns/frame shuffled against 4 on a fixed cycle). Every struct
  * has the wire's layout except NewLimit and NewMarket, whose side byte (wire offset 32) moves
  * after the fields that follow it on the wire. So: one fixed copy of the largest payload; one
- * fixed 24-byte move to offset 32 from wire offset ofl_move_src[ix] (33 for those two, else 32:
- * the bytes already there); the side byte stored at ofl_side_dst[ix] (else at 32, where it
- * already is). The union's bytes past the kind's member receive whatever follows the payload
- * (unspecified). The side/reason byte is checked first, from a table: on an error nothing is
- * written. Same results as ofl_payload_decode. */
+ * fixed 24-byte move to offset 32 from wire offset k->move_src (33 for those two, else 32: the
+ * bytes already there); the side byte stored at k->side_dst (else at 32, where it already is).
+ * The union's bytes past the kind's member receive whatever follows the payload (unspecified).
+ * The side/reason byte is checked first, in one comparison from the row (which also refuses
+ * index 0): on a refusal nothing is written and ofl_payload_decode says why. Same results as
+ * ofl_payload_decode. */
 #define OFL_WIDE TF_OFL_MAX_PAYLOAD
-enum { OFL_CHECK_NONE = 0, OFL_CHECK_SIDE = 1, OFL_CHECK_REASON = 2 };
+#define OFL_CHK_ADD_NONE 0
+#define OFL_CHK_ADD_SIDE 0
+#define OFL_CHK_ADD_REASON 1
+#define OFL_CHK_LIM_NONE 256
+#define OFL_CHK_LIM_SIDE (TF_OFL_SELL + 1)
+#define OFL_CHK_LIM_REASON (TF_OFL_DUPLICATE_CLIENT_ORDER_ID + 2)
+_Static_assert(TF_OFL_BUY == 0 && TF_OFL_REASON_OTHER == 255 && TF_OFL_INVALID_QUANTITY == 0,
+               "the one-comparison checks: side 0..1; reason 255 then 0..4 after adding 1");
 #define OFL_MOVE_SRC_EMPTY 32
 #define OFL_MOVE_SRC_WIRE 32
 #define OFL_MOVE_SRC_SIDE32 33
 #define OFL_SIDE_DST_EMPTY(len) 32
 #define OFL_SIDE_DST_WIRE(len) 32
 #define OFL_SIDE_DST_SIDE32(len) ((len)-1)
-#define OFL_CHECK_ROW(NAME, str, member, layout, check, cls) [OFL_IX_##NAME] = OFL_CHECK_##check,
-#define OFL_MOVE_ROW(NAME, str, member, layout, check, cls) [OFL_IX_##NAME] = OFL_MOVE_SRC_##layout,
-#define OFL_SIDE_ROW(NAME, str, member, layout, check, cls)                                        \
-    [OFL_IX_##NAME] = OFL_SIDE_DST_##layout(TF_OFL_##NAME##_LEN),
-static const uint8_t ofl_check[16] = {OFL_KINDS(OFL_CHECK_ROW)};
-static const uint8_t ofl_move_src[16] = {OFL_KINDS(OFL_MOVE_ROW)};
-static const uint8_t ofl_side_dst[16] = {OFL_KINDS(OFL_SIDE_ROW)};
-#undef OFL_CHECK_ROW
-#undef OFL_MOVE_ROW
-#undef OFL_SIDE_ROW
 
 static inline __attribute__((always_inline)) int
-ofl_payload_decode_wide(unsigned ix, const uint8_t *p, tf_ofl_msg *out)
+ofl_payload_decode_wide(const tfo_kind_row *k, const uint8_t *p, tf_ofl_msg *out)
 {
-    unsigned chk = ofl_check[ix], v = p[32];
-    int bad_side = (chk == OFL_CHECK_SIDE) & (v > 1);
-    int bad_reason = (chk == OFL_CHECK_REASON) & (v > TF_OFL_DUPLICATE_CLIENT_ORDER_ID) &
-                     (v != TF_OFL_REASON_OTHER);
-    if (__builtin_expect(bad_side | bad_reason | (ix == OFL_IX_NONE), 0))
-        return ix == OFL_IX_NONE ? 1 : bad_side ? TF_E_OFL_INVALID_SIDE : TF_E_OFL_INVALID_REASON;
+    unsigned v = p[32];
+    if (__builtin_expect((uint8_t)(v + k->chk_add) >= k->chk_lim, 0))
+        return ofl_payload_decode(k->ix, p, out); /* writes nothing here: an error, or 1 */
     unsigned char *u = (unsigned char *)&out->new_limit;
     _Static_assert(sizeof out->trade == OFL_WIDE, "the union is the largest payload");
     _Static_assert(offsetof(tf_ofl_new_limit, price) == 32 &&
@@ -345,8 +356,8 @@ ofl_payload_decode_wide(unsigned ix, const uint8_t *p, tf_ofl_msg *out)
                        offsetof(tf_ofl_new_market, side) == 32 + 16,
                    "NewMarket: wire 33..49 at 32, side after");
     memcpy(u, p, OFL_WIDE);
-    memcpy(u + 32, p + ofl_move_src[ix], 24);
-    u[ofl_side_dst[ix]] = (unsigned char)v;
+    memcpy(u + 32, p + k->move_src, 24);
+    u[k->side_dst] = (unsigned char)v;
     return 0;
 }
 
@@ -359,15 +370,15 @@ static inline __attribute__((always_inline)) int ofl_frame_decode_in(const uint8
 {
     if (len >= TF_OFL_FRAME_HEADER_LEN) {
         size_t fsize = (size_t)ofl_ld16(b) + 2; /* the frame's size; on the caller's chain */
-        unsigned e = tfo_kind_table[b[2]];
-        if (fsize - TF_OFL_FRAME_HEADER_LEN == (e & 0xff) && len >= fsize) {
+        const tfo_kind_row *k = &tfo_kind_table[b[2]];
+        if (fsize - TF_OFL_FRAME_HEADER_LEN == k->len && len >= fsize) {
             /* Envelope fields first: out may not alias b, but the compiler cannot know. */
             uint8_t kind = b[2];
             uint64_t seq = ofl_ld64(b + 3);
             const uint8_t *pl = b + TF_OFL_FRAME_HEADER_LEN;
             int rc = avail - TF_OFL_FRAME_HEADER_LEN >= OFL_WIDE
-                         ? ofl_payload_decode_wide(e >> 8 & 15, pl, out)
-                         : ofl_payload_decode(e >> 8 & 15, pl, out);
+                         ? ofl_payload_decode_wide(k, pl, out)
+                         : ofl_payload_decode(k->ix, pl, out);
             if (rc == 0) {
                 out->kind = kind;
                 out->journal_seq = seq;
@@ -393,11 +404,11 @@ static inline __attribute__((always_inline)) int ofl_datagram_decode(const uint8
                                                                      tf_ofl_msg *out)
 {
     if (len >= TF_OFL_DATAGRAM_HEADER_LEN) {
-        unsigned e = tfo_kind_table[b[16]];
-        if (len - TF_OFL_DATAGRAM_HEADER_LEN == (e & 0xff)) {
+        const tfo_kind_row *k = &tfo_kind_table[b[16]];
+        if (len - TF_OFL_DATAGRAM_HEADER_LEN == k->len) {
             uint8_t kind = b[16];
             uint64_t session = ofl_ld64(b), seq = ofl_ld64(b + 8);
-            int rc = ofl_payload_decode(e >> 8 & 15, b + TF_OFL_DATAGRAM_HEADER_LEN, out);
+            int rc = ofl_payload_decode(k->ix, b + TF_OFL_DATAGRAM_HEADER_LEN, out);
             if (rc == 0) {
                 out->kind = kind;
                 out->session_id = session;
