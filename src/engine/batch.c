@@ -6,8 +6,9 @@
  * Two commands ahead, the home slots of its keys and its ladder slot are prefetched; one command
  * ahead, the entries those slots name (which the probe and the level link read next). Nothing
  * here changes state: a prefetch of a slot that the commands in between move costs a wasted
- * fetch, never a wrong result, so the batch is exactly tf_engine_apply in a loop. A small book
- * (below e->prefetch_live orders) gets the loop alone. */
+ * fetch, never a wrong result, so the batch is exactly tf_engine_apply in a loop (eng_apply_run,
+ * engine.c: the same inline apply_one). A small book (below e->prefetch_live orders) gets the loop
+ * alone. */
 #include "engine/engine_internal.h"
 
 static inline void fetch(const void *p)
@@ -131,11 +132,7 @@ int tf_engine_apply_batch(tf_engine *e, const tf_ofl_msg *cmds, size_t n, tf_eng
     if (!e || !sink || (!cmds && n) || (!sink->ev && sink->cap))
         return TF_E_NULL_ARG;
     if (e->live < e->prefetch_live) { /* the tables and levels sit in L1/L2 */
-        for (size_t i = 0; i < n; i++) {
-            int r = tf_engine_apply(e, &cmds[i], sink);
-            if (rc)
-                rc[i] = r;
-        }
+        eng_apply_run(e, cmds, n, sink, rc);
         return 0;
     }
     for (size_t i = 0; i < 2 && i < n; i++)
@@ -147,9 +144,7 @@ int tf_engine_apply_batch(tf_engine *e, const tf_ofl_msg *cmds, size_t n, tf_eng
             fetch_entries(e, &cmds[i + 1]);
         /* the entry a new resting order will take */
         fetch(&e->orders[e->free_order]);
-        int r = tf_engine_apply(e, &cmds[i], sink);
-        if (rc)
-            rc[i] = r;
+        eng_apply_run(e, &cmds[i], 1, sink, rc ? &rc[i] : NULL);
     }
     return 0;
 }

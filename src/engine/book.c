@@ -1,13 +1,15 @@
 /* Books: finding an instrument's book, resting an order at the back of its level, and taking
  * an order out of its level and out of the lookup tables.
  *
- * Empty levels: a level whose last order leaves stays in its tree and in the level table, empty,
- * on a list of kept empty levels (oldest first); an order arriving at its price fills it again
- * with no tree insert and no table insert. Past ENG_EMPTY_LEVELS kept levels, the oldest is
- * removed for good (tree, table, free list), as is one when the pool has no free level left.
- * In the exchange-core mix most replaces move an order to a price that has just emptied or will
- * soon, so most level creations and removals become list moves. Nothing observable depends on
- * the kept levels: every walk (eng_tree_next) steps over them, the side's best and its count of
+ * Empty levels: a level in its side's ladder (ladder.c) is freed as soon as its last order leaves
+ * (its slot cleared, the entry on the free list): there a new level costs an array write, no
+ * more than a kept one, and a ladder that holds only levels with orders needs no step over empty
+ * ones. A level in a tree stays there and in the level table, empty, on a list of kept empty
+ * levels (oldest first); an order arriving at its price fills it again with no tree insert and
+ * no table insert. Past ENG_EMPTY_LEVELS kept levels, the oldest is removed for good (tree,
+ * table, free list), as is one when the pool has no free level left, and a kept level that a
+ * window placement brings into the ladder (eng_level_discard). Nothing observable depends on the
+ * kept levels: every walk (eng_tree_next) steps over them, the side's best and its count of
  * levels count only levels with orders, and tf_engine_level_at reports an empty one as absent. */
 #include "engine/engine_internal.h"
 
@@ -51,14 +53,32 @@ static void drop_level(tf_engine *e, uint32_t li)
     e->free_level = li;
 }
 
-/* The level li has just lost its last order: kept, the newest on the list. */
-static void keep_empty(tf_engine *e, eng_side *s, uint32_t li)
+void eng_level_discard(tf_engine *e, eng_side *s, uint32_t li)
+{
+    eng_level *l = &e->levels[li];
+    unlist_empty(e, l);
+    s->n_nodes--;
+    l->head = e->free_level;
+    e->free_level = li;
+}
+
+/* The level li has just lost its last order: freed when in the ladder, else kept, the newest on
+ * the list. */
+static void close_level(tf_engine *e, eng_side *s, uint32_t li)
 {
     eng_level *l = &e->levels[li];
     s->n_levels--;
     eng_level_emptied(e, s, l);
     if (s->best == li)
         s->best = eng_tree_next(e, li);
+    if (eng_in_ladder(e, s, l->key)) {
+        s->slot[(uint64_t)l->key - (uint64_t)s->base] = 0;
+        s->n_win--;
+        s->n_nodes--;
+        l->head = e->free_level;
+        e->free_level = li;
+        return;
+    }
     l->empty_newer = 0;
     l->empty_older = e->empty_newest;
     if (e->empty_newest)
@@ -86,7 +106,8 @@ static uint32_t new_level(tf_engine *e)
 }
 
 /* The level for key on side `tree` that an order is about to join, when eng_find_level gave li
- * = 0 (none: a new level, in the ladder or the tree) or a kept empty level (listed again). */
+ * = 0 (none: a new level, in the ladder or the tree) or a kept empty level of the tree (listed
+ * again; the ladder keeps none). */
 uint32_t eng_level_open(tf_engine *e, uint32_t tree, int64_t key, uint32_t li)
 {
     eng_side *s = &e->sides[tree];
@@ -112,7 +133,7 @@ uint32_t eng_level_open(tf_engine *e, uint32_t tree, int64_t key, uint32_t li)
 
 void eng_level_close(tf_engine *e, uint32_t li)
 {
-    keep_empty(e, &e->sides[e->levels[li].tree], li);
+    close_level(e, &e->sides[e->levels[li].tree], li);
 }
 
 void eng_link(tf_engine *e, uint32_t oi, uint32_t tree, int64_t price)

@@ -1,4 +1,5 @@
 /* The order engine: create, apply one command (validation, matching, events), destroy. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -508,8 +509,9 @@ void eng_cancel_order(tf_engine *e, uint32_t oi)
 /* Replace's checks 1-4 for the live order oi (0: not live), in the spec's order. A new client
  * id's duplicate probe leaves in *to where it stopped: replace_order moves the order's entry
  * there. */
-static int check_replace(const tf_engine *e, uint32_t oi, uint64_t coid, int64_t price,
-                         tf_ofl_qty q, uint64_t *to)
+static inline __attribute__((always_inline)) int check_replace(const tf_engine *e, uint32_t oi,
+                                                               uint64_t coid, int64_t price,
+                                                               tf_ofl_qty q, uint64_t *to)
 {
     if (!oi)
         return TF_OFL_ORDER_NOT_FOUND;
@@ -707,10 +709,30 @@ static void gw_replace(tf_engine *e, const tf_ofx_replace_by_client *c)
     replace_order(e, oi, c->new_client_order_id, c->price, c->quantity, from, to);
 }
 
-int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
+/* Where a command's side byte is and which of its bits the codec refuses (any but bit 0: a side
+ * is 0 or 1), by kind; a kind without a side reads its own kind byte against no bits. One table
+ * read instead of a test per kind with a side: a mixed stream mispredicted those. */
+typedef struct side_rule {
+    uint8_t at, bad_bits;
+} side_rule;
+
+#define SIDE_RULE(kind, field) [kind] = {(uint8_t)offsetof(tf_ofl_msg, field), (uint8_t)~1u}
+
+_Static_assert(offsetof(tf_ofl_msg, order.side) < 256 &&
+                   offsetof(tf_ofl_msg, new_limit.side) < 256 &&
+                   offsetof(tf_ofl_msg, new_market.side) < 256,
+               "a side byte's offset fits the table");
+
+static const side_rule side_rules[256] = {
+    SIDE_RULE(TF_OFL_NEW_LIMIT, new_limit.side),
+    SIDE_RULE(TF_OFL_NEW_MARKET, new_market.side),
+    SIDE_RULE(TF_OFX_ORDER, order.side),
+};
+
+/* One command, its arguments checked by the caller (tf_engine_apply, eng_apply_run's). */
+static inline __attribute__((always_inline)) int apply_one(tf_engine *e, const tf_ofl_msg *cmd,
+                                                           tf_engine_sink *sink)
 {
-    if (!e || !cmd || !sink || (!sink->ev && sink->cap))
-        return TF_E_NULL_ARG;
     /* The kind table says what a kind is (docs/orderflow.md "The kind table"): the engine
      * applies OFL1 and gateway commands, skips their events and Heartbeat, and knows nothing
      * else (the venue's records are the venue's). */
@@ -722,12 +744,9 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
         return TF_ENGINE_SKIPPED;
     }
     uint64_t seq = cmd->new_limit.command_seq; /* the first field of every command */
-    /* A side the codec would refuse: malformed, nothing changes (a hand-built message). Bitwise
-     * operators, not && and ||: every side byte is inside the message whatever its kind, and one
-     * test of the kind (the switch below) is enough to mispredict in a stream of mixed kinds. */
-    if (((cmd->kind == TF_OFL_NEW_LIMIT) & (cmd->new_limit.side > TF_OFL_SELL)) |
-        ((cmd->kind == TF_OFL_NEW_MARKET) & (cmd->new_market.side > TF_OFL_SELL)) |
-        ((cmd->kind == TF_OFX_ORDER) & (cmd->order.side > TF_OFL_SELL)))
+    /* A side the codec would refuse: malformed, nothing changes (a hand-built message). */
+    const side_rule r = side_rules[cmd->kind];
+    if (((const uint8_t *)cmd)[r.at] & r.bad_bits)
         return TF_E_OFL_INVALID_SIDE;
     if (!eng_begin(e, seq, sink))
         return TF_ENGINE_DUPLICATE;
@@ -771,6 +790,23 @@ int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
     }
     e->sink = NULL;
     return e->sink_err ? e->sink_err : TF_ENGINE_APPLIED;
+}
+
+int tf_engine_apply(tf_engine *e, const tf_ofl_msg *cmd, tf_engine_sink *sink)
+{
+    if (!e || !cmd || !sink || (!sink->ev && sink->cap))
+        return TF_E_NULL_ARG;
+    return apply_one(e, cmd, sink);
+}
+
+void eng_apply_run(tf_engine *e, const tf_ofl_msg *cmds, size_t n, tf_engine_sink *sink, int *rc)
+{
+    if (rc)
+        for (size_t i = 0; i < n; i++)
+            rc[i] = apply_one(e, &cmds[i], sink);
+    else
+        for (size_t i = 0; i < n; i++)
+            apply_one(e, &cmds[i], sink);
 }
 
 void tf_engine_get_counters(const tf_engine *e, tf_engine_counters *out)

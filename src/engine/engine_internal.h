@@ -14,6 +14,7 @@
 #ifndef TF_ENGINE_INTERNAL_H
 #define TF_ENGINE_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/table.h"
@@ -53,8 +54,9 @@ typedef struct eng_level {
      * than the 8 bytes it saved.) */
     uint32_t total_hi;
     uint64_t total_lo;
-    /* While the level is empty and kept (book.c, "empty levels"): its neighbours in the list of
-     * kept empty levels, older and newer (0: none). These fill the level to 64 bytes: one cache
+    /* While the level is empty and kept in its tree (book.c, "empty levels"; a ladder level is
+     * freed when it empties): its neighbours in the list of kept empty levels, older and newer
+     * (0: none). These fill the level to 64 bytes: one cache
      * line per level (the pool is 64-byte aligned), and an index is a shift (a 56-byte stride
      * cost an extra instruction at every e->levels[li]). */
     uint32_t empty_older, empty_newer;
@@ -98,10 +100,11 @@ typedef struct eng_side {
     uint32_t best;     /* the smallest key of a level with orders, 0 when there is none */
     uint64_t n_orders; /* live orders on this side (the hash needs the count first) */
     uint64_t n_levels; /* levels with orders */
-    uint64_t n_nodes;  /* levels in the ladder or the tree: n_levels and the kept empty ones */
+    uint64_t
+        n_nodes; /* levels in the ladder or the tree: n_levels and the tree's kept empty ones */
     /* The ladder (ladder.c): keys base .. base + e->lad_w - 1 (none when lad_w is 0). */
     int64_t base;
-    uint64_t n_win;     /* levels in the ladder, kept empty ones included */
+    uint64_t n_win;     /* levels in the ladder, all with orders (book.c frees an emptied one) */
     uint64_t tree_adds; /* levels added to the tree since the window was last placed */
     uint32_t *slot;     /* [lad_w]: the level at key base + i, 0 for none */
     uint64_t *bits;     /* [lad_w / 64]: bit i set when the level at base + i has orders */
@@ -109,9 +112,9 @@ typedef struct eng_side {
     uint64_t sum[ENG_LADDER_MAX / 4096]; /* bit j of sum[i] set when bits[64 i + j] is not 0 */
 } eng_side;
 
-/* Empty levels kept in their tree and the level table, in the whole engine (book.c): a price
- * that empties and fills again within this many other emptyings costs neither a tree insert nor
- * a tree removal, nor two level-table updates. */
+/* Empty levels kept in their tree and the level table, in the whole engine (book.c; the ladders
+ * keep none): a tree price that empties and fills again within this many other emptyings costs
+ * neither a tree insert nor a tree removal, nor two level-table updates. */
 #define ENG_EMPTY_LEVELS 1024u
 
 #define ENG_PREFETCH_LIVE 16384u
@@ -141,7 +144,7 @@ struct tf_engine {
     void *levels_mem;
     uint32_t free_order, free_level;   /* free lists through .next / .head (0: empty) */
     uint32_t fresh_order, fresh_level; /* the first never-used entry of each pool */
-    /* the kept empty levels, oldest first (book.c): a list through empty_older/empty_newer */
+    /* the kept empty tree levels, oldest first (book.c): a list through empty_older/empty_newer */
     uint32_t empty_oldest, empty_newest, n_empty;
     tfu_table by_id, by_client, by_price;
     /* The pool slot of the order a venue's pre-trade check just read (risk_view.h), so that the
@@ -200,15 +203,55 @@ static inline uint32_t eng_find_id(const tf_engine *e, uint64_t id)
 }
 void eng_insert_id(tf_engine *e, uint32_t oi);
 void eng_remove_id(tf_engine *e, uint32_t oi);
-uint32_t eng_find_client(const tf_engine *e, uint64_t account, uint64_t coid);
+
+/* The client table's hash, key test, finds and rekey: inline too (every gateway command and
+ * every cancel or replace by client id probes it, and a call's saved registers and argument
+ * moves cost about as much as the probe). */
+typedef struct eng_client_key {
+    uint64_t account, coid;
+} eng_client_key;
+
+static inline uint64_t eng_hash_client(const void *pool, uint32_t oi)
+{
+    const eng_order *o = &((const tf_engine *)pool)->orders[oi];
+    return tfu_mix2(o->account, o->coid);
+}
+
+static inline int eng_eq_client(const void *pool, uint32_t oi, const void *key)
+{
+    const eng_order *o = &((const tf_engine *)pool)->orders[oi];
+    const eng_client_key *k = key;
+    return o->coid == k->coid && o->account == k->account;
+}
+
+static inline uint32_t eng_find_client(const tf_engine *e, uint64_t account, uint64_t coid)
+{
+    eng_client_key k = {account, coid};
+    return tfu_tab_find(&e->by_client, tfu_mix2(account, coid), eng_eq_client, e, &k);
+}
+
 /* eng_find_client, and *at: the slot where the probe stopped (the order's, or the empty slot
  * where the key would go). */
-uint32_t eng_find_client_at(const tf_engine *e, uint64_t account, uint64_t coid, uint64_t *at);
+static inline uint32_t eng_find_client_at(const tf_engine *e, uint64_t account, uint64_t coid,
+                                          uint64_t *at)
+{
+    eng_client_key k = {account, coid};
+    return tfu_tab_find_at(&e->by_client, tfu_mix2(account, coid), eng_eq_client, e, &k, at);
+}
+
 #define ENG_AT_UNKNOWN UINT64_MAX
 /* The live order oi takes client id coid: `from` is its slot in the client table
  * (ENG_AT_UNKNOWN: looked up), `to` where eng_find_client_at(account, coid) stopped, with no
  * change to the table since. */
-void eng_set_client(tf_engine *e, uint32_t oi, uint64_t coid, uint64_t from, uint64_t to);
+static inline void eng_set_client(tf_engine *e, uint32_t oi, uint64_t coid, uint64_t from,
+                                  uint64_t to)
+{
+    if (from == ENG_AT_UNKNOWN)
+        from = tfu_tab_slot_of(&e->by_client, eng_hash_client(e, oi), oi);
+    e->orders[oi].coid = coid;
+    tfu_tab_rekey(&e->by_client, from, to, eng_hash_client, e);
+}
+
 void eng_insert_client(tf_engine *e, uint32_t oi);
 void eng_remove_client(tf_engine *e, uint32_t oi);
 uint32_t eng_table_find_level(const tf_engine *e, uint32_t tree, int64_t key);
@@ -279,8 +322,9 @@ static inline void eng_level_emptied(const tf_engine *e, eng_side *s, const eng_
     }
 }
 
-/* The level of key on side `tree` (0: none), kept empty or not: one array read in the ladder
- * (inline: every link and every level query starts here), else the price table. */
+/* The level of key on side `tree` (0: none): one array read in the ladder (inline: every link and
+ * every level query starts here; a ladder level always has orders), else the price table (a
+ * tree level may be a kept empty one). */
 static inline uint32_t eng_find_level(const tf_engine *e, uint32_t tree, int64_t key)
 {
     const eng_side *s = &e->sides[tree];
@@ -314,6 +358,11 @@ static inline int eng_begin(tf_engine *e, uint64_t seq, tf_engine_sink *sink)
     return 1;
 }
 
+/* engine.c: cmds[0..n) applied in order as tf_engine_apply would (one inline apply_one in a
+ * loop: tf_engine_apply_batch's), their return codes in rc[i] when rc is not NULL; the caller
+ * has checked e, sink and cmds. */
+void eng_apply_run(tf_engine *e, const tf_ofl_msg *cmds, size_t n, tf_engine_sink *sink, int *rc);
+
 /* query.c: qsort order of u64 ids */
 int eng_cmp_u64(const void *a, const void *b);
 
@@ -336,9 +385,55 @@ static inline int64_t eng_level_price(const eng_level *l)
 }
 
 /* book.c: a level an order joins when it has none with orders (eng_find_level's li: 0 or a kept
- * empty level), and a level that has just lost its last order (kept empty, book.c). */
+ * empty tree level), and a level that has just lost its last order (freed in the ladder, kept
+ * empty in the tree). */
 uint32_t eng_level_open(tf_engine *e, uint32_t tree, int64_t key, uint32_t li);
 void eng_level_close(tf_engine *e, uint32_t li);
+/* The kept empty level li, already out of its tree and the level table (a window placement that
+ * would bring it into the ladder), leaves the kept list for the free list. */
+void eng_level_discard(tf_engine *e, eng_side *s, uint32_t li);
+
+/* The level of key on side `tree` that an order is about to join, opened when it has no orders:
+ * inline for the common case, a new level in the ladder (a pool entry from the free list or a
+ * never-used one, its slot and its bit set); eng_level_open for the rest (a tree level, a window
+ * to move, a pool with no free entry). A ladder level always has orders (book.c). */
+static inline __attribute__((always_inline)) uint32_t eng_level_open_in(tf_engine *e, uint32_t tree,
+                                                                        int64_t key)
+{
+    eng_side *s = &e->sides[tree];
+    if (!eng_in_ladder(e, s, key)) {
+        uint32_t li = eng_table_find_level(e, tree, key);
+        return li && e->levels[li].n_orders ? li : eng_level_open(e, tree, key, li);
+    }
+    uint64_t i = (uint64_t)key - (uint64_t)s->base;
+    uint32_t li = s->slot[i];
+    if (li)
+        return li;
+    li = e->free_level;
+    if (li)
+        e->free_level = e->levels[li].head;
+    else if (e->fresh_level <= e->max_orders)
+        li = e->fresh_level++;
+    else
+        return eng_level_open(e, tree, key, 0);
+    eng_level *l = &e->levels[li];
+    l->key = key;
+    l->tree = tree;
+    l->head = l->tail = 0;
+    l->n_orders = 0;
+    l->total_lo = 0;
+    l->total_hi = 0;
+    s->slot[i] = li;
+    s->n_win++;
+    s->n_nodes++;
+    s->bits[i >> 6] |= 1ull << (i & 63);
+    s->sum[i >> 12] |= 1ull << ((i >> 6) & 63);
+    s->top |= 1ull << (i >> 12);
+    s->n_levels++;
+    if (!s->best || key < e->levels[s->best].key)
+        s->best = li;
+    return li;
+}
 
 /* eng_link and eng_unlink (book.c), inline for the replace path, where every moved order takes
  * both (a call each cost ~30 instructions of saved registers and argument moves a replace).
@@ -347,9 +442,7 @@ static inline __attribute__((always_inline)) void eng_link_in(tf_engine *e, uint
                                                               uint32_t tree, int64_t price)
 {
     int64_t key = eng_key((int)(tree & 1), price);
-    uint32_t li = eng_find_level(e, tree, key);
-    if (!li || !e->levels[li].n_orders)
-        li = eng_level_open(e, tree, key, li);
+    uint32_t li = eng_level_open_in(e, tree, key);
     eng_order *o = &e->orders[oi];
     eng_level *l = &e->levels[li];
     o->price = price;
@@ -365,6 +458,29 @@ static inline __attribute__((always_inline)) void eng_link_in(tf_engine *e, uint
     l->n_orders++;
     eng_total_add(l, o->remaining);
     e->sides[tree].n_orders++;
+}
+
+/* The level li has just lost its last order: inline for the common case, a ladder level that is
+ * not the side's best (its slot, its bit and its entry freed, book.c); eng_level_close for the
+ * rest (the best, whose successor is looked for, and a tree level, kept empty). */
+static inline __attribute__((always_inline)) void eng_level_close_in(tf_engine *e, uint32_t li)
+{
+    eng_level *l = &e->levels[li];
+    eng_side *s = &e->sides[l->tree];
+    if (s->best == li || !eng_in_ladder(e, s, l->key)) {
+        eng_level_close(e, li);
+        return;
+    }
+    uint64_t i = (uint64_t)l->key - (uint64_t)s->base;
+    if (!(s->bits[i >> 6] &= ~(1ull << (i & 63))) &&
+        !(s->sum[i >> 12] &= ~(1ull << ((i >> 6) & 63))))
+        s->top &= ~(1ull << (i >> 12));
+    s->slot[i] = 0;
+    s->n_win--;
+    s->n_nodes--;
+    s->n_levels--;
+    l->head = e->free_level;
+    e->free_level = li;
 }
 
 static inline __attribute__((always_inline)) void eng_unlink_in(tf_engine *e, uint32_t oi)
@@ -387,7 +503,7 @@ static inline __attribute__((always_inline)) void eng_unlink_in(tf_engine *e, ui
     eng_total_sub(l, o->remaining);
     o->level = 0;
     if (--l->n_orders == 0)
-        eng_level_close(e, li);
+        eng_level_close_in(e, li);
 }
 
 #endif

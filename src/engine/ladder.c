@@ -10,8 +10,9 @@
  * created, and again around the best when a new level falls outside a window that holds no
  * level, or outside one whose first half has lost the best after the tree has taken more new
  * levels than the side holds (replace_window); its levels go to the tree and the tree's levels
- * inside the new window come in. Nothing observable depends on where a level
- * lives: every walk goes in key order across both. */
+ * inside the new window come in (an empty one is freed instead: the ladder holds only levels with
+ * orders, book.c). Nothing observable depends on where a level lives: every walk goes in key
+ * order across both. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,7 +130,10 @@ static void place_window(tf_engine *e, eng_side *s, int64_t key)
             break;
         eng_tree_remove(e, s, x);
         eng_remove_level(e, x);
-        ladder_put(e, s, x);
+        if (e->levels[x].n_orders)
+            ladder_put(e, s, x);
+        else /* the ladder keeps no empty level (book.c) */
+            eng_level_discard(e, s, x);
     }
 }
 

@@ -174,7 +174,7 @@ int tf_engine_level_at(const tf_engine *e, uint64_t instrument_id, int side, int
         return 0;
     uint32_t tree = (uint32_t)(s - e->sides);
     uint32_t li = eng_find_level(e, tree, eng_key(side, price));
-    if (!li || !e->levels[li].n_orders) /* none, or a kept empty level (book.c) */
+    if (!li || !e->levels[li].n_orders) /* none, or a kept empty tree level (book.c) */
         return 0;
     level_view(e, li, out);
     return 1;

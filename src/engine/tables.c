@@ -4,39 +4,22 @@
 
 /* ---- the keys ------------------------------------------------------------------------------- */
 
-typedef struct client_key {
-    uint64_t account, coid;
-} client_key;
-
 typedef struct level_key {
     int64_t key;
     uint32_t tree;
 } level_key;
 
 /* Order ids are their own hash (handed out in sequence, Fibonacci hashing spreads them; eng_find_id
- * in engine_internal.h looks them up inline). */
+ * in engine_internal.h looks them up inline, as it does the client table's finds and rekey). */
 static uint64_t hash_id(const void *pool, uint32_t oi)
 {
     return ((const tf_engine *)pool)->orders[oi].id;
-}
-
-static uint64_t hash_client(const void *pool, uint32_t oi)
-{
-    const eng_order *o = &((const tf_engine *)pool)->orders[oi];
-    return tfu_mix2(o->account, o->coid);
 }
 
 static uint64_t hash_level(const void *pool, uint32_t li)
 {
     const eng_level *l = &((const tf_engine *)pool)->levels[li];
     return tfu_mix2((uint64_t)l->key, l->tree);
-}
-
-static int eq_client(const void *pool, uint32_t oi, const void *key)
-{
-    const eng_order *o = &((const tf_engine *)pool)->orders[oi];
-    const client_key *k = key;
-    return o->coid == k->coid && o->account == k->account;
 }
 
 static int eq_level(const void *pool, uint32_t li, const void *key)
@@ -58,34 +41,14 @@ void eng_remove_id(tf_engine *e, uint32_t oi)
     tfu_tab_erase(&e->by_id, hash_id(e, oi), oi, hash_id, e);
 }
 
-uint32_t eng_find_client(const tf_engine *e, uint64_t account, uint64_t coid)
-{
-    client_key k = {account, coid};
-    return tfu_tab_find(&e->by_client, tfu_mix2(account, coid), eq_client, e, &k);
-}
-
-uint32_t eng_find_client_at(const tf_engine *e, uint64_t account, uint64_t coid, uint64_t *at)
-{
-    client_key k = {account, coid};
-    return tfu_tab_find_at(&e->by_client, tfu_mix2(account, coid), eq_client, e, &k, at);
-}
-
-void eng_set_client(tf_engine *e, uint32_t oi, uint64_t coid, uint64_t from, uint64_t to)
-{
-    if (from == ENG_AT_UNKNOWN)
-        from = tfu_tab_slot_of(&e->by_client, hash_client(e, oi), oi);
-    e->orders[oi].coid = coid;
-    tfu_tab_rekey(&e->by_client, from, to, hash_client, e);
-}
-
 void eng_insert_client(tf_engine *e, uint32_t oi)
 {
-    tfu_tab_insert(&e->by_client, hash_client(e, oi), oi, hash_client, e);
+    tfu_tab_insert(&e->by_client, eng_hash_client(e, oi), oi, eng_hash_client, e);
 }
 
 void eng_remove_client(tf_engine *e, uint32_t oi)
 {
-    tfu_tab_erase(&e->by_client, hash_client(e, oi), oi, hash_client, e);
+    tfu_tab_erase(&e->by_client, eng_hash_client(e, oi), oi, eng_hash_client, e);
 }
 
 uint32_t eng_table_find_level(const tf_engine *e, uint32_t tree, int64_t key)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "engine_model.h"
 #include "harness.h"
 #include "tollfree/engine.h"
 
@@ -21,7 +22,7 @@ static uint64_t next(void)
 }
 
 static uint64_t seq;
-static tf_ofl_msg ev[1 << 20];
+static tf_ofl_msg ev[1 << 20], mev[1 << 10];
 
 static int limit(tf_engine *e, uint64_t coid, int side, int64_t price, uint64_t qty)
 {
@@ -237,7 +238,9 @@ static int ref_depth(const live_order *lv, int n, int side, tf_engine_level *out
     return k;
 }
 
-static void kept_empty_levels_case(uint32_t max_orders, int steps, int64_t span)
+/* lad_w: each side's ladder narrowed to it (0: as created), so that most levels live in the
+ * trees, the only place empty levels are kept (book.c). */
+static void kept_empty_levels_case(uint32_t max_orders, int steps, int64_t span, uint32_t lad_w)
 {
     static const uint64_t one = 1;
     tf_engine_config cfg = {
@@ -246,6 +249,10 @@ static void kept_empty_levels_case(uint32_t max_orders, int steps, int64_t span)
     CHECK_RC(tf_engine_create(&cfg, &e), 0);
     if (!e)
         return;
+    if (lad_w) {
+        CHECK(e->lad_w >= lad_w);
+        e->lad_w = lad_w; /* narrower: each side uses the front of its own arrays */
+    }
     live_order *lv = calloc(max_orders, sizeof *lv);
     tf_engine_level *a = calloc(max_orders + 1, sizeof *a), *b = calloc(max_orders + 1, sizeof *b);
     int n = 0, bad = 0, max_empty_seen = 0;
@@ -317,11 +324,19 @@ static void kept_empty_levels_case(uint32_t max_orders, int steps, int64_t span)
         bad += c.price_levels != levels || c.resting_orders != (uint64_t)n;
         uint64_t nodes = e->sides[0].n_nodes + e->sides[1].n_nodes;
         bad += nodes != levels + e->n_empty;
+        /* the ladders hold only levels with orders */
+        for (int sd = 0; sd < 2; sd++)
+            for (uint64_t j = 0; j < e->lad_w; j++)
+                bad += e->sides[sd].slot[j] && !e->levels[e->sides[sd].slot[j]].n_orders;
     }
     CHECK_EQ(bad, 0);
-    /* the bulk emptying reached the bound (4,096) or kept levels were taken for new ones (16) */
-    CHECK(max_orders > ENG_EMPTY_LEVELS ? max_empty_seen == (int)ENG_EMPTY_LEVELS
-                                        : e->fresh_level == max_orders + 1);
+    /* the bulk emptying reached the bound (4,096 with a narrow ladder), kept levels were taken
+     * for new ones (16 with one), or, with every level in the ladder, none was kept */
+    if (!lad_w)
+        CHECK_EQ(max_empty_seen, 0);
+    else
+        CHECK(max_orders > ENG_EMPTY_LEVELS ? max_empty_seen == (int)ENG_EMPTY_LEVELS
+                                            : e->fresh_level == max_orders + 1);
     uint64_t cap = tf_engine_snapshot_size(e), len = 0;
     uint8_t *img = malloc(cap);
     tf_engine *f = NULL;
@@ -338,14 +353,71 @@ static void kept_empty_levels_case(uint32_t max_orders, int steps, int64_t span)
 
 static void kept_empty_levels(void)
 {
-    kept_empty_levels_case(16, 20000, 3000);
-    kept_empty_levels_case(4096, 60000, 20000);
+    kept_empty_levels_case(16, 20000, 3000, 1024);
+    kept_empty_levels_case(4096, 60000, 20000, 1024);
+    kept_empty_levels_case(4096, 60000, 20000, 0);
+}
+
+/* One ladder price that empties and fills again many times, beside a level that stays: each
+ * emptying frees the level (its slot cleared, the pool entry reused), tf_engine_level_at reports
+ * the price absent while it is empty, and the counts and the state hash follow the model's. */
+static void ladder_level_refills(void)
+{
+    static const uint64_t one = 1;
+    tf_engine_config cfg = {
+        .size = sizeof cfg, .instruments = &one, .n_instruments = 1, .max_orders = 64};
+    tf_engine *e = NULL;
+    em_model *m = NULL;
+    CHECK_RC(tf_engine_create(&cfg, &e), 0);
+    CHECK_RC(em_create(&one, 1, 64, &m), 0);
+    if (!e || !m)
+        return;
+    int bad = 0;
+    uint64_t s0 = 0;
+    tf_ofl_msg c;
+    size_t me;
+    tf_engine_sink s = {.ev = ev, .cap = 1 << 20};
+    c = (tf_ofl_msg){.kind = TF_OFL_NEW_LIMIT};
+    c.new_limit = (tf_ofl_new_limit){++s0, 7, s0, 1, 1000, {5, 0}, TF_OFL_BUY};
+    bad += tf_engine_apply(e, &c, &s) != em_apply(m, &c, mev, 1 << 10, &me);
+    for (int i = 0; i < 5000; i++) {
+        int n = 1 + i % 3; /* one to three orders at the price, then all canceled */
+        uint64_t first = 0;
+        for (int k = 0; k < n; k++) {
+            tf_engine_counters before;
+            tf_engine_get_counters(e, &before);
+            first = k ? first : before.next_order_id;
+            c = (tf_ofl_msg){.kind = TF_OFL_NEW_LIMIT};
+            c.new_limit = (tf_ofl_new_limit){++s0, 7, s0, 1, 990, {1 + (uint64_t)k, 0}, TF_OFL_BUY};
+            s.n = 0;
+            bad += tf_engine_apply(e, &c, &s) != em_apply(m, &c, mev, 1 << 10, &me);
+        }
+        tf_engine_level at;
+        bad += tf_engine_level_at(e, 1, TF_OFL_BUY, 990, &at) != 1 || at.orders != (uint32_t)n;
+        bad += e->sides[0].n_win != 2 || e->sides[0].n_nodes != 2 || e->sides[0].n_levels != 2;
+        for (int k = 0; k < n; k++) {
+            c = (tf_ofl_msg){.kind = TF_OFL_CANCEL_BY_ORDER};
+            c.cancel_by_order = (tf_ofl_cancel_by_order){++s0, first + (uint64_t)k};
+            s.n = 0;
+            bad += tf_engine_apply(e, &c, &s) != em_apply(m, &c, mev, 1 << 10, &me);
+        }
+        bad += tf_engine_level_at(e, 1, TF_OFL_BUY, 990, &at) != 0;
+        bad += e->sides[0].n_win != 1 || e->sides[0].n_nodes != 1 || e->sides[0].n_levels != 1;
+        bad += e->n_empty != 0 || !trees_ok(e);
+        bad += tf_engine_state_hash(e) != em_state_hash(m);
+    }
+    CHECK_EQ(bad, 0);
+    /* the freed entries were reused: no more than the two levels ever held at once, plus one */
+    CHECK(e->fresh_level <= 4);
+    em_destroy(m);
+    tf_engine_destroy(e);
 }
 
 int main(void)
 {
     config_errors();
     kept_empty_levels();
+    ladder_level_refills();
     churn();
     far_apart_prices();
     return tf_test_report();
