@@ -113,13 +113,7 @@ uint32_t eng_level_open(tf_engine *e, uint32_t tree, int64_t key, uint32_t li)
     eng_side *s = &e->sides[tree];
     if (!li) {
         li = new_level(e);
-        eng_level *l = &e->levels[li];
-        l->key = key;
-        l->tree = tree;
-        l->head = l->tail = 0;
-        l->n_orders = 0;
-        l->total_lo = 0;
-        l->total_hi = 0;
+        eng_level_init(&e->levels[li], tree, key);
         eng_level_attach(e, s, li);
     } else {
         unlist_empty(e, &e->levels[li]);

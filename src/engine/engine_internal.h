@@ -393,6 +393,17 @@ void eng_level_close(tf_engine *e, uint32_t li);
  * would bring it into the ladder), leaves the kept list for the free list. */
 void eng_level_discard(tf_engine *e, eng_side *s, uint32_t li);
 
+/* A level entry made new: at key on side `tree`, no orders, total 0. */
+static inline void eng_level_init(eng_level *l, uint32_t tree, int64_t key)
+{
+    l->key = key;
+    l->tree = tree;
+    l->head = l->tail = 0;
+    l->n_orders = 0;
+    l->total_lo = 0;
+    l->total_hi = 0;
+}
+
 /* The level of key on side `tree` that an order is about to join, opened when it has no orders:
  * inline for the common case, a new level in the ladder (a pool entry from the free list or a
  * never-used one, its slot and its bit set); eng_level_open for the rest (a tree level, a window
@@ -416,13 +427,7 @@ static inline __attribute__((always_inline)) uint32_t eng_level_open_in(tf_engin
         li = e->fresh_level++;
     else
         return eng_level_open(e, tree, key, 0);
-    eng_level *l = &e->levels[li];
-    l->key = key;
-    l->tree = tree;
-    l->head = l->tail = 0;
-    l->n_orders = 0;
-    l->total_lo = 0;
-    l->total_hi = 0;
+    eng_level_init(&e->levels[li], tree, key);
     s->slot[i] = li;
     s->n_win++;
     s->n_nodes++;

@@ -378,7 +378,8 @@ static void ladder_level_refills(void)
     size_t me;
     tf_engine_sink s = {.ev = ev, .cap = 1 << 20};
     c = (tf_ofl_msg){.kind = TF_OFL_NEW_LIMIT};
-    c.new_limit = (tf_ofl_new_limit){++s0, 7, s0, 1, 1000, {5, 0}, TF_OFL_BUY};
+    s0++; /* apart: the order of an initializer list's expressions is not fixed */
+    c.new_limit = (tf_ofl_new_limit){s0, 7, s0, 1, 1000, {5, 0}, TF_OFL_BUY};
     bad += tf_engine_apply(e, &c, &s) != em_apply(m, &c, mev, 1 << 10, &me);
     for (int i = 0; i < 5000; i++) {
         int n = 1 + i % 3; /* one to three orders at the price, then all canceled */
@@ -388,7 +389,8 @@ static void ladder_level_refills(void)
             tf_engine_get_counters(e, &before);
             first = k ? first : before.next_order_id;
             c = (tf_ofl_msg){.kind = TF_OFL_NEW_LIMIT};
-            c.new_limit = (tf_ofl_new_limit){++s0, 7, s0, 1, 990, {1 + (uint64_t)k, 0}, TF_OFL_BUY};
+            s0++;
+            c.new_limit = (tf_ofl_new_limit){s0, 7, s0, 1, 990, {1 + (uint64_t)k, 0}, TF_OFL_BUY};
             s.n = 0;
             bad += tf_engine_apply(e, &c, &s) != em_apply(m, &c, mev, 1 << 10, &me);
         }
