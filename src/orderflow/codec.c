@@ -254,17 +254,8 @@ int tf_ofl_frame_encode(void *buf, size_t cap, const tf_ofl_msg *msg)
     const unsigned char *u = (const unsigned char *)&msg->new_limit;
     size_t n = k->len;
     if (k->enc_chk && (uint8_t)(u[k->enc_chk] + k->chk_add) < k->chk_lim &&
-        cap >= TF_OFL_FRAME_HEADER_LEN + n) {
-        uint8_t *b = buf;
-        ofl_st32(b, k->frame_hdr);
-        ofl_st64(b + 3, msg->journal_seq);
-        uint8_t *p = b + TF_OFL_FRAME_HEADER_LEN;
-        size_t mid = k->enc_mid;
-        memcpy(p, u, 24);
-        memcpy(p + mid, u + mid, 24);
-        memcpy(p + n - 24, u + n - 24, 24);
-        return (int)(TF_OFL_FRAME_HEADER_LEN + n);
-    }
+        cap >= TF_OFL_FRAME_HEADER_LEN + n)
+        return ofl_frame_store3(buf, k->frame_hdr, msg->journal_seq, u, n, k->enc_mid, 24);
     return ofl_write(buf, cap, msg, TF_OFL_FRAME_HEADER_LEN);
 }
 

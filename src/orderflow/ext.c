@@ -478,17 +478,8 @@ int tf_ofx_frame_encode(void *buf, size_t cap, const tf_ofl_msg *msg)
         size_t n = r->len;
         uint32_t x = ofl_ld32(u + r->win) + r->add;
         uint32_t bad = (((x | 0x80808080u) - r->lim) | x) & r->mask;
-        if (!bad && cap >= TF_OFL_FRAME_HEADER_LEN + n) {
-            uint8_t *b = buf;
-            ofl_st32(b, r->hdr);
-            ofl_st64(b + 3, msg->journal_seq);
-            uint8_t *p = b + TF_OFL_FRAME_HEADER_LEN;
-            size_t mid = r->mid;
-            memcpy(p, u, 40);
-            memcpy(p + mid, u + mid, 40);
-            memcpy(p + n - 40, u + n - 40, 40);
-            return (int)(TF_OFL_FRAME_HEADER_LEN + n);
-        }
+        if (!bad && cap >= TF_OFL_FRAME_HEADER_LEN + n)
+            return ofl_frame_store3(buf, r->hdr, msg->journal_seq, u, n, r->mid, 40);
     }
     switch (kind) {
 #define ENCODE_CASE(NAME, str, member, n8, cls)                                                    \
