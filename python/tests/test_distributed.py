@@ -147,6 +147,28 @@ def test_worker_killed_mid_sweep_same_bits(client, tmp_path, broadcast, stats):
         check_against_sweep(df, pan, g)
 
 
+class _RaceFuture:
+    """A future that distributed reports finished and that turns cancelled while its result is
+    read (its worker died between the gather and the status check): distributed's Future.result
+    then raises the gathered value, a TypeError. Seen in CI on test_worker_killed_mid_sweep."""
+    def __init__(self, status_after, exc):
+        self.status, self._after, self._exc = "finished", status_after, exc
+
+    def result(self):
+        self.status = self._after
+        raise self._exc
+
+
+def test_future_cancelled_while_read_is_lost_not_an_error():
+    assert TD._result_or_lost(_RaceFuture("cancelled", TypeError("exceptions must derive from "
+                                                                 "BaseException"))) is None
+    from distributed import CancelledError
+    assert TD._result_or_lost(_RaceFuture("cancelled", CancelledError("k"))) is None
+    # An error of a future that is not cancelled is the task's own: it is raised.
+    with pytest.raises(ValueError, match="a task's own error"):
+        TD._result_or_lost(_RaceFuture("error", ValueError("a task's own error")))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

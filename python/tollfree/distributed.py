@@ -54,6 +54,22 @@ DEFAULT_CACHE = 1 << 30      # worker-side budget of cached first-stage rows (TO
 _CANCELLED = (CancelledError, asyncio.CancelledError)
 
 
+def _result_or_lost(f):
+    """A finished future's result, or None when it was lost while being read: its result, or
+    what recomputing it needs, went with a worker that died. A future can turn from finished to
+    cancelled between distributed's gather and its status check; Future.result then raises a
+    TypeError ("exceptions must derive from BaseException": it raises the gathered value) instead
+    of a CancelledError. Any error of a future that is not cancelled afterwards is re-raised."""
+    try:
+        return f.result()
+    except _CANCELLED:
+        return None
+    except Exception:
+        if f.status == "cancelled":
+            return None
+        raise
+
+
 class SchedulerUnavailable(ConnectionError):
     """No Dask scheduler answered at the address within the timeout, or it has no workers."""
 
@@ -520,12 +536,7 @@ def _run(client, names, series, params, chunk, threads, isa, broadcast, cache, p
             i, lo, hi, use = meta.pop(f.key)
             if f.status == "error":
                 raise f.exception()
-            res = None
-            if f.status == "finished":
-                try:
-                    res = f.result()
-                except _CANCELLED:
-                    res = None  # its result, or what recomputing it needs, went with a worker
+            res = _result_or_lost(f) if f.status == "finished" else None
             if res is not None:
                 rows = order[lo:hi]
                 if timed:
