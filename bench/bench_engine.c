@@ -52,6 +52,7 @@
 #include "bench_engine_base/base_engine.h"
 #include "bench_clock.h"
 #include "bench_machine.h"
+#include "bench_outdir.h"
 #include "engine_model.h"
 #include "tollfree/engine.h"
 #include "tollfree/journal.h"
@@ -1368,15 +1369,11 @@ int main(int argc, char **argv)
     CPU_SET(pin, &set);
     int pinned = sched_setaffinity(0, sizeof set, &set) == 0;
     char dirbuf[4096];
-    if (!dir) {
-        snprintf(dirbuf, sizeof dirbuf, "%s", out);
-        char *slash = strrchr(dirbuf, '/');
-        if (slash)
-            *slash = '\0';
-        else
-            snprintf(dirbuf, sizeof dirbuf, ".");
-        dir = dirbuf;
+    if (bench_out_dir(out, dir, dirbuf, sizeof dirbuf)) {
+        fprintf(stderr, "bench_engine: cannot create %s: %s\n", dirbuf, strerror(errno));
+        return 2;
     }
+    dir = dirbuf;
     json = fopen(out, "w");
     if (!json)
         fprintf(stderr, "bench_engine: %s: %s (JSON not written)\n", out, strerror(errno));

@@ -30,6 +30,7 @@
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
 #include "bench_machine.h"
+#include "bench_outdir.h"
 
 #define MAXREPS 15
 
@@ -985,19 +986,6 @@ static void cpu_model(char *out, size_t n)
         fclose(f);
 }
 
-static int mkdirs(const char *path)
-{
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(tmp, 0755);
-            *p = '/';
-        }
-    return mkdir(tmp, 0755) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 int main(int argc, char **argv)
 {
     const char *out = "build/report/orderflow.json";
@@ -1025,17 +1013,7 @@ int main(int argc, char **argv)
     }
     if (quick)
         reps = 2;
-    if (dirarg) {
-        snprintf(dir, sizeof dir, "%s", dirarg);
-    } else {
-        snprintf(dir, sizeof dir, "%s", out);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *slash = 0;
-        else
-            snprintf(dir, sizeof dir, ".");
-    }
-    if (mkdirs(dir)) {
+    if (bench_out_dir(out, dirarg, dir, sizeof dir)) {
         fprintf(stderr, "bench_orderflow: cannot create %s: %s\n", dir, strerror(errno));
         return 2;
     }

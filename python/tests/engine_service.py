@@ -103,8 +103,9 @@ class VenueProcess:
     sessions file (mode 600) from ``sessions`` text, more options per start; restartable on the
     same journal."""
 
-    def __init__(self, d: Path, sessions: str, *options: str):
+    def __init__(self, d: Path, sessions: str, *options: str, secrets: dict | None = None):
         self.dir = d
+        self.secrets = secrets or {}
         self.sessions = d / "sessions"
         self.sessions.write_text(sessions)
         self.sessions.chmod(0o600)
@@ -112,6 +113,12 @@ class VenueProcess:
         self.sock = str(d / "e.sock")
         self.url = f"unix:{self.sock}"
         self.proc = None
+
+    def connect(self, name: str):
+        """A logged-on client of session ``name`` (its secret from ``secrets``)."""
+        from tollfree import orders
+        return orders.connect(self.url, session=name, secret=self.secrets[name],
+                              timeout=DEADLINE)
 
     def start(self, *extra: str) -> None:
         self.log_path = self.dir / "log"

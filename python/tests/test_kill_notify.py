@@ -32,10 +32,7 @@ class Venue(VenueProcess):
         (d / "risk").write_text("admin ops\n")
         super().__init__(d, f"alpha {SECRETS['alpha']} 1,2\nops {SECRETS['ops']} 9\n"
                             f"bravo {SECRETS['bravo']} 1\n",
-                         "--risk", str(d / "risk"))
-
-    def connect(self, name: str):
-        return orders.connect(self.url, session=name, secret=SECRETS[name], timeout=DEADLINE)
+                         "--risk", str(d / "risk"), secrets=SECRETS)
 
 
 @pytest.fixture()

@@ -41,10 +41,8 @@ class Venue(VenueProcess):
         self.risk = d / "risk"
         self.risk.write_text(RISK)
         super().__init__(d, f"alpha {SECRETS['alpha']} 1,2\nops {SECRETS['ops']} 9\n"
-                            f"bravo {SECRETS['bravo']} 3\n", "--risk", str(self.risk))
-
-    def connect(self, name: str):
-        return orders.connect(self.url, session=name, secret=SECRETS[name], timeout=DEADLINE)
+                            f"bravo {SECRETS['bravo']} 3\n", "--risk", str(self.risk),
+                         secrets=SECRETS)
 
 
 @pytest.fixture()
