@@ -70,9 +70,9 @@ int tfu_table_reserve(tfu_table *t, uint64_t entries, tfu_tab_hash_fn hash, cons
         tfu_table_fini(&n);
         return TF_E_NOMEM;
     }
-    /* the same number of slots as now, or more if the entries need them (load 1/8, as insert) */
+    /* the same number of slots as now, or more if the entries need them (as insert) */
     uint64_t now = t->mask + 1;
-    while (now < cap && t->count * 8 > now)
+    while (now < cap && tfu_tab_over_load(t->count, now))
         now <<= 1;
     set_cap(&n, now);
     for (uint64_t i = 0; i <= t->mask; i++)

@@ -7,10 +7,15 @@
  * whether the entry at an index has a given key; the find, insert and erase below are inline so
  * that a caller passing its own functions gets them inlined. Linear probing from the Fibonacci
  * hash of the key's hash, deletion by backward shift (no tombstones, so probe lengths never
- * degrade over a long run). A table doubles when it would pass load 1/8, until it reaches the
- * size allocated at init, which holds `entries` at load <= 1/4: growing earlier costs no memory
- * (the arrays are allocated at their largest anyway) and halves the clusters of a small table
- * (issue 24: the engine's probe and backward-shift loops mispredicted ~25 % less, callgrind).
+ * degrade over a long run). A small table doubles when it would pass load 1/16, a large one
+ * (TFU_TAB_SPARSE_SLOTS slots and more) when it would pass load 1/8, until it reaches the size
+ * allocated at init, which holds `entries` at load <= 1/4: growing earlier costs no memory (the
+ * arrays are allocated at their largest anyway). Every occupied slot a probe meets before its
+ * own is a read of another pool entry, a likely cache miss on the lookup's critical path; a
+ * sparse table meets fewer, and while it is small its extra slots cost little cache. Measured
+ * in the engine (issue 24, docs/benchmarks.md): at ~1k resting orders load 1/16 against 1/8 was
+ * 7-10 % faster and 4 ns off the median latency (1/4: 16 % slower, 1/2: twice as slow); at
+ * ~100k, where a table is megabytes, 1/16 was 30 % slower than 1/8 (1/4 about as fast as 1/8).
  *
  * Both slot arrays are allocated at init for `entries` entries; growing doubles into the spare
  * one, so nothing allocates after init until a caller asks for more room (tfu_table_reserve).
@@ -96,12 +101,20 @@ static inline void tfu_tab_place(tfu_table *t, uint64_t h, uint32_t idx)
     t->slot[i] = idx;
 }
 
+#define TFU_TAB_SPARSE_SLOTS (1ull << 16) /* 256 KB an array */
+
+/* Whether `count` entries are past the load a table of `slots` slots doubles at (see the top). */
+static inline int tfu_tab_over_load(uint64_t count, uint64_t slots)
+{
+    return count * (slots < TFU_TAB_SPARSE_SLOTS ? 16 : 8) > slots;
+}
+
 /* Adds idx (!= 0, not present), whose entry's hash is h; at most `entries` of init (or of the
- * last reserve) at once. Doubles past load 1/8 while below the largest size (see the top). */
+ * last reserve) at once. Doubles past its load while below the largest size (see the top). */
 static inline __attribute__((always_inline)) void
 tfu_tab_insert(tfu_table *t, uint64_t h, uint32_t idx, tfu_tab_hash_fn hash, const void *pool)
 {
-    if (++t->count * 8 > t->mask + 1 && t->mask + 1 < t->max_cap)
+    if (tfu_tab_over_load(++t->count, t->mask + 1) && t->mask + 1 < t->max_cap)
         tfu_tab_grow(t, hash, pool);
     tfu_tab_place(t, h, idx);
 }

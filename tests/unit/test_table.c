@@ -121,7 +121,8 @@ static void test_random(void)
                 live++;
                 if (t.mask + 1 != cap0) {
                     doublings++;
-                    bad_cap += t.mask + 1 != 2 * cap0 || live * 8 <= cap0;
+                    /* past load 1/16 below 65,536 slots, 1/8 from there (table.h) */
+                    bad_cap += t.mask + 1 != 2 * cap0 || live * (cap0 < 65536 ? 16 : 8) <= cap0;
                     bad_full += !reachable_all(&t) || !agrees_all(&t);
                 }
             } else if (present[idx] && !want_insert) {
@@ -292,8 +293,42 @@ static void test_rekey(void)
     tfu_table_fini(&t);
 }
 
+/* The loads a table doubles at: past 1/16 while it has fewer than 65,536 slots, past 1/8 from
+ * there (table.h), each doubling at the insert that passes it, up to the size allocated. */
+static uint64_t h_mix(const void *pool, uint32_t idx)
+{
+    (void)pool;
+    return tfu_mix(idx);
+}
+
+static void test_doubling_loads(void)
+{
+    tfu_table t;
+    CHECK_EQ(tfu_table_init(&t, 40000), 0);
+    CHECK_EQ(t.max_cap, 262144);
+    static const uint64_t want[][2] = {{65, 2048},     {129, 4096},    {257, 8192},
+                                       {513, 16384},   {1025, 32768},  {2049, 65536},
+                                       {8193, 131072}, {16385, 262144}};
+    size_t k = 0;
+    int bad = 0;
+    for (uint32_t idx = 1; idx <= 40000; idx++) {
+        uint64_t cap0 = t.mask + 1;
+        tfu_tab_insert(&t, tfu_mix(idx), idx, h_mix, NULL);
+        if (t.mask + 1 != cap0) {
+            bad +=
+                k >= sizeof want / sizeof want[0] || want[k][0] != idx || want[k][1] != t.mask + 1;
+            k++;
+        }
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(k, sizeof want / sizeof want[0]);
+    CHECK_EQ(t.count, 40000);
+    tfu_table_fini(&t);
+}
+
 int main(void)
 {
+    test_doubling_loads();
     test_small_and_full();
     test_random();
     test_reserve_and_clear();
