@@ -121,10 +121,9 @@ typedef struct eng_side {
 
 /* The three tables are the library's one table (src/common/table.h): each starts small and
  * doubles (rehashing into its spare array) when it would pass load 1/16 (1/8 once large), up to
- * the capacity its
- * pool needs; both arrays are allocated at create, so growing never allocates. A small table
- * stays in cache: the common book of a few thousand orders never pays a miss for a table sized
- * for a million. */
+ * the capacity its pool needs; both arrays are allocated at create, so growing never allocates.
+ * A small table stays in cache: the common book of a few thousand orders never pays a miss for a
+ * table sized for a million. */
 
 struct tf_engine {
     /* config */
