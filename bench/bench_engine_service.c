@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "tollfree/orderflow.h"
 #include "tollfree/orders.h"
 
@@ -373,33 +374,37 @@ static int lone_among_busy(server *s, int n, double *med, double *max)
 int main(int argc, char **argv)
 {
     uint64_t count = 1000000;
-    int rtt = 2000, lone = 15, restart_only = 0, pipelined_only = 0, keep = 0, sessions = 0;
-    const char *dir = "/tmp";
-    g_bin[0] = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--count"))
-            count = strtoull(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "--rtt"))
-            rtt = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--lone"))
-            lone = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--bin"))
-            snprintf(g_bin, sizeof g_bin, "%s", argv[i + 1]);
-        else if (!strcmp(argv[i], "--dir"))
-            dir = argv[i + 1];
-        else if (!strcmp(argv[i], "--snapshot-every"))
-            g_snapshot_every = argv[i + 1];
-        else if (!strcmp(argv[i], "--only") && !strcmp(argv[i + 1], "restart"))
-            restart_only = 1;
-        else if (!strcmp(argv[i], "--only") && !strcmp(argv[i + 1], "pipelined"))
-            pipelined_only = 1;
-        else if (!strcmp(argv[i], "--keep"))
-            keep = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--crash"))
-            g_crash = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--sessions"))
-            sessions = atoi(argv[i + 1]);
-    }
+    int rtt = 2000, lone = 15, keep = 0, sessions = 0;
+    const char *dir = "/tmp", *bin = NULL, *only = NULL;
+    const bench_opt opts[] = {
+        {"--count", BENCH_OPT_U64, &count, "N",
+         "commands per pipelined run, the restarts' journal (default 1000000)"},
+        {"--rtt", BENCH_OPT_INT, &rtt, "N", "round trips per durability level (default 2000)"},
+        {"--lone", BENCH_OPT_INT, &lone, "N",
+         "a lone client's calls among busy ones (default 15; 0: none)"},
+        {"--bin", BENCH_OPT_STR, &bin, "PATH/tollfree",
+         "the binary (default: the tollfree next to this program's bench/)"},
+        {"--dir", BENCH_OPT_STR, &dir, "TMPDIR", "where the journals go (default /tmp)"},
+        {"--snapshot-every", BENCH_OPT_STR, &g_snapshot_every, "N",
+         "passed to the service (default: not passed)"},
+        {"--only", BENCH_OPT_STR, &only, "restart|pipelined",
+         "pipelined: the two pipelined runs alone (an A/B of two --bin);\n"
+         "restart: the group-durability run, then the restarts, three times\n"
+         "(default: every part)"},
+        {"--keep", BENCH_OPT_INT, &keep, "1",
+         "with --only restart: keep the journal, for a profile (default 0)"},
+        {"--crash", BENCH_OPT_INT, &g_crash, "1", "every stop a kill -9, not SIGTERM (default 0)"},
+        {"--sessions", BENCH_OPT_INT, &sessions, "1",
+         "the pipelined commands from a logged-on session (Keyed records),\n"
+         "one in 1,000 a buy that rests for good (default 0)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
+    if (only && strcmp(only, "restart") && strcmp(only, "pipelined"))
+        bench_args_refuse(&args, "--only restart or pipelined, not %s", only);
+    int restart_only = only && !strcmp(only, "restart");
+    int pipelined_only = only && !strcmp(only, "pipelined");
+    snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "");
     if (!g_bin[0]) {
         char self[900];
         ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "bench_machine.h"
 #include "kernel/kernel_internal.h"
 #include "tollfree/kernel.h"
@@ -189,14 +190,16 @@ int main(int argc, char **argv)
 {
     int rounds = 7, quick = 0;
     const char *path = "data/default_close.f64";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--data") && i + 1 < argc)
-            path = argv[++i];
-    }
+    const bench_opt opts[] = {
+        {"--rounds", BENCH_OPT_INT, &rounds, "N",
+         "rounds, interleaved (held to 1.." BENCH_ARGS_STR(MAX_ROUNDS) "; default 7)"},
+        {"--quick", BENCH_OPT_FLAG, &quick, NULL,
+         "20,000 bars and a big grid of 800 (default: 150,000 bars, 8,000)"},
+        {"--data", BENCH_OPT_STR, &path, "PATH",
+         "the close series, raw float64 (default data/default_close.f64)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
     rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
     bench_machine_print(stdout, "");
     printf("time block: %lld bars per thread, up to 4 threads (from the L2 cache size)\n",

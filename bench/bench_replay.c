@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "tollfree/engine.h"
 #include "tollfree/journal.h"
 
@@ -135,36 +136,35 @@ static int cmp_d(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: bench_replay JOURNAL.ofl [--rounds N] [--instruments LIST] "
-                        "[--max-orders N] [--only MODE]\n");
-        return 2;
-    }
     static cfg c;
-    const char *list = "1";
+    const char *list = "1", *path = NULL;
     int rounds = 5, only = -1; /* --only MODE: that mode alone (for a profile), after mode 0 */
     c.max_orders = TF_ENGINE_DEFAULT_MAX_ORDERS;
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--rounds"))
-            rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--instruments"))
-            list = argv[i + 1];
-        else if (!strcmp(argv[i], "--max-orders"))
-            c.max_orders = (uint32_t)strtoul(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "--only"))
-            only = atoi(argv[i + 1]);
-    }
+    const bench_opt opts[] = {
+        {"--rounds", BENCH_OPT_INT, &rounds, "N",
+         "rounds, the modes alternating (1..100; default 5, also for another value)"},
+        {"--instruments", BENCH_OPT_STR, &list, "LIST",
+         "the engine's instrument ids and ranges, e.g. 1-16,42 (default 1)"},
+        {"--max-orders", BENCH_OPT_U32, &c.max_orders, "N",
+         "the engine's order capacity (default " BENCH_ARGS_STR(TF_ENGINE_DEFAULT_MAX_ORDERS) ")"},
+        {"--only", BENCH_OPT_INT, &only, "MODE",
+         "1 (the pump), 2 (the apply alone) or 3 (the apply in batches): that mode's\n"
+         "rounds alone, after one round of mode 0 for the hash, to profile it\n"
+         "(default: every mode)"},
+    };
+    bench_args args = BENCH_ARGS(opts, "JOURNAL.ofl");
+    if (bench_args_parse(&args, argc, argv, &path, 1) < 1)
+        bench_args_refuse(&args, "no journal given (make one with `tollfree engine gen --count "
+                                 "5000000 --seed 1 flow.ofl`)");
     if (rounds < 1 || rounds > 100)
         rounds = 5;
     int n = tf_engine_parse_instruments(list, c.ids, TF_ENGINE_MAX_INSTRUMENTS);
-    if (n <= 0) {
-        fprintf(stderr, "bad --instruments\n");
-        return 2;
-    }
+    if (n <= 0)
+        bench_args_refuse(&args, "bad --instruments %s", list);
     c.n_ids = (uint32_t)n;
     tf_journal_map m;
-    if (tf_journal_map_open(argv[1], &m)) {
-        perror(argv[1]);
+    if (tf_journal_map_open(path, &m)) {
+        perror(path);
         return 1;
     }
     tf_journal_scan_result sr;
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
     double t_scan = now_s() - t0;
     printf("journal %s: %" PRIu64 " records, %" PRIu64 " bytes; walk alone (tf_journal_scan): "
            "%.3f s = %.1f M records/s\n",
-           argv[1], sr.records, sr.valid_bytes, t_scan, (double)sr.records / t_scan / 1e6);
+           path, sr.records, sr.valid_bytes, t_scan, (double)sr.records / t_scan / 1e6);
     int modes = decode_all(&m, sr.records) == 0 && g_n_all == sr.records ? 4 : 2;
     double ts[4][100];
     uint64_t h0 = 0, recs = 0;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "bench_machine.h"
 #include "tollfree/kernel.h"
 #include "tollfree/research.h"
@@ -52,18 +53,18 @@ int main(int argc, char **argv)
 {
     int rounds = 7, only = -1; /* --row K: time row K alone (for a profiler) */
     const char *path = "data/default_close.f64";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--rounds"))
-            rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--row"))
-            only = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--data"))
-            path = argv[i + 1];
-    }
-    if (rounds < 1 || rounds > MAX_ROUNDS) {
-        fprintf(stderr, "--rounds 1..%d\n", MAX_ROUNDS);
-        return 2;
-    }
+    const bench_opt opts[] = {
+        {"--rounds", BENCH_OPT_INT, &rounds, "N",
+         "rounds, the rows interleaved (1.." BENCH_ARGS_STR(MAX_ROUNDS) "; default 7)"},
+        {"--data", BENCH_OPT_STR, &path, "PATH",
+         "the close series, raw float64 (default data/default_close.f64)"},
+        {"--row", BENCH_OPT_INT, &only, "K",
+         "time row K alone (0..3, in the order printed), for a profiler (default: all)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
+    if (rounds < 1 || rounds > MAX_ROUNDS)
+        bench_args_refuse(&args, "--rounds must be 1..%d", MAX_ROUNDS);
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "bench_machine.h"
 #include "tollfree/orders.h"
 
@@ -235,21 +236,20 @@ int main(int argc, char **argv)
 {
     int connects = 500, calls = 20000, rounds = 5;
     int64_t pipe = 524288;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--connects"))
-            connects = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--calls"))
-            calls = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--pipe"))
-            pipe = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--rounds"))
-            rounds = atoi(argv[i + 1]);
-    }
-    if (connects < 1 || calls < 2 || pipe < 65536 || rounds < 1 || rounds > 64) {
-        fprintf(stderr, "usage: bench_tls [--connects N] [--calls N>=2] [--pipe N>=65536] "
-                        "[--rounds R]\n");
-        return 2;
-    }
+    const bench_opt opts[] = {
+        {"--connects", BENCH_OPT_INT, &connects, "N",
+         "connections one by one per round (>= 1; default 500)"},
+        {"--calls", BENCH_OPT_INT, &calls, "N",
+         "round trips one at a time per round (>= 2; default 20000)"},
+        {"--pipe", BENCH_OPT_I64, &pipe, "N",
+         "commands pipelined per round (>= 65536; default 524288)"},
+        {"--rounds", BENCH_OPT_INT, &rounds, "R",
+         "rounds, plain and TLS alternating (1..64; default 5)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
+    if (connects < 1 || calls < 2 || pipe < 65536 || rounds < 1 || rounds > 64)
+        bench_args_refuse(&args, "a value out of its range (below)");
     signal(SIGPIPE, SIG_IGN);
     find_bin();
     bench_machine_print(stdout, "");

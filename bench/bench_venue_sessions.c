@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "bench_machine.h"
 #include "tollfree/orders.h"
 
@@ -229,21 +230,20 @@ int main(int argc, char **argv)
 {
     int logons = 2000, rounds = 5;
     int64_t pipe = 1000000;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--logons"))
-            logons = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--pipe"))
-            pipe = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--rounds"))
-            rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--inflight"))
-            inflight = (uint32_t)atoi(argv[i + 1]);
-    }
-    if (logons < 1 || pipe < 65536 || rounds < 1 || rounds > 64 || inflight < 1) {
-        fprintf(stderr, "usage: bench_venue_sessions [--logons N] [--pipe N>=65536] [--rounds R] "
-                        "[--inflight N]\n");
-        return 2;
-    }
+    const bench_opt opts[] = {
+        {"--logons", BENCH_OPT_INT, &logons, "N",
+         "connections (with the logon) timed one by one (>= 1; default 2000)"},
+        {"--pipe", BENCH_OPT_I64, &pipe, "N",
+         "commands pipelined per run (>= 65536; default 1000000)"},
+        {"--rounds", BENCH_OPT_INT, &rounds, "R",
+         "rounds, the three services in turn (1..64; default 5)"},
+        {"--inflight", BENCH_OPT_U32, &inflight, "N",
+         "commands unanswered at most (>= 1; default 16384)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
+    if (logons < 1 || pipe < 65536 || rounds < 1 || rounds > 64 || inflight < 1)
+        bench_args_refuse(&args, "a value out of its range (below)");
     signal(SIGPIPE, SIG_IGN);
     find_bin();
     bench_machine_print(stdout, "");
