@@ -14,8 +14,9 @@
  * own is a read of another pool entry, a likely cache miss on the lookup's critical path; a
  * sparse table meets fewer, and while it is small its extra slots cost little cache. Measured
  * in the engine (issue 24, docs/benchmarks.md): at ~1k resting orders load 1/16 against 1/8 was
- * 7-10 % faster and 4 ns off the median latency (1/4: 16 % slower, 1/2: twice as slow); at
- * ~100k, where a table is megabytes, 1/16 was 30 % slower than 1/8 (1/4 about as fast as 1/8).
+ * 1-3 % faster in alternated runs (up to 10 % in single runs) and 4-5 ns off the median latency
+ * (1/4: 16 % slower, 1/2: twice as slow); at ~100k, where a table is megabytes, 1/16 was 20-30 %
+ * slower than 1/8 (1/4 about as fast as 1/8).
  *
  * Both slot arrays are allocated at init for `entries` entries; growing doubles into the spare
  * one, so nothing allocates after init until a caller asks for more room (tfu_table_reserve).
