@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
 
@@ -88,16 +89,17 @@ static int walk(const uint8_t *data, size_t len, int alloc, uint64_t *sum, long 
 int main(int argc, char **argv)
 {
     const char *mode = NULL, *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--mode") && i + 1 < argc)
-            mode = argv[++i];
-        else if (argv[i][0] != '-')
-            path = argv[i];
-    }
-    if (!mode || !path || (strcmp(mode, "alloc") && strcmp(mode, "zero-copy"))) {
-        fprintf(stderr, "usage: bench_alloc_decoder --mode zero-copy|alloc FILE\n");
-        return 2;
-    }
+    const bench_opt opts[] = {
+        {"--mode", BENCH_OPT_STR, &mode, "zero-copy|alloc",
+         "the decoder: in place, or a heap copy per record (required)"},
+    };
+    bench_args args = BENCH_ARGS(opts, "FILE");
+    if (bench_args_parse(&args, argc, argv, &path, 1) < 1)
+        bench_args_refuse(&args, "no journal FILE given");
+    if (!mode)
+        bench_args_refuse(&args, "no --mode given");
+    if (strcmp(mode, "alloc") && strcmp(mode, "zero-copy"))
+        bench_args_refuse(&args, "--mode zero-copy or alloc, not %s", mode);
     tf_journal_map map;
     int rc = tf_journal_map_open(path, &map);
     if (rc) {

@@ -36,14 +36,21 @@ typedef struct bench_opt {
 typedef struct bench_args {
     const bench_opt *opts;
     size_t n_opts;
-    const char *operands; /* the usage's words for them ("JOURNAL.ofl"), NULL where none */
-    const char *prog;     /* argv[0]'s base name, set by bench_args_parse */
+    const char *operands;      /* the usage's words for them ("JOURNAL.ofl"), NULL where none */
+    const char *operands_help; /* their line in the usage, with a default; NULL: no line */
+    const char *prog;          /* argv[0]'s base name, set by bench_args_parse */
 } bench_args;
 
 /* bench_args args = BENCH_ARGS(opts, NULL); with opts an array (not a pointer). */
-#define BENCH_ARGS(opts_, operands_)                                                               \
-    ((bench_args){                                                                                 \
-        .opts = (opts_), .n_opts = sizeof(opts_) / sizeof((opts_)[0]), .operands = (operands_)})
+#define BENCH_ARGS(opts_, operands_) BENCH_ARGS_OPERANDS(opts_, operands_, NULL)
+
+/* The same with a line for optional operands, e.g. their default:
+ * BENCH_ARGS_OPERANDS(opts, "[OUT.json]", "the JSON report (default out.json)"). */
+#define BENCH_ARGS_OPERANDS(opts_, operands_, operands_help_)                                      \
+    ((bench_args){.opts = (opts_),                                                                 \
+                  .n_opts = sizeof(opts_) / sizeof((opts_)[0]),                                    \
+                  .operands = (operands_),                                                         \
+                  .operands_help = (operands_help_)})
 
 /* A macro's value in a help string: "(1.." BENCH_ARGS_STR(MAX_ROUNDS) ")". */
 #define BENCH_ARGS_STR(x) BENCH_ARGS_STR_(x)
@@ -71,12 +78,16 @@ static inline void bench_args_usage(const bench_args *a, FILE *out)
 {
     char left[64];
     int width = (int)strlen("-h, --help");
+    if (a->operands_help && (int)strlen(a->operands) > width)
+        width = (int)strlen(a->operands);
     for (size_t i = 0; i < a->n_opts; i++) {
         int n = bench_opt_left(&a->opts[i], left, sizeof left);
         width = n > width ? n : width;
     }
     fprintf(out, "usage: %s%s%s [OPTION]...\n", a->prog, a->operands ? " " : "",
             a->operands ? a->operands : "");
+    if (a->operands_help)
+        bench_usage_line(out, width, a->operands, a->operands_help);
     for (size_t i = 0; i < a->n_opts; i++) {
         bench_opt_left(&a->opts[i], left, sizeof left);
         bench_usage_line(out, width, left, a->opts[i].help);

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "bench_engine_base/base_engine.h"
+#include "bench_args.h"
 #include "bench_clock.h"
 #include "bench_machine.h"
 #include "bench_outdir.h"
@@ -1329,38 +1330,33 @@ static void snapshots(const char *dir, uint32_t n_orders)
 
 int main(int argc, char **argv)
 {
-    const char *out = "build/report/engine.json", *dir = NULL;
-    int pin = 0, want_tsc = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--compare"))
-            compare_only = 1;
-        else if (!strcmp(argv[i], "--no-batch"))
-            no_batch = 1;
-        else if (!strcmp(argv[i], "--cpu-clock"))
-            cpu_clock = 1;
-        else if (!strcmp(argv[i], "--pin") && i + 1 < argc)
-            pin = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i];
-        else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-            dir = argv[++i];
-        else if (!strcmp(argv[i], "--clock") && i + 1 < argc &&
-                 (!strcmp(argv[i + 1], "tsc") || !strcmp(argv[i + 1], "monotonic")))
-            want_tsc = !strcmp(argv[++i], "tsc");
-        else if (argv[i][0] != '-')
-            out = argv[i];
-        else {
-            fprintf(
-                stderr,
-                "usage: bench_engine [--quick] [--compare] [--cpu-clock] [--no-batch] [--pin CPU] "
-                "[--rounds R] [--only TEXT] [--clock tsc|monotonic] [--dir DIR] [OUT.json]\n");
-            return 2;
-        }
-    }
+    const char *out = "build/report/engine.json", *dir = NULL, *clock_name = "tsc";
+    int pin = 0;
+    const bench_opt opts[] = {
+        {"--quick", BENCH_OPT_FLAG, &quick, NULL,
+         "flows 20 times shorter, at most 2 rounds (default: full size)"},
+        {"--compare", BENCH_OPT_FLAG, &compare_only, NULL,
+         "the gates and the throughput table alone (default: every section)"},
+        {"--cpu-clock", BENCH_OPT_FLAG, &cpu_clock, NULL,
+         "time the throughput rounds on the thread's CPU clock (default: wall)"},
+        {"--no-batch", BENCH_OPT_FLAG, &no_batch, NULL,
+         "today's engine one command at a time too (default: 16 at a time)"},
+        {"--pin", BENCH_OPT_INT, &pin, "CPU", "the CPU to run on (default 0)"},
+        {"--rounds", BENCH_OPT_INT, &rounds, "R",
+         "throughput rounds (1..31, another value: 5; default 5)"},
+        {"--only", BENCH_OPT_STR, &only, "TEXT",
+         "the flows whose name contains TEXT (default: every flow)"},
+        {"--clock", BENCH_OPT_STR, &clock_name, "tsc|monotonic",
+         "the latency driver's clock (default tsc, where the CPU has one)"},
+        {"--dir", BENCH_OPT_STR, &dir, "DIR",
+         "where the replay's and snapshots' files go (default: OUT.json's directory)"},
+    };
+    bench_args args =
+        BENCH_ARGS_OPERANDS(opts, "[OUT.json]", "the JSON rows (default build/report/engine.json)");
+    bench_args_parse(&args, argc, argv, &out, 1);
+    if (strcmp(clock_name, "tsc") && strcmp(clock_name, "monotonic"))
+        bench_args_refuse(&args, "--clock tsc or monotonic, not %s", clock_name);
+    int want_tsc = !strcmp(clock_name, "tsc");
     if (rounds < 1 || rounds > 31)
         rounds = 5;
     if (quick)

@@ -29,13 +29,14 @@
 #include "tollfree/datagram.h"
 #include "tollfree/journal.h"
 #include "tollfree/orderflow.h"
+#include "bench_args.h"
 #include "bench_machine.h"
 #include "bench_outdir.h"
 
 #define MAXREPS 15
 
 static int quick;
-static const char *only; /* run one section: codec, walk, append, datagram */
+static const char *only; /* run one section: codec, walk, flow, append, datagram */
 static int reps = 7;
 static uint64_t checksum;
 static int failures;
@@ -986,31 +987,39 @@ static void cpu_model(char *out, size_t n)
         fclose(f);
 }
 
+/* --only's words, in the order they run. */
+static const struct {
+    const char *name;
+    void (*run)(void);
+} sections[] = {{"codec", bench_codec},
+                {"walk", bench_walk},
+                {"flow", bench_flow},
+                {"append", bench_append},
+                {"datagram", bench_datagram}};
+#define N_SECTIONS (sizeof sections / sizeof sections[0])
+
 int main(int argc, char **argv)
 {
     const char *out = "build/report/orderflow.json";
     const char *dirarg = NULL;
     int pin = -1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) {
-            quick = 1;
-        } else if (!strcmp(argv[i], "--pin") && i + 1 < argc) {
-            pin = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
-            only = argv[++i];
-        } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
-            dirarg = argv[++i];
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: bench_orderflow [--quick] [--only codec|walk|flow|append|datagram] "
-                   "[--pin CPU] [--dir DIR] [OUT.json]\n");
-            return 0;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "bench_orderflow: unknown option %s\n", argv[i]);
-            return 2;
-        } else {
-            out = argv[i];
-        }
-    }
+    const bench_opt opts[] = {
+        {"--quick", BENCH_OPT_FLAG, &quick, NULL,
+         "everything small (seconds): a smoke run\n(default: full size)"},
+        {"--only", BENCH_OPT_STR, &only, "codec|walk|flow|append|datagram",
+         "that section alone (default: every section)"},
+        {"--pin", BENCH_OPT_INT, &pin, "CPU", "pin the main thread to CPU (default: not pinned)"},
+        {"--dir", BENCH_OPT_STR, &dirarg, "DIR",
+         "where the journal files go, deleted afterwards\n(default: OUT.json's directory)"},
+    };
+    bench_args args = BENCH_ARGS_OPERANDS(
+        opts, "[OUT.json]", "the JSON results\n(default build/report/orderflow.json)");
+    bench_args_parse(&args, argc, argv, &out, 1);
+    int known = !only;
+    for (size_t k = 0; k < N_SECTIONS; k++)
+        known |= only && !strcmp(only, sections[k].name);
+    if (!known)
+        bench_args_refuse(&args, "--only codec, walk, flow, append or datagram, not %s", only);
     if (quick)
         reps = 2;
     if (bench_out_dir(out, dirarg, dir, sizeof dir)) {
@@ -1051,16 +1060,9 @@ int main(int argc, char **argv)
             cpu, sysconf(_SC_NPROCESSORS_ONLN), __VERSION__, date, quick ? "true" : "false", pin,
             reps);
 
-    if (!only || !strcmp(only, "codec"))
-        bench_codec();
-    if (!only || !strcmp(only, "walk"))
-        bench_walk();
-    if (!only || !strcmp(only, "flow"))
-        bench_flow();
-    if (!only || !strcmp(only, "append"))
-        bench_append();
-    if (!only || !strcmp(only, "datagram"))
-        bench_datagram();
+    for (size_t k = 0; k < N_SECTIONS; k++)
+        if (!only || !strcmp(only, sections[k].name))
+            sections[k].run();
 
     fprintf(json, "\n  ],\n  \"checksum\": %" PRIu64 ",\n  \"failures\": %d\n}\n", checksum,
             failures);

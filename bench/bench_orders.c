@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "bench_machine.h"
 #include "tollfree/orders.h"
 
@@ -246,21 +247,17 @@ int main(int argc, char **argv)
     int rt = 20000, skip_paper = 0;
     int64_t pipe = 1000000;
     const char *levels = "none,group";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rt") && i + 1 < argc)
-            rt = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--pipe") && i + 1 < argc)
-            pipe = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--durability") && i + 1 < argc)
-            levels = argv[++i];
-        else if (!strcmp(argv[i], "--skip-paper"))
-            skip_paper = 1;
-        else {
-            fprintf(stderr, "usage: bench_orders [--rt N] [--pipe N] [--durability LIST] "
-                            "[--skip-paper]\n");
-            return 2;
-        }
-    }
+    const bench_opt opts[] = {
+        {"--rt", BENCH_OPT_INT, &rt, "N",
+         "round trips per transport, half NewLimit, half Cancel (>= 2; default 20000)"},
+        {"--pipe", BENCH_OPT_I64, &pipe, "N", "pipelined commands per run (default 1000000)"},
+        {"--durability", BENCH_OPT_STR, &levels, "LIST",
+         "comma-separated levels, a service each (default none,group)"},
+        {"--skip-paper", BENCH_OPT_FLAG, &skip_paper, NULL,
+         "no paper-loop rows (default: in-process and through each service)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
     if (rt < 2)
         rt = 2;
     signal(SIGPIPE, SIG_IGN);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "bench_machine.h"
 #include "tollfree/kernel.h"
 #include "tollfree/strategy.h"
@@ -143,18 +144,17 @@ int main(int argc, char **argv)
 {
     int rounds = 3;
     const char *data = "data/default_close.f64", *plugin = "build/examples/plugin_sma.so";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--data") && i + 1 < argc)
-            data = argv[++i];
-        else if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
-            plugin = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_strategies [--rounds N] [--data PATH] [--plugin PATH]\n");
-            return 2;
-        }
-    }
+    const bench_opt opts[] = {
+        {"--rounds", BENCH_OPT_INT, &rounds, "N",
+         "rounds, the rows interleaved (1.." BENCH_ARGS_STR(MAX_ROUNDS) ", another value: 3; "
+                                                                        "default 3)"},
+        {"--data", BENCH_OPT_STR, &data, "PATH",
+         "the close series, raw float64 (default data/default_close.f64)"},
+        {"--plugin", BENCH_OPT_STR, &plugin, "PATH",
+         "the sample plugin (default build/examples/plugin_sma.so)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
     if (rounds < 1 || rounds > MAX_ROUNDS)
         rounds = 3;
     double *close = load(data);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "tollfree/kernel.h"
+#include "bench_args.h"
 #include "bench_machine.h"
 
 static double now_ns(void)
@@ -25,25 +26,22 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *path = "data/default_close.f64";
-    char lengths[256] = "6,20,50,100,200";
+    const char *path = "data/default_close.f64", *length_list = "6,20,50,100,200";
+    char lengths[256]; /* strtok's copy of --lengths */
     int reps = 7;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--lengths") && i + 1 < argc)
-            snprintf(lengths, sizeof lengths, "%s", argv[++i]);
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            puts("usage: bench_stream [DATA.f64] [--reps N] [--lengths 6,200]");
-            return 0;
-        } else
-            path = argv[i];
-    }
+    const bench_opt opts[] = {
+        {"--reps", BENCH_OPT_INT, &reps, "N", "timed passes per length (1..1000; default 7)"},
+        {"--lengths", BENCH_OPT_STR, &length_list, "L1,L2,...",
+         "the Hull lengths, a combo each (default 6,20,50,100,200)"},
+    };
+    bench_args args = BENCH_ARGS_OPERANDS(opts, "[DATA.f64]",
+                                          "the close series, raw float64 (default "
+                                          "data/default_close.f64)");
+    bench_args_parse(&args, argc, argv, &path, 1);
+    if (reps < 1 || reps > 1000)
+        bench_args_refuse(&args, "--reps wants 1..1000");
+    snprintf(lengths, sizeof lengths, "%s", length_list);
     bench_machine_print(stdout, NULL);
-    if (reps < 1 || reps > 1000) {
-        fputs("bench_stream: --reps wants 1..1000\n", stderr);
-        return 2;
-    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);

@@ -24,6 +24,7 @@
 #include "tollfree/client.h"
 #include "tollfree/kernel.h"
 #include "tollfree/shm.h"
+#include "bench_args.h"
 #include "bench_machine.h"
 
 static int quick, spin = -1, reps = 5, cpu_client = -1, cpu_server = -1;
@@ -245,28 +246,25 @@ static int64_t round_half_even(double x)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--spin") && v)
-            spin = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--bin") && v)
-            bin = argv[++i];
-        else if (!strcmp(argv[i], "--data") && v)
-            data_path = argv[++i];
-        else if (!strcmp(argv[i], "--reps") && v)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--cpu-client") && v)
-            cpu_client = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--cpu-server") && v)
-            cpu_server = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_transport [--quick] [--spin N] [--bin PATH] "
-                            "[--data PATH] [--reps N] [--cpu-client N] [--cpu-server N]\n");
-            return 2;
-        }
-    }
+    const bench_opt opts[] = {
+        {"--quick", BENCH_OPT_FLAG, &quick, NULL,
+         "fewer calls and bars, one sweep repetition (default: full size)"},
+        {"--spin", BENCH_OPT_INT, &spin, "N",
+         "shared-memory spin, server and client\n"
+         "(default: the library's, " BENCH_ARGS_STR(TF_SHM_DEFAULT_SPIN) ")"},
+        {"--bin", BENCH_OPT_STR, &bin, "PATH",
+         "the server binary (default $TF_BUILD_DIR/tollfree, else build/tollfree)"},
+        {"--data", BENCH_OPT_STR, &data_path, "PATH",
+         "the close series, raw float64\n(default $TF_SOURCE_DIR/data/default_close.f64, "
+         "else ./data/...)"},
+        {"--reps", BENCH_OPT_INT, &reps, "N", "sweep repetitions (>= 1; default 5)"},
+        {"--cpu-client", BENCH_OPT_INT, &cpu_client, "N",
+         "pin this process to CPU N (default: unpinned)"},
+        {"--cpu-server", BENCH_OPT_INT, &cpu_server, "N",
+         "pin the server to CPU N (default: unpinned)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
     if (reps < 1)
         reps = 1;
     bench_machine_print(stdout, NULL);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "tollfree/engine.h"
 #include "tollfree/orderflow.h"
 #include "venue/venue.h"
@@ -152,18 +153,19 @@ int main(int argc, char **argv)
 {
     int rounds = 7, only = -1;
     uint64_t n = 2000000, warm = 200000;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--records") && i + 1 < argc)
-            n = strtoull(argv[++i], NULL, 10);
-        else {
-            fprintf(stderr, "usage: bench_venue_risk [--rounds R] [--records N] [--only WAY]\n");
-            return 2;
-        }
-    }
+    const bench_opt opts[] = {
+        {"--rounds", BENCH_OPT_INT, &rounds, "R",
+         "rounds, the ways interleaved (1..64; default 7)"},
+        {"--records", BENCH_OPT_U64, &n, "N",
+         "timed records per round, after 200000 untimed (>= 1000; default 2000000)"},
+        {"--only", BENCH_OPT_INT, &only, "WAY",
+         "one way alone: 0 engine, 1 venue, 2 venue+risk, 3 venue+risk+stp\n"
+         "(default: all four)"},
+    };
+    bench_args args = BENCH_ARGS(opts, NULL);
+    bench_args_parse(&args, argc, argv, NULL, 0);
+    if (only >= N_WAYS) /* a negative one: every way, as before */
+        bench_args_refuse(&args, "--only 0..3, not %d", only);
     if (rounds < 1 || rounds > 64 || n < 1000)
         die("--rounds 1..64, --records >= 1000", 0);
     uint32_t target = 10000;
