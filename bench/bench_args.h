@@ -3,12 +3,14 @@
  * before it starts: --help prints the usage to stdout and exits 0; an unknown option, an option
  * without its value, a value that is not a whole number of the option's type (or is out of its
  * range) and an operand too many print "PROGRAM: what is wrong" and the usage to stderr and exit 2.
- * The usage is made from the table, so it lists every option there is. No allocation.
+ * The usage is made from the table, so it lists every option there is. The parse is libc's
+ * getopt_long, as the tollfree CLI's (src/cli/options.c). No allocation.
  * Header-only: each bench_*.c is its own program. */
 #ifndef TF_BENCH_ARGS_H
 #define TF_BENCH_ARGS_H
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -147,47 +149,55 @@ static inline int bench_opt_set_number(const bench_opt *o, const char *s)
     return 0;
 }
 
-/* Parses argv into the table's values; the operands (arguments not starting with '-') go to
+#define BENCH_ARGS_MAX 32 /* options a table may have */
+
+/* Parses argv into the table's values with getopt_long (so --name=value and unambiguous
+ * abbreviations work as in the tollfree CLI); the operands (what getopt leaves) go to
  * operands[0..max_operands) in order. Returns how many there were; exits as the top says. */
 static inline int bench_args_parse(bench_args *a, int argc, char **argv, const char **operands,
                                    int max_operands)
 {
     const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
     a->prog = argc < 1 ? "bench" : slash ? slash + 1 : argv[0];
-    int n_operands = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+    if (a->n_opts > BENCH_ARGS_MAX)
+        bench_args_refuse(a, "more than %d options in the table", BENCH_ARGS_MAX);
+    struct option lo[BENCH_ARGS_MAX + 2];
+    for (size_t k = 0; k < a->n_opts; k++) /* every name is "--" and the long name */
+        lo[k] = (struct option){a->opts[k].name + 2,
+                                a->opts[k].kind == BENCH_OPT_FLAG ? no_argument : required_argument,
+                                NULL, 256 + (int)k};
+    lo[a->n_opts] = (struct option){"help", no_argument, NULL, 'h'};
+    lo[a->n_opts + 1] = (struct option){0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        if (c == 'h') {
             bench_args_usage(a, stdout);
             exit(0);
         }
-        if (s[0] != '-') {
-            if (n_operands == max_operands)
-                bench_args_refuse(a, "unexpected argument %s", s);
-            operands[n_operands++] = s;
-            continue;
-        }
-        const bench_opt *o = NULL;
-        for (size_t k = 0; k < a->n_opts && !o; k++)
-            o = strcmp(s, a->opts[k].name) ? NULL : &a->opts[k];
-        if (!o)
-            bench_args_refuse(a, "unknown option %s", s);
-        if (o->kind == BENCH_OPT_FLAG) {
+        if (c == ':')
+            bench_args_refuse(a, "%s needs a value", argv[optind - 1]);
+        if (c == '?')
+            bench_args_refuse(a, "unknown option %s", argv[optind - 1]);
+        const bench_opt *o = &a->opts[c - 256];
+        if (o->kind == BENCH_OPT_FLAG)
             *(int *)o->value = 1;
-            continue;
+        else if (o->kind == BENCH_OPT_STR)
+            *(const char **)o->value = optarg;
+        else {
+            int rc = bench_opt_set_number(o, optarg);
+            if (rc == -EINVAL)
+                bench_args_refuse(a, "%s: '%s' is not a whole number", o->name, optarg);
+            if (rc == -ERANGE)
+                bench_args_refuse(a, "%s: %s is out of range", o->name, optarg);
         }
-        if (i + 1 == argc)
-            bench_args_refuse(a, "%s needs a value", s);
-        const char *v = argv[++i];
-        if (o->kind == BENCH_OPT_STR) {
-            *(const char **)o->value = v;
-            continue;
-        }
-        int rc = bench_opt_set_number(o, v);
-        if (rc == -EINVAL)
-            bench_args_refuse(a, "%s: '%s' is not a whole number", s, v);
-        if (rc == -ERANGE)
-            bench_args_refuse(a, "%s: %s is out of range", s, v);
+    }
+    int n_operands = 0;
+    for (; optind < argc; optind++) {
+        if (n_operands == max_operands)
+            bench_args_refuse(a, "unexpected argument %s", argv[optind]);
+        operands[n_operands++] = argv[optind];
     }
     return n_operands;
 }
